@@ -1,0 +1,169 @@
+//===- ir.h - The aotc graph IR ----------------------------------*- C++ -*-===//
+//
+// One small SSA IR for every stage.  A Graph has typed inputs (with their
+// signature role), nodes in topological order, and outputs (with theirs).  A
+// Value is defined once, by a graph input or by one output slot of a node.
+// Types are static: dtype, sizes, strides and storage offset.
+//
+// Functional graphs (after `functionalize`) hold no Mutation ops.  Input
+// mutations are trailing `epilogue_copy(%input, %value)` nodes tagged with the
+// program that must run them (must_be_in_forward / must_be_in_backward).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "aotc/support/diag.h"
+
+namespace aotc {
+
+enum class DType : uint8_t { F32, F64, F16, BF16, I64, I32, Bool };
+
+const char* dtypeName(DType d);            ///< IR spelling: f32, f64, ...
+std::optional<DType> parseDType(const std::string& s);  ///< IR spelling
+const char* dtypeTorchName(DType d);       ///< float32, float64, ...
+std::optional<DType> dtypeFromTorchName(const std::string& s);
+const char* dtypeSafetensorsName(DType d); ///< F32, F64, ...
+std::optional<DType> dtypeFromSafetensorsName(const std::string& s);
+int64_t dtypeSize(DType d);
+bool isFloating(DType d);
+
+/// Static tensor type.  Strides are in elements, as in PyTorch.
+struct TensorType {
+  DType dtype = DType::F32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+
+  static TensorType contiguous(DType d, std::vector<int64_t> sizes);
+  static std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& sizes);
+  int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
+  int64_t numel() const;
+  bool isContiguous() const;
+  /// Number of elements the storage must hold to back this view.
+  int64_t storageSpan() const;
+  std::string str() const;  ///< f32[4,8], f32[8,4]{1,8}, f32[2]{1}+3
+  bool operator==(const TensorType&) const = default;
+};
+
+using Ints = std::vector<int64_t>;
+using AttrValue = std::variant<int64_t, double, bool, std::string, Ints>;
+/// Ordered so that printing and hashing are deterministic.
+using Attrs = std::map<std::string, AttrValue>;
+std::string attrStr(const AttrValue& v);
+
+enum class OpKind : uint16_t {
+#define OP(Kind, name, arity, cat, grad, fn) Kind,
+#include "aotc/ops/ops.def"
+#undef OP
+};
+inline constexpr int kNumOps = 0
+#define OP(Kind, name, arity, cat, grad, fn) +1
+#include "aotc/ops/ops.def"
+#undef OP
+    ;
+
+enum class Phase : uint8_t { Forward, Backward };
+
+/// Node tags; hard constraints for the partitioner.
+enum Tag : uint32_t {
+  kTagNone = 0,
+  kMustSave = 1u << 0,          ///< value must be saved for backward, never recomputed
+  kMustBeInForward = 1u << 1,   ///< node must run in the forward program
+  kMustBeInBackward = 1u << 2,  ///< node must run in the backward program
+};
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+struct Value {
+  std::string name;
+  TensorType type;
+  int32_t node = -1;  ///< defining node index, -1 for a graph input
+  int32_t slot = 0;   ///< which output of the defining node
+};
+
+struct Node {
+  OpKind op;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  Attrs attrs;
+  SourceLoc loc;
+  Phase phase = Phase::Forward;
+  uint32_t tags = kTagNone;
+};
+
+enum class InputRole : uint8_t { Parameter, Buffer, UserInput, Tangent, Saved };
+const char* inputRoleName(InputRole r);
+std::optional<InputRole> parseInputRole(const std::string& s);
+
+struct GraphInput {
+  ValueId value;
+  InputRole role;
+  bool requires_grad = false;
+};
+
+/// One step of a view chain: replaying the chain on a base regenerates an alias.
+struct ViewStep {
+  OpKind op;
+  Attrs attrs;
+  bool operator==(const ViewStep&) const = default;
+};
+
+enum class OutputRole : uint8_t { User, Grad, Saved };
+const char* outputRoleName(OutputRole r);
+
+struct GraphOutput {
+  ValueId value;
+  OutputRole role = OutputRole::User;
+  std::string target;  ///< Grad: the input it is the gradient of
+  /// User output that aliases a graph input: the input, and the view chain
+  /// from it (empty chain: the output is the input itself).
+  std::optional<std::string> alias_of;
+  std::vector<ViewStep> alias_chain;
+};
+
+class Graph {
+ public:
+  std::string name;
+  std::vector<Value> values;
+  std::vector<GraphInput> inputs;
+  std::vector<Node> nodes;
+  std::vector<GraphOutput> outputs;
+
+  ValueId addInput(std::string name, TensorType type, InputRole role, bool requires_grad);
+  /// Appends a node, inferring its output types.  Throws UserError on a bad shape.
+  std::vector<ValueId> addNode(OpKind op, std::vector<ValueId> inputs, Attrs attrs = {},
+                               SourceLoc loc = {}, Phase phase = Phase::Forward,
+                               uint32_t tags = kTagNone);
+  /// Single-output convenience.
+  ValueId add(OpKind op, std::vector<ValueId> inputs, Attrs attrs = {}, SourceLoc loc = {},
+              Phase phase = Phase::Forward, uint32_t tags = kTagNone);
+  /// Appends a node whose output types are given (parser, cloning).
+  int32_t appendNode(Node n);
+  ValueId newValue(std::string name, TensorType type);
+
+  const TensorType& type(ValueId v) const { return values.at(v).type; }
+  const GraphInput* inputOf(ValueId v) const;
+  const GraphInput* inputNamed(const std::string& name) const;
+  ValueId valueNamed(const std::string& name) const;  ///< kNoValue if none
+  /// A fresh value name derived from `hint`, unique in this graph.
+  std::string uniqueName(const std::string& hint);
+
+ private:
+  std::map<std::string, int> name_counts_;
+};
+
+/// Users of each value (node indices, in order), and whether it is a graph output.
+struct UseInfo {
+  std::vector<std::vector<int32_t>> users;
+  std::vector<bool> is_output;
+  static UseInfo compute(const Graph& g);
+};
+
+}  // namespace aotc

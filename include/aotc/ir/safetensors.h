@@ -1,0 +1,29 @@
+//===- safetensors.h - Read and write safetensors files ----------*- C++ -*-===//
+//
+// Format: 8-byte little-endian header length N, N bytes of JSON header
+// {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {...}},
+// then the raw little-endian data.  Names are kept in sorted order on write so
+// that files are byte-identical run to run.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "aotc/ops/reference.h"
+
+namespace aotc {
+
+struct TensorInfo {
+  DType dtype;
+  Ints shape;
+};
+
+/// Header only (no data read): name -> dtype/shape.  Throws UserError naming `path`.
+std::map<std::string, TensorInfo> readSafetensorsHeader(const std::string& path);
+/// Whole file, elements converted to double.
+std::map<std::string, HostTensor> readSafetensors(const std::string& path);
+/// Writes every tensor in its own dtype.
+void writeSafetensors(const std::string& path, const std::map<std::string, HostTensor>& tensors);
+
+}  // namespace aotc

@@ -1,0 +1,56 @@
+//===- ops.h - Op table queries and per-op rules ------------------*- C++ -*-===//
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "aotc/ir/ir.h"
+
+namespace aotc {
+
+enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, Epilogue };
+enum class GradKind : uint8_t { Diff, NoGrad, NeverDiff };
+
+struct OpInfo {
+  OpKind kind;
+  const char* name;
+  int arity;  ///< -1 variadic
+  OpCategory category;
+  GradKind grad;
+  std::optional<OpKind> functional;  ///< Mutation ops: the pure op they become
+};
+
+const OpInfo& opInfo(OpKind k);
+const char* opName(OpKind k);
+std::optional<OpKind> opFromName(const std::string& name);
+inline bool isView(OpKind k) { return opInfo(k).category == OpCategory::View; }
+inline bool isMutation(OpKind k) { return opInfo(k).category == OpCategory::Mutation; }
+
+/// Output types of `op` applied to inputs of type `ins`.  Throws UserError
+/// (message only; callers attach the location) on arity, dtype or shape errors.
+std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins,
+                                   const Attrs& attrs);
+
+/// Broadcast two shapes (PyTorch rules); nullopt if incompatible.
+std::optional<Ints> broadcastShapes(const Ints& a, const Ints& b);
+/// Strides of `view(sizes)` of a tensor with these sizes/strides, PyTorch's
+/// computeStride; nullopt when the view needs a copy.
+std::optional<Ints> viewStrides(const Ints& old_sizes, const Ints& old_strides, const Ints& new_sizes);
+/// Resolves a single -1 in a view size.
+Ints inferViewSize(const Ints& size, int64_t numel);
+/// Normalizes reduction dims (negative, empty = all) to a sorted list.
+Ints reductionDims(const Attrs& attrs, int64_t rank);
+
+// Attribute helpers shared by every table.
+int64_t attrInt(const Attrs& a, const std::string& key);
+double attrFloat(const Attrs& a, const std::string& key);
+bool attrBool(const Attrs& a, const std::string& key, bool dflt);
+const Ints& attrInts(const Attrs& a, const std::string& key);
+bool hasAttr(const Attrs& a, const std::string& key);
+
+/// Which tables have a row for each op (for the completeness test).
+bool hasShapeRule(OpKind k);
+
+}  // namespace aotc

@@ -1,0 +1,261 @@
+//===- ir.cpp - Types, values and graphs ---------------------------------===//
+#include "aotc/ir/ir.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+
+#include "aotc/ops/ops.h"
+
+namespace aotc {
+
+namespace {
+struct DTypeNames {
+  DType d;
+  const char* ir;
+  const char* torch;
+  const char* st;
+  int64_t size;
+  bool floating;
+};
+constexpr std::array<DTypeNames, 7> kDTypes = {{
+    {DType::F32, "f32", "float32", "F32", 4, true},
+    {DType::F64, "f64", "float64", "F64", 8, true},
+    {DType::F16, "f16", "float16", "F16", 2, true},
+    {DType::BF16, "bf16", "bfloat16", "BF16", 2, true},
+    {DType::I64, "i64", "int64", "I64", 8, false},
+    {DType::I32, "i32", "int32", "I32", 4, false},
+    {DType::Bool, "bool", "bool", "BOOL", 1, false},
+}};
+const DTypeNames& dt(DType d) { return kDTypes[static_cast<size_t>(d)]; }
+}  // namespace
+
+const char* dtypeName(DType d) { return dt(d).ir; }
+const char* dtypeTorchName(DType d) { return dt(d).torch; }
+const char* dtypeSafetensorsName(DType d) { return dt(d).st; }
+int64_t dtypeSize(DType d) { return dt(d).size; }
+bool isFloating(DType d) { return dt(d).floating; }
+
+std::optional<DType> parseDType(const std::string& s) {
+  for (auto& e : kDTypes)
+    if (s == e.ir) return e.d;
+  return std::nullopt;
+}
+std::optional<DType> dtypeFromTorchName(const std::string& s) {
+  for (auto& e : kDTypes)
+    if (s == e.torch) return e.d;
+  return std::nullopt;
+}
+std::optional<DType> dtypeFromSafetensorsName(const std::string& s) {
+  for (auto& e : kDTypes)
+    if (s == e.st) return e.d;
+  return std::nullopt;
+}
+
+Ints TensorType::contiguousStrides(const Ints& sizes) {
+  Ints st(sizes.size());
+  int64_t s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return st;
+}
+
+TensorType TensorType::contiguous(DType d, Ints sizes) {
+  TensorType t;
+  t.dtype = d;
+  t.strides = contiguousStrides(sizes);
+  t.sizes = std::move(sizes);
+  return t;
+}
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+bool TensorType::isContiguous() const {
+  if (offset != 0) return false;
+  int64_t expect = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] != 1 && strides[i] != expect) return false;
+    expect *= sizes[i];
+  }
+  return true;
+}
+
+int64_t TensorType::storageSpan() const {
+  if (numel() == 0) return 0;
+  int64_t hi = offset;
+  for (size_t i = 0; i < sizes.size(); ++i) hi += (sizes[i] - 1) * strides[i];
+  return hi + 1;
+}
+
+std::string TensorType::str() const {
+  std::string s = std::string(dtypeName(dtype)) + "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
+  s += "]";
+  if (strides != contiguousStrides(sizes)) {
+    s += "{";
+    for (size_t i = 0; i < strides.size(); ++i) s += (i ? "," : "") + std::to_string(strides[i]);
+    s += "}";
+  }
+  if (offset != 0) s += "+" + std::to_string(offset);
+  return s;
+}
+
+std::string attrStr(const AttrValue& v) {
+  struct V {
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const {
+      if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+      if (std::isnan(d)) return "nan";
+      char buf[64];
+      // Shortest text that reads back to the same double, always with a '.' or
+      // an exponent so the parser tells floats from ints.
+      for (int prec = 1; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, d);
+        if (std::strtod(buf, nullptr) == d) break;
+      }
+      std::string s = buf;
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return s;
+    }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(const std::string& s) const {
+      std::string o = "\"";
+      for (char c : s) {
+        if (c == '"' || c == '\\') o += '\\';
+        o += c;
+      }
+      return o + "\"";
+    }
+    std::string operator()(const Ints& l) const {
+      std::string s = "[";
+      for (size_t i = 0; i < l.size(); ++i) s += (i ? "," : "") + std::to_string(l[i]);
+      return s + "]";
+    }
+  };
+  return std::visit(V{}, v);
+}
+
+const char* inputRoleName(InputRole r) {
+  switch (r) {
+    case InputRole::Parameter: return "parameter";
+    case InputRole::Buffer: return "buffer";
+    case InputRole::UserInput: return "user_input";
+    case InputRole::Tangent: return "tangent";
+    case InputRole::Saved: return "saved";
+  }
+  return "?";
+}
+
+std::optional<InputRole> parseInputRole(const std::string& s) {
+  for (InputRole r : {InputRole::Parameter, InputRole::Buffer, InputRole::UserInput,
+                      InputRole::Tangent, InputRole::Saved})
+    if (s == inputRoleName(r)) return r;
+  return std::nullopt;
+}
+
+const char* outputRoleName(OutputRole r) {
+  switch (r) {
+    case OutputRole::User: return "user";
+    case OutputRole::Grad: return "grad";
+    case OutputRole::Saved: return "saved";
+  }
+  return "?";
+}
+
+std::string Graph::uniqueName(const std::string& hint) {
+  std::string base = hint.empty() ? "v" : hint;
+  if (name_counts_.try_emplace(base, 1).second) return base;
+  for (;;) {
+    std::string n = base + "_" + std::to_string(name_counts_[base]++);
+    if (name_counts_.try_emplace(n, 1).second) return n;
+  }
+}
+
+ValueId Graph::newValue(std::string name, TensorType type) {
+  name_counts_.try_emplace(name, 1);
+  values.push_back(Value{std::move(name), std::move(type), -1, 0});
+  return static_cast<ValueId>(values.size() - 1);
+}
+
+ValueId Graph::addInput(std::string name, TensorType type, InputRole role, bool requires_grad) {
+  ValueId v = newValue(std::move(name), std::move(type));
+  inputs.push_back(GraphInput{v, role, requires_grad});
+  return v;
+}
+
+int32_t Graph::appendNode(Node n) {
+  int32_t idx = static_cast<int32_t>(nodes.size());
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    values[n.outputs[i]].node = idx;
+    values[n.outputs[i]].slot = static_cast<int32_t>(i);
+  }
+  nodes.push_back(std::move(n));
+  return idx;
+}
+
+std::vector<ValueId> Graph::addNode(OpKind op, std::vector<ValueId> ins, Attrs attrs, SourceLoc loc,
+                                    Phase phase, uint32_t tags) {
+  std::vector<TensorType> tys;
+  for (ValueId v : ins) tys.push_back(type(v));
+  std::vector<TensorType> outs;
+  try {
+    outs = inferTypes(op, tys, attrs);
+  } catch (const UserError& e) {
+    SourceLoc l = loc;
+    if (l.op.empty()) l.op = opName(op);
+    throw UserError(l, e.diagnostics().front().message);
+  }
+  Node n{op, std::move(ins), {}, std::move(attrs), loc, phase, tags};
+  std::string hint = loc.node.empty() ? opName(op) : loc.node;
+  for (char& c : hint)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) c = '_';
+  for (auto& t : outs) n.outputs.push_back(newValue(uniqueName(hint), t));
+  appendNode(std::move(n));
+  return nodes.back().outputs;
+}
+
+ValueId Graph::add(OpKind op, std::vector<ValueId> ins, Attrs attrs, SourceLoc loc, Phase phase,
+                   uint32_t tags) {
+  auto outs = addNode(op, std::move(ins), std::move(attrs), std::move(loc), phase, tags);
+  AOTC_CHECK(outs.size() == 1, opName(op), " has ", outs.size(), " outputs");
+  return outs[0];
+}
+
+const GraphInput* Graph::inputOf(ValueId v) const {
+  for (auto& i : inputs)
+    if (i.value == v) return &i;
+  return nullptr;
+}
+
+const GraphInput* Graph::inputNamed(const std::string& n) const {
+  for (auto& i : inputs)
+    if (values[i.value].name == n) return &i;
+  return nullptr;
+}
+
+ValueId Graph::valueNamed(const std::string& n) const {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].name == n) return static_cast<ValueId>(i);
+  return kNoValue;
+}
+
+UseInfo UseInfo::compute(const Graph& g) {
+  UseInfo u;
+  u.users.resize(g.values.size());
+  u.is_output.assign(g.values.size(), false);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (ValueId v : g.nodes[n].inputs) u.users[v].push_back(static_cast<int32_t>(n));
+  for (auto& o : g.outputs) u.is_output[o.value] = true;
+  return u;
+}
+
+}  // namespace aotc

@@ -1,0 +1,464 @@
+//===- text.cpp - IR printer, parser, verifier ----------------------------===//
+#include "aotc/ir/text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+
+#include "aotc/ops/ops.h"
+
+namespace aotc {
+
+// ---------------------------------------------------------------- printer
+
+namespace {
+std::string quote(const std::string& s) { return attrStr(AttrValue{s}); }
+
+std::string attrsStr(const Attrs& a) {
+  if (a.empty()) return "";
+  std::string s = " {";
+  bool first = true;
+  for (auto& [k, v] : a) {
+    s += (first ? "" : ", ") + k + "=" + attrStr(v);
+    first = false;
+  }
+  return s + "}";
+}
+
+std::string tagsStr(const Node& n) {
+  std::string s;
+  if (n.phase == Phase::Backward) s += " #bw";
+  if (n.tags & kMustSave) s += " #must_save";
+  if (n.tags & kMustBeInForward) s += " #must_be_in_forward";
+  if (n.tags & kMustBeInBackward) s += " #must_be_in_backward";
+  return s;
+}
+}  // namespace
+
+std::string printGraph(const Graph& g) {
+  std::string s = "graph @" + g.name + " {\n";
+  auto vn = [&](ValueId v) { return "%" + g.values[v].name; };
+  for (auto& in : g.inputs) {
+    s += "  input " + vn(in.value) + " : " + g.type(in.value).str() + " " + inputRoleName(in.role);
+    if (in.requires_grad) s += " requires_grad";
+    s += "\n";
+  }
+  for (auto& n : g.nodes) {
+    s += "  ";
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      s += (i ? ", " : "") + vn(n.outputs[i]) + " : " + g.type(n.outputs[i]).str();
+    if (!n.outputs.empty()) s += " = ";
+    s += std::string(opName(n.op)) + "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + vn(n.inputs[i]);
+    s += ")" + attrsStr(n.attrs) + tagsStr(n);
+    if (!n.loc.node.empty() || !n.loc.op.empty()) s += " loc(" + quote(n.loc.node) + ", " + quote(n.loc.op) + ")";
+    s += "\n";
+  }
+  for (auto& o : g.outputs) {
+    s += "  output " + vn(o.value) + " " + outputRoleName(o.role);
+    if (!o.target.empty()) s += "(" + quote(o.target) + ")";
+    if (o.alias_of) {
+      s += " alias(" + quote(*o.alias_of) + ", [";
+      for (size_t i = 0; i < o.alias_chain.size(); ++i)
+        s += (i ? ", " : "") + std::string(opName(o.alias_chain[i].op)) + attrsStr(o.alias_chain[i].attrs);
+      s += "])";
+    }
+    s += "\n";
+  }
+  return s + "}\n";
+}
+
+// ---------------------------------------------------------------- parser
+
+namespace {
+
+enum class Tok { Ident, Value, Global, Int, Float, String, Punct, Hash, End };
+
+struct Token {
+  Tok kind;
+  std::string text;
+  int line;
+};
+
+class Lexer {
+ public:
+  Lexer(const std::string& src, std::string file) : src_(src), file_(std::move(file)) {}
+
+  std::vector<Token> run() {
+    std::vector<Token> out;
+    while (true) {
+      skip();
+      if (pos_ >= src_.size()) break;
+      char c = src_[pos_];
+      int line = line_;
+      auto isName = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.'; };
+      if (c == '%' || c == '@' || c == '#') {
+        size_t b = ++pos_;
+        while (pos_ < src_.size() && isName(src_[pos_])) ++pos_;
+        if (b == pos_) error(line, std::string("expected a name after '") + c + "'");
+        out.push_back({c == '%' ? Tok::Value : c == '@' ? Tok::Global : Tok::Hash, src_.substr(b, pos_ - b), line});
+      } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '-' && pos_ + 1 < src_.size() &&
+                                                                 (std::isdigit(static_cast<unsigned char>(src_[pos_ + 1])) || src_[pos_ + 1] == 'i'))) {
+        size_t b = pos_++;
+        bool isFloat = false;
+        while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '.' ||
+                                      ((src_[pos_] == '-' || src_[pos_] == '+') && (src_[pos_ - 1] == 'e')))) {
+          if (src_[pos_] == '.' || src_[pos_] == 'e' || src_[pos_] == 'i') isFloat = true;
+          ++pos_;
+        }
+        out.push_back({isFloat ? Tok::Float : Tok::Int, src_.substr(b, pos_ - b), line});
+      } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        size_t b = pos_;
+        while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) ++pos_;
+        out.push_back({Tok::Ident, src_.substr(b, pos_ - b), line});
+      } else if (c == '"') {
+        std::string s;
+        ++pos_;
+        while (pos_ < src_.size() && src_[pos_] != '"') {
+          if (src_[pos_] == '\n') error(line, "unterminated string");
+          if (src_[pos_] == '\\' && pos_ + 1 < src_.size()) ++pos_;
+          s += src_[pos_++];
+        }
+        if (pos_ >= src_.size()) error(line, "unterminated string");
+        ++pos_;
+        out.push_back({Tok::String, s, line});
+      } else if (std::string("{}()[],:=+").find(c) != std::string::npos) {
+        out.push_back({Tok::Punct, std::string(1, c), line});
+        ++pos_;
+      } else {
+        error(line, std::string("unexpected character '") + c + "'");
+      }
+    }
+    out.push_back({Tok::End, "", line_});
+    return out;
+  }
+
+  [[noreturn]] void error(int line, const std::string& msg) {
+    throw UserError(SourceLoc{file_ + ":" + std::to_string(line), "", ""}, msg);
+  }
+
+ private:
+  void skip() {
+    while (pos_ < src_.size()) {
+      if (src_[pos_] == '\n') {
+        ++line_;
+        ++pos_;
+      } else if (std::isspace(static_cast<unsigned char>(src_[pos_]))) {
+        ++pos_;
+      } else if (src_.compare(pos_, 2, "//") == 0) {
+        while (pos_ < src_.size() && src_[pos_] != '\n') ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+  const std::string& src_;
+  std::string file_;
+  size_t pos_ = 0;
+  int line_ = 1;
+};
+
+class Parser {
+ public:
+  Parser(std::vector<Token> toks, std::string file) : t_(std::move(toks)), file_(std::move(file)) {}
+
+  Graph parse() {
+    Graph g;
+    expectIdent("graph");
+    g.name = expect(Tok::Global).text;
+    expectPunct("{");
+    std::map<std::string, ValueId> names;
+    auto lookup = [&](const Token& tk) {
+      auto it = names.find(tk.text);
+      if (it == names.end()) error(tk, "use of undefined value %" + tk.text);
+      return it->second;
+    };
+    auto define = [&](const Token& tk, TensorType ty) {
+      if (names.count(tk.text)) error(tk, "value %" + tk.text + " is defined twice");
+      ValueId v = g.newValue(tk.text, std::move(ty));
+      names[tk.text] = v;
+      return v;
+    };
+    while (!isPunct("}")) {
+      const Token& head = peek();
+      if (head.kind == Tok::Ident && head.text == "input") {
+        next();
+        Token name = expect(Tok::Value);
+        expectPunct(":");
+        TensorType ty = parseType();
+        Token role = expect(Tok::Ident);
+        auto r = parseInputRole(role.text);
+        if (!r) error(role, "unknown input role '" + role.text + "'");
+        bool rg = false;
+        if (peek().kind == Tok::Ident && peek().text == "requires_grad") {
+          next();
+          rg = true;
+        }
+        ValueId v = define(name, ty);
+        g.inputs.push_back(GraphInput{v, *r, rg});
+      } else if (head.kind == Tok::Ident && head.text == "output") {
+        next();
+        GraphOutput o;
+        o.value = lookup(expect(Tok::Value));
+        Token role = expect(Tok::Ident);
+        if (role.text == "user") o.role = OutputRole::User;
+        else if (role.text == "grad") o.role = OutputRole::Grad;
+        else if (role.text == "saved") o.role = OutputRole::Saved;
+        else error(role, "unknown output role '" + role.text + "'");
+        if (isPunct("(")) {
+          next();
+          o.target = expect(Tok::String).text;
+          expectPunct(")");
+        }
+        if (peek().kind == Tok::Ident && peek().text == "alias") {
+          next();
+          expectPunct("(");
+          o.alias_of = expect(Tok::String).text;
+          expectPunct(",");
+          expectPunct("[");
+          while (!isPunct("]")) {
+            Token op = expect(Tok::Ident);
+            auto k = opFromName(op.text);
+            if (!k) error(op, "unknown op '" + op.text + "'");
+            o.alias_chain.push_back(ViewStep{*k, parseAttrs()});
+            if (isPunct(",")) next();
+          }
+          next();
+          expectPunct(")");
+        }
+        g.outputs.push_back(std::move(o));
+      } else {
+        std::vector<std::pair<Token, TensorType>> defs;
+        while (peek().kind == Tok::Value) {
+          Token name = next();
+          expectPunct(":");
+          defs.emplace_back(name, parseType());
+          if (isPunct(",")) next();
+          else break;
+        }
+        if (!defs.empty()) expectPunct("=");
+        Token op = expect(Tok::Ident);
+        auto k = opFromName(op.text);
+        if (!k) error(op, "unknown op '" + op.text + "'");
+        Node n;
+        n.op = *k;
+        expectPunct("(");
+        while (!isPunct(")")) {
+          n.inputs.push_back(lookup(expect(Tok::Value)));
+          if (isPunct(",")) next();
+          else break;
+        }
+        expectPunct(")");
+        n.attrs = parseAttrs();
+        while (peek().kind == Tok::Hash) {
+          Token tag = next();
+          if (tag.text == "bw") n.phase = Phase::Backward;
+          else if (tag.text == "must_save") n.tags |= kMustSave;
+          else if (tag.text == "must_be_in_forward") n.tags |= kMustBeInForward;
+          else if (tag.text == "must_be_in_backward") n.tags |= kMustBeInBackward;
+          else error(tag, "unknown tag #" + tag.text);
+        }
+        if (peek().kind == Tok::Ident && peek().text == "loc") {
+          next();
+          expectPunct("(");
+          n.loc.node = expect(Tok::String).text;
+          expectPunct(",");
+          n.loc.op = expect(Tok::String).text;
+          expectPunct(")");
+        }
+        n.loc.file = file_;
+        for (auto& [name, ty] : defs) n.outputs.push_back(define(name, ty));
+        g.appendNode(std::move(n));
+      }
+    }
+    next();
+    if (peek().kind != Tok::End) error(peek(), "unexpected text after the graph");
+    return g;
+  }
+
+ private:
+  TensorType parseType() {
+    Token d = expect(Tok::Ident);
+    auto dt = parseDType(d.text);
+    if (!dt) error(d, "unknown dtype '" + d.text + "'");
+    TensorType t;
+    t.dtype = *dt;
+    t.sizes = parseIntList("[", "]");
+    t.strides = isPunct("{") ? parseIntList("{", "}") : TensorType::contiguousStrides(t.sizes);
+    if (t.strides.size() != t.sizes.size()) error(d, "strides and sizes differ in rank");
+    if (isPunct("+")) {
+      next();
+      t.offset = toInt(expect(Tok::Int));
+    }
+    return t;
+  }
+
+  Ints parseIntList(const char* open, const char* close) {
+    expectPunct(open);
+    Ints v;
+    while (!isPunct(close)) {
+      v.push_back(toInt(expect(Tok::Int)));
+      if (isPunct(",")) next();
+      else break;
+    }
+    expectPunct(close);
+    return v;
+  }
+
+  Attrs parseAttrs() {
+    Attrs a;
+    if (!isPunct("{")) return a;
+    next();
+    while (!isPunct("}")) {
+      Token key = expect(Tok::Ident);
+      expectPunct("=");
+      const Token& v = peek();
+      if (v.kind == Tok::Int) a[key.text] = toInt(next());
+      else if (v.kind == Tok::Float) a[key.text] = toFloat(next());
+      else if (v.kind == Tok::String) a[key.text] = next().text;
+      else if (v.kind == Tok::Ident && (v.text == "true" || v.text == "false")) a[key.text] = next().text == "true";
+      else if (v.kind == Tok::Ident && (v.text == "inf" || v.text == "nan")) a[key.text] = toFloat(next());
+      else if (isPunct("[")) a[key.text] = parseIntList("[", "]");
+      else error(v, "bad attribute value for '" + key.text + "'");
+      if (isPunct(",")) next();
+      else break;
+    }
+    expectPunct("}");
+    return a;
+  }
+
+  int64_t toInt(const Token& tk) {
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(tk.text.c_str(), &end, 10);
+    if (errno || *end) error(tk, "bad integer '" + tk.text + "'");
+    return v;
+  }
+  double toFloat(const Token& tk) {
+    char* end = nullptr;
+    double v = std::strtod(tk.text.c_str(), &end);
+    if (*end) error(tk, "bad number '" + tk.text + "'");
+    return v;
+  }
+
+  const Token& peek() const { return t_[pos_]; }
+  Token next() { return t_[pos_ < t_.size() - 1 ? pos_++ : pos_]; }
+  bool isPunct(const char* p) const { return peek().kind == Tok::Punct && peek().text == p; }
+  void expectPunct(const char* p) {
+    if (!isPunct(p)) error(peek(), std::string("expected '") + p + "'" + got());
+    next();
+  }
+  void expectIdent(const char* w) {
+    if (peek().kind != Tok::Ident || peek().text != w) error(peek(), std::string("expected '") + w + "'" + got());
+    next();
+  }
+  Token expect(Tok k) {
+    if (peek().kind != k) {
+      static const char* names[] = {"identifier", "%value", "@name", "integer", "number", "string", "punctuation", "#tag", "end"};
+      error(peek(), std::string("expected ") + names[static_cast<int>(k)] + got());
+    }
+    return next();
+  }
+  std::string got() const { return peek().kind == Tok::End ? ", got end of input" : ", got '" + peek().text + "'"; }
+  [[noreturn]] void error(const Token& tk, const std::string& msg) const {
+    throw UserError(SourceLoc{file_ + ":" + std::to_string(tk.line), "", ""}, msg);
+  }
+
+  std::vector<Token> t_;
+  std::string file_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Graph parseGraph(const std::string& text, const std::string& file) {
+  Lexer lx(text, file);
+  Parser p(lx.run(), file);
+  Graph g = p.parse();
+  return g;
+}
+
+std::vector<std::string> splitInputFile(const std::string& text) {
+  std::vector<std::string> parts;
+  std::string cur;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t e = text.find('\n', pos);
+    std::string line = text.substr(pos, e == std::string::npos ? std::string::npos : e - pos + 1);
+    pos = e == std::string::npos ? text.size() : e + 1;
+    if (line.rfind("// -----", 0) == 0) {
+      parts.push_back(cur);
+      // Keep line numbers stable for diagnostics: pad with the lines consumed.
+      cur = std::string(static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n')), '\n');
+    } else {
+      cur += line;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+// ---------------------------------------------------------------- verifier
+
+void verifyGraph(const Graph& g, const std::string& file) {
+  auto fail = [&](const Node* n, const std::string& msg) {
+    SourceLoc loc{file, "", ""};
+    if (n) {
+      loc.node = n->loc.node.empty() ? (n->outputs.empty() ? "" : g.values[n->outputs[0]].name) : n->loc.node;
+      loc.op = opName(n->op);
+    }
+    throw UserError(loc, "verifier: " + msg);
+  };
+  std::vector<bool> defined(g.values.size(), false);
+  std::set<std::string> names;
+  for (auto& v : g.values)
+    if (!names.insert(v.name).second) fail(nullptr, "value name %" + v.name + " is not unique");
+  for (auto& in : g.inputs) {
+    if (in.value < 0 || static_cast<size_t>(in.value) >= g.values.size()) fail(nullptr, "bad input value id");
+    if (defined[in.value]) fail(nullptr, "input %" + g.values[in.value].name + " listed twice");
+    defined[in.value] = true;
+    if (in.requires_grad && !isFloating(g.type(in.value).dtype))
+      fail(nullptr, "input %" + g.values[in.value].name + " requires grad but is not floating point");
+  }
+  std::set<std::pair<ValueId, int>> copies;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    for (ValueId v : n.inputs)
+      if (v < 0 || static_cast<size_t>(v) >= g.values.size() || !defined[v])
+        fail(&n, "operand is used before it is defined (or in a cycle)");
+    std::vector<TensorType> tys;
+    for (ValueId v : n.inputs) tys.push_back(g.type(v));
+    std::vector<TensorType> want;
+    try {
+      want = inferTypes(n.op, tys, n.attrs);
+    } catch (const UserError& e) {
+      fail(&n, e.diagnostics().front().message);
+    }
+    if (want.size() != n.outputs.size())
+      fail(&n, "has " + std::to_string(n.outputs.size()) + " results, expected " + std::to_string(want.size()));
+    for (size_t k = 0; k < want.size(); ++k) {
+      ValueId o = n.outputs[k];
+      if (defined[o]) fail(&n, "value %" + g.values[o].name + " is defined twice");
+      defined[o] = true;
+      if (g.values[o].node != static_cast<int32_t>(i)) fail(&n, "result's defining node is wrong");
+      if (!(g.type(o) == want[k]))
+        fail(&n, "result %" + g.values[o].name + " has type " + g.type(o).str() + ", shape inference gives " + want[k].str());
+    }
+    if (n.op == OpKind::EpilogueCopy) {
+      const GraphInput* in = g.inputOf(n.inputs[0]);
+      if (!in) fail(&n, "epilogue_copy must write a graph input");
+      bool fw = n.tags & kMustBeInForward, bw = n.tags & kMustBeInBackward;
+      if (fw == bw) fail(&n, "epilogue_copy must be tagged must_be_in_forward or must_be_in_backward");
+      if (!copies.insert({n.inputs[0], fw ? 0 : 1}).second)
+        fail(&n, "two epilogue copies to %" + g.values[n.inputs[0]].name + " in one phase");
+    }
+  }
+  for (auto& o : g.outputs) {
+    if (o.value < 0 || static_cast<size_t>(o.value) >= g.values.size() || !defined[o.value])
+      fail(nullptr, "graph output is not defined");
+    if (o.alias_of && o.role != OutputRole::User) fail(nullptr, "only user outputs can alias inputs");
+  }
+}
+
+}  // namespace aotc

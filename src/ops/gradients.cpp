@@ -1,0 +1,126 @@
+//===- gradients.cpp - One gradient rule per differentiable op ------------===//
+//
+// Rules are written in forward ops (tinygrad pm_gradient, ORT GO/GI/I/O) and
+// emit Phase::Backward nodes that carry the forward node's location, so a
+// diagnostic or a kernel comment in the backward still names the user's node.
+//===----------------------------------------------------------------------===//
+#include "aotc/ops/gradients.h"
+
+#include <algorithm>
+
+#include "aotc/ops/ops.h"
+
+namespace aotc {
+
+ValueId GradCtx::op(OpKind k, std::vector<ValueId> ins, Attrs a) {
+  return g_.add(k, std::move(ins), std::move(a), fwd_.loc, Phase::Backward);
+}
+
+ValueId GradCtx::scalar(double v, DType d) {
+  return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(d))}});
+}
+
+ValueId GradCtx::zeros(const TensorType& like) {
+  return op(OpKind::Constant, {},
+            Attrs{{"value", 0.0}, {"dtype", std::string(dtypeName(like.dtype))}, {"shape", like.sizes}});
+}
+
+ValueId GradCtx::sumTo(ValueId v, const Ints& sizes) {
+  const Ints& have = type(v).sizes;
+  if (have == sizes) return v;
+  size_t lead = have.size() - sizes.size();
+  Ints dims;
+  for (size_t i = 0; i < have.size(); ++i)
+    if (i < lead || (sizes[i - lead] == 1 && have[i] != 1)) dims.push_back(static_cast<int64_t>(i));
+  ValueId r = v;
+  if (!dims.empty()) r = op(OpKind::Sum, {v}, Attrs{{"dim", dims}, {"keepdim", true}});
+  return type(r).sizes == sizes ? r : reshape(r, sizes);
+}
+
+ValueId GradCtx::reshape(ValueId v, const Ints& sizes) {
+  if (type(v).sizes == sizes) return v;
+  if (!viewStrides(type(v).sizes, type(v).strides, sizes)) v = op(OpKind::Clone, {v});
+  return op(OpKind::View, {v}, Attrs{{"size", sizes}});
+}
+
+ValueId GradCtx::expand(ValueId v, const Ints& sizes) {
+  if (type(v).sizes == sizes) return v;
+  return op(OpKind::Expand, {v}, Attrs{{"size", sizes}});
+}
+
+namespace {
+
+using R = std::vector<ValueId>;
+const Ints& sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }
+
+/// Shape of a reduction's output with keepdim=true.
+Ints keptShape(GradCtx& g) {
+  Ints s = sz(g, g.I(0));
+  for (int64_t d : reductionDims(g.attrs(), static_cast<int64_t>(s.size()))) s[d] = 1;
+  return s;
+}
+
+constexpr GradRule ruleFor(OpKind k) {
+  switch (k) {
+    case OpKind::Add:
+      return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.GO(0), sz(g, g.I(1)))}; };
+    case OpKind::Sub:
+      return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.neg(g.GO(0)), sz(g, g.I(1)))}; };
+    case OpKind::Mul:
+      return [](GradCtx& g) -> R {
+        return {g.sumTo(g.mul(g.GO(0), g.I(1)), sz(g, g.I(0))), g.sumTo(g.mul(g.GO(0), g.I(0)), sz(g, g.I(1)))};
+      };
+    case OpKind::Div:
+      return [](GradCtx& g) -> R {
+        ValueId ga = g.div(g.GO(0), g.I(1));
+        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(g.neg(g.mul(ga, g.O(0))), sz(g, g.I(1)))};
+      };
+    case OpKind::Neg: return [](GradCtx& g) -> R { return {g.neg(g.GO(0))}; };
+    case OpKind::Relu:
+      return [](GradCtx& g) -> R {
+        ValueId zero = g.scalarLike(0.0, g.O(0));
+        return {g.op(OpKind::Where, {g.op(OpKind::Gt, {g.O(0), zero}), g.GO(0), zero})};
+      };
+    case OpKind::Exp: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.O(0))}; };
+    case OpKind::Log: return [](GradCtx& g) -> R { return {g.div(g.GO(0), g.I(0))}; };
+    case OpKind::Tanh:
+      return [](GradCtx& g) -> R {
+        return {g.mul(g.GO(0), g.sub(g.scalarLike(1.0, g.O(0)), g.mul(g.O(0), g.O(0))))};
+      };
+    case OpKind::Sigmoid:
+      return [](GradCtx& g) -> R {
+        return {g.mul(g.mul(g.GO(0), g.O(0)), g.sub(g.scalarLike(1.0, g.O(0)), g.O(0)))};
+      };
+    case OpKind::Where:
+      return [](GradCtx& g) -> R {
+        ValueId zero = g.scalarLike(0.0, g.GO(0));
+        return {kNoValue, g.sumTo(g.op(OpKind::Where, {g.I(0), g.GO(0), zero}), sz(g, g.I(1))),
+                g.sumTo(g.op(OpKind::Where, {g.I(0), zero, g.GO(0)}), sz(g, g.I(2)))};
+      };
+    case OpKind::Sum:
+      return [](GradCtx& g) -> R { return {g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)))}; };
+    case OpKind::Mean:
+      return [](GradCtx& g) -> R {
+        double n = static_cast<double>(std::max<int64_t>(g.type(g.I(0)).numel(), 1)) /
+                   static_cast<double>(std::max<int64_t>(g.type(g.O(0)).numel(), 1));
+        ValueId e = g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)));
+        return {g.div(e, g.scalarLike(n, g.GO(0)))};
+      };
+    case OpKind::Mm:
+      return [](GradCtx& g) -> R {
+        return {g.op(OpKind::Mm, {g.GO(0), g.op(OpKind::T, {g.I(1)})}),
+                g.op(OpKind::Mm, {g.op(OpKind::T, {g.I(0)}), g.GO(0)})};
+      };
+    case OpKind::T: return [](GradCtx& g) -> R { return {g.op(OpKind::T, {g.GO(0)})}; };
+    case OpKind::View: return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), sz(g, g.I(0)))}; };
+    case OpKind::Expand: return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0)))}; };
+    case OpKind::Clone: return [](GradCtx& g) -> R { return {g.GO(0)}; };
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+GradRule gradRule(OpKind k) { return opInfo(k).grad == GradKind::Diff ? ruleFor(k) : nullptr; }
+
+}  // namespace aotc

@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""Regenerates the FX fixtures in this folder with tools/fx_export.py and
+PyTorch eager.  For each program P it writes:
+
+  P.json, P.safetensors       the exported graph and its weights (before export)
+  P.inputs.safetensors        user inputs, and grad_output.<i> for every output
+                              that requires grad
+  P.expected.safetensors      eager results, named as `aotc run` names them:
+                              output.<i>, grad.<input>, after_forward.<input>,
+                              after_backward.<input>
+
+Run with Debian's PyTorch:  /usr/bin/python3 testdata/fx/gen_fixtures.py [DIR]
+"""
+
+import copy
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from fx_export import export, write_safetensors  # noqa: E402
+
+
+class MLP(torch.nn.Module):
+    """Two linear layers, tanh and relu, scalar squared-error loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x, target):
+        h = torch.relu(self.fc1(x))
+        y = torch.tanh(self.fc2(h))
+        d = y - target
+        return (d * d).mean()
+
+
+class BufferMutation(torch.nn.Module):
+    """Running statistics updated in forward, as BatchNorm does."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 3)
+        self.register_buffer("running", torch.linspace(-1.0, 1.0, 3))
+        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        y = torch.sigmoid(self.lin(x))
+        self.running.mul_(0.9).add_(y.detach().mean(0), alpha=0.1)
+        self.count.add_(1)
+        return (y * self.running).sum()
+
+
+class InplaceChain(torch.nn.Module):
+    """In-place ops on intermediates; one intermediate is also returned."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(0.5, 1.5, 5))
+
+    def forward(self, x):
+        y = x * self.w
+        y.add_(1.0)
+        y.mul_(self.w)
+        z = torch.exp(y / 10.0) * x
+        z.mul_(2.0)
+        return z.sum(dim=1), y
+
+
+class ViewMutation(torch.nn.Module):
+    """A buffer mutated through views (view and t) of itself, then read."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("state", torch.arange(6, dtype=torch.float32).reshape(2, 3) / 10.0)
+
+    def forward(self, x):
+        self.state.view(6).mul_(2.0)
+        self.state.t().add_(x.t().detach())
+        return (self.state * x).sum()
+
+
+class OutputView(torch.nn.Module):
+    """Outputs that are views of inputs: t() of a parameter, view of a user input."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 12).reshape(3, 4))
+
+    def forward(self, x):
+        return self.w.t(), torch.mm(x, self.w).sum(), x.view(-1)
+
+
+def matmul_chain(a, b, c):
+    """mm chains with transposes, tanh and sigmoid between them."""
+    h = torch.tanh(torch.mm(a, b))
+    h = torch.mm(h, c.t())
+    return torch.sigmoid(torch.mm(h.t(), a)).sum(dim=0)
+
+
+def programs():
+    g = torch.Generator().manual_seed(0)
+
+    def rn(*s, rg=False):
+        return torch.randn(*s, generator=g).requires_grad_(rg)
+
+    torch.manual_seed(0)
+    yield "mlp", MLP(), (rn(4, 8), rn(4, 4))
+    torch.manual_seed(1)
+    yield "buffer_mutation", BufferMutation(), (rn(5, 6),)
+    yield "inplace_chain", InplaceChain(), (rn(3, 5, rg=True),)
+    yield "view_mutation", ViewMutation(), (rn(2, 3, rg=True),)
+    yield "output_view", OutputView(), (rn(2, 3),)
+    yield "matmul_chain", matmul_chain, (rn(4, 3, rg=True), rn(3, 5, rg=True), rn(6, 5, rg=True))
+
+
+def flat_outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def reference(name, model, args, outdir):
+    g = torch.Generator().manual_seed(1234)
+    is_module = isinstance(model, torch.nn.Module)
+    m = copy.deepcopy(model) if is_module else model
+    state = dict(m.named_parameters()) if is_module else {}
+    state.update(dict(m.named_buffers()) if is_module else {})
+    from fx_export import _input_names
+    user_names = _input_names(model, len(args), is_module)
+    user = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+    everything = dict(state)
+    everything.update(zip(user_names, user))
+    versions = {n: t._version for n, t in everything.items()}
+    outs = flat_outputs(m(*user))
+    after_fw = {n: t.detach().clone() for n, t in everything.items()}
+    fw_versions = {n: t._version for n, t in everything.items()}
+
+    inputs = {n: a.detach().clone() for n, a in zip(user_names, args)}
+    expected = {}
+    diff, grads_in = [], []
+    for i, o in enumerate(outs):
+        expected[f"output.{i}"] = o.detach().clone()
+        if o.requires_grad:
+            go = torch.randn(o.shape, generator=g, dtype=o.dtype)
+            inputs[f"grad_output.{i}"] = go
+            diff.append(o)
+            grads_in.append(go)
+    if diff:
+        torch.autograd.backward(diff, grads_in)
+    for n, t in everything.items():
+        if t.requires_grad:
+            expected[f"grad.{n}"] = t.grad.detach().clone() if t.grad is not None else torch.zeros_like(t)
+        if t._version != versions[n]:
+            expected[f"after_forward.{n}"] = after_fw[n] if fw_versions[n] != versions[n] else None
+            expected[f"after_backward.{n}"] = t.detach().clone()
+            if expected[f"after_forward.{n}"] is None:
+                expected[f"after_forward.{n}"] = after_fw[n]
+    write_safetensors(os.path.join(outdir, name + ".inputs.safetensors"), inputs)
+    write_safetensors(os.path.join(outdir, name + ".expected.safetensors"), expected)
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else HERE
+    os.makedirs(outdir, exist_ok=True)
+    for name, model, args in programs():
+        before = {k: v.detach().clone() for k, v in model.state_dict().items()} if isinstance(model, torch.nn.Module) else {}
+        export(model, args, os.path.join(outdir, name))
+        if isinstance(model, torch.nn.Module):
+            for k, v in model.state_dict().items():
+                assert torch.equal(v, before[k]), f"{name}: export changed {k}"
+        reference(name, model, args, outdir)
+        print("wrote", name)
+
+
+if __name__ == "__main__":
+    main()

@@ -180,6 +180,12 @@ std::string Graph::uniqueName(const std::string& hint) {
   }
 }
 
+bool Graph::tryRename(ValueId v, const std::string& name) {
+  if (!name_counts_.try_emplace(name, 1).second) return false;
+  values.at(v).name = name;
+  return true;
+}
+
 ValueId Graph::newValue(std::string name, TensorType type) {
   name_counts_.try_emplace(name, 1);
   values.push_back(Value{std::move(name), std::move(type), -1, 0});
@@ -228,6 +234,20 @@ ValueId Graph::add(OpKind op, std::vector<ValueId> ins, Attrs attrs, SourceLoc l
   auto outs = addNode(op, std::move(ins), std::move(attrs), std::move(loc), phase, tags);
   AOTC_CHECK(outs.size() == 1, opName(op), " has ", outs.size(), " outputs");
   return outs[0];
+}
+
+int32_t Graph::copyNode(const Graph& src, const Node& n, std::vector<ValueId>& vmap) {
+  Node c = n;
+  for (ValueId& v : c.inputs) {
+    AOTC_CHECK(vmap.at(v) != kNoValue, "operand %", src.values[v].name, " was not mapped");
+    v = vmap[v];
+  }
+  for (ValueId& v : c.outputs) {
+    ValueId nv = newValue(uniqueName(src.values[v].name), src.values[v].type);
+    vmap.at(v) = nv;
+    v = nv;
+  }
+  return appendNode(std::move(c));
 }
 
 const GraphInput* Graph::inputOf(ValueId v) const {

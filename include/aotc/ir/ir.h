@@ -147,11 +147,17 @@ class Graph {
   /// Appends a node whose output types are given (parser, cloning).
   int32_t appendNode(Node n);
   ValueId newValue(std::string name, TensorType type);
+  /// Copies node `n` of `src` into this graph, mapping operands through
+  /// `vmap` (src value -> this graph's value) and recording its results there.
+  /// Result names are kept where free.
+  int32_t copyNode(const Graph& src, const Node& n, std::vector<ValueId>& vmap);
 
   const TensorType& type(ValueId v) const { return values.at(v).type; }
   const GraphInput* inputOf(ValueId v) const;
   const GraphInput* inputNamed(const std::string& name) const;
   ValueId valueNamed(const std::string& name) const;  ///< kNoValue if none
+  /// Renames `v` to `name` if no value of this graph has had that name.
+  bool tryRename(ValueId v, const std::string& name);
   /// A fresh value name derived from `hint`, unique in this graph.
   std::string uniqueName(const std::string& hint);
 

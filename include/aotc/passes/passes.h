@@ -1,0 +1,59 @@
+//===- passes.h - Engine passes: pure functions IR -> IR ---------*- C++ -*-===//
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "aotc/ir/ir.h"
+
+namespace aotc {
+
+/// Removes in-place ops and views of graph inputs.  Result: a functional graph
+/// whose input mutations are trailing `epilogue_copy` nodes tagged
+/// must_be_in_forward, and whose user outputs that alias an input carry the
+/// input's name and the view chain that regenerates them.
+Graph functionalize(const Graph& captured);
+
+/// Reverse-mode differentiation of a functional graph into the joint graph
+/// (primals, tangents) -> (user outputs, grads).  Backward nodes are tagged
+/// #bw.  Every op that needs a gradient and has none is reported at once.
+Graph autodiff(const Graph& functional);
+
+/// Removes nodes whose results nothing uses (epilogue copies are kept).
+Graph dce(const Graph& g);
+
+/// Forward and backward programs of a joint graph.
+struct Partition {
+  Graph forward;   ///< primals -> user outputs, then saved values (role saved)
+  Graph backward;  ///< saved values, tangents -> grads
+  std::vector<std::string> saved;  ///< names of the saved values, in order
+};
+
+/// `default`: the forward saves every forward value the backward reads.  A
+/// saved primal that the forward epilogue overwrites is saved as a clone taken
+/// before the epilogue (see Note [Saving mutated primals]).
+Partition partitionDefault(const Graph& joint);
+
+/// Graph -> Graph passes by CLI name (aotc-opt --passes=...), from passes.def.
+using GraphPass = Graph (*)(const Graph&);
+GraphPass findPass(const std::string& name);
+std::vector<std::string> passNames();
+
+/// The whole engine pipeline, with a verifier after every stage.
+struct PipelineOptions {
+  std::string partitioner = "default";
+  /// Called after every stage with its name and result (dumps, --print-ir-after).
+  std::function<void(const std::string&, const Graph&)> after_pass;
+};
+
+struct PipelineResult {
+  Graph functional;
+  Graph joint;
+  Partition partition;
+};
+
+PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts);
+std::vector<std::string> partitionerNames();
+
+}  // namespace aotc

@@ -1,0 +1,52 @@
+//===- pipeline.cpp - The engine pipeline, straight-line ------------------===//
+//
+// functionalize -> dce -> autodiff -> partition.
+//  * functionalize first: autodiff rules are written for pure ops and the
+//    epilogue copies must exist before partitioning places them;
+//  * dce before autodiff so dead forward code (e.g. the detach() nodes make_fx
+//    records for autograd's saved tensors) gets no gradient;
+//  * the verifier runs after every stage.
+//===----------------------------------------------------------------------===//
+#include "aotc/ir/text.h"
+#include "aotc/passes/passes.h"
+
+namespace aotc {
+
+GraphPass findPass(const std::string& name) {
+#define PASS(n, fn) \
+  if (name == n) return fn;
+#include "aotc/passes/passes.def"
+#undef PASS
+  return nullptr;
+}
+
+std::vector<std::string> passNames() {
+  return {
+#define PASS(n, fn) n,
+#include "aotc/passes/passes.def"
+#undef PASS
+  };
+}
+
+std::vector<std::string> partitionerNames() { return {"default"}; }
+
+PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
+  auto stage = [&](const char* name, Graph g) {
+    verifyGraph(g, std::string("after ") + name);
+    if (opts.after_pass) opts.after_pass(name, g);
+    return g;
+  };
+  verifyGraph(captured, "captured graph");
+  PipelineResult r;
+  r.functional = stage("functionalize", functionalize(captured));
+  r.functional = stage("dce", dce(r.functional));
+  r.joint = stage("autodiff", autodiff(r.functional));
+  if (opts.partitioner != "default")
+    throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: default)");
+  r.partition = partitionDefault(r.joint);
+  r.partition.forward = stage("partition.forward", std::move(r.partition.forward));
+  r.partition.backward = stage("partition.backward", std::move(r.partition.backward));
+  return r;
+}
+
+}  // namespace aotc

@@ -20,13 +20,13 @@ ValueId GradCtx::scalar(double v, DType d) {
   return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(d))}});
 }
 
-ValueId GradCtx::zeros(const TensorType& like) {
+ValueId GradCtx::zeros(TensorType like) {
   return op(OpKind::Constant, {},
             Attrs{{"value", 0.0}, {"dtype", std::string(dtypeName(like.dtype))}, {"shape", like.sizes}});
 }
 
-ValueId GradCtx::sumTo(ValueId v, const Ints& sizes) {
-  const Ints& have = type(v).sizes;
+ValueId GradCtx::sumTo(ValueId v, Ints sizes) {
+  const Ints have = type(v).sizes;
   if (have == sizes) return v;
   size_t lead = have.size() - sizes.size();
   Ints dims;
@@ -37,13 +37,13 @@ ValueId GradCtx::sumTo(ValueId v, const Ints& sizes) {
   return type(r).sizes == sizes ? r : reshape(r, sizes);
 }
 
-ValueId GradCtx::reshape(ValueId v, const Ints& sizes) {
+ValueId GradCtx::reshape(ValueId v, Ints sizes) {
   if (type(v).sizes == sizes) return v;
   if (!viewStrides(type(v).sizes, type(v).strides, sizes)) v = op(OpKind::Clone, {v});
   return op(OpKind::View, {v}, Attrs{{"size", sizes}});
 }
 
-ValueId GradCtx::expand(ValueId v, const Ints& sizes) {
+ValueId GradCtx::expand(ValueId v, Ints sizes) {
   if (type(v).sizes == sizes) return v;
   return op(OpKind::Expand, {v}, Attrs{{"size", sizes}});
 }
@@ -51,7 +51,7 @@ ValueId GradCtx::expand(ValueId v, const Ints& sizes) {
 namespace {
 
 using R = std::vector<ValueId>;
-const Ints& sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }
+Ints sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }  // a copy: builders grow the value table
 
 /// Shape of a reduction's output with keepdim=true.
 Ints keptShape(GradCtx& g) {

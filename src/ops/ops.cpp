@@ -273,6 +273,7 @@ std::optional<Ints> viewStrides(const Ints& oldshape, const Ints& oldstride, con
   int64_t numel = 1;
   for (int64_t s : oldshape) numel *= s;
   Ints newstride(newshape.size(), 0);
+  if (oldshape.empty()) return Ints(newshape.size(), 1);  // a 0-dim tensor views as any all-ones shape
   if (numel == 0) {
     if (oldshape == newshape) return oldstride;
     return TensorType::contiguousStrides(newshape);

@@ -81,7 +81,7 @@ class Functionalizer {
     return v;
   }
 
-  ValueId reshapeTo(ValueId v, const Ints& sizes, const SourceLoc& loc) {
+  ValueId reshapeTo(ValueId v, Ints sizes, const SourceLoc& loc) {  // by value: add() grows the value table
     if (out_.type(v).sizes == sizes) return v;
     if (!viewStrides(out_.type(v).sizes, out_.type(v).strides, sizes)) v = out_.add(OpKind::Clone, {v}, {}, loc);
     return out_.add(OpKind::View, {v}, Attrs{{"size", sizes}}, loc);
@@ -138,7 +138,7 @@ class Functionalizer {
       case OpCategory::Mutation: {
         ValueId self = n.inputs[0];
         ValueId cur = current(self, n.loc);
-        const TensorType& st = out_.type(cur);
+        const TensorType st = out_.type(cur);
         ValueId newv;
         if (n.op == OpKind::CopyInplace) {
           newv = current(n.inputs[1], n.loc);

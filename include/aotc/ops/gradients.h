@@ -24,17 +24,17 @@ class GradCtx {
   ValueId op(OpKind k, std::vector<ValueId> ins, Attrs a = {});
   ValueId scalar(double v, DType d);                 ///< 0-dim constant
   ValueId scalarLike(double v, ValueId like) { return scalar(v, type(like).dtype); }
-  ValueId zeros(const TensorType& like);
+  ValueId zeros(TensorType like);
   ValueId add(ValueId a, ValueId b) { return op(OpKind::Add, {a, b}); }
   ValueId sub(ValueId a, ValueId b) { return op(OpKind::Sub, {a, b}); }
   ValueId mul(ValueId a, ValueId b) { return op(OpKind::Mul, {a, b}); }
   ValueId div(ValueId a, ValueId b) { return op(OpKind::Div, {a, b}); }
   ValueId neg(ValueId a) { return op(OpKind::Neg, {a}); }
   /// Reduces a broadcast gradient back to `sizes` (sum over broadcast dims).
-  ValueId sumTo(ValueId v, const Ints& sizes);
+  ValueId sumTo(ValueId v, Ints sizes);
   /// view() when the strides allow it, else clone() then view().
-  ValueId reshape(ValueId v, const Ints& sizes);
-  ValueId expand(ValueId v, const Ints& sizes);
+  ValueId reshape(ValueId v, Ints sizes);
+  ValueId expand(ValueId v, Ints sizes);
 
  private:
   Graph& g_;

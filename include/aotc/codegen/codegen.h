@@ -1,0 +1,52 @@
+//===- codegen.h - Programs -> CUDA kernels, extern calls, manifest --*- C++ -*-===//
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "aotc/passes/passes.h"
+
+namespace aotc {
+
+/// One generated kernel (deduplicated by source; the name is a content hash).
+struct KernelSource {
+  std::string name;    ///< k_<16 hex of SHA-256 of the source>
+  std::string source;  ///< complete CUDA C++ translation unit
+  std::vector<std::string> nodes;  ///< user node names it came from
+};
+
+struct CodegenResult {
+  std::map<std::string, KernelSource> kernels;  ///< by name, ordered
+  nlohmann::ordered_json forward;               ///< {buffers, steps}
+  nlohmann::ordered_json backward;
+};
+
+/// Lowers both programs: one kernel per pointwise/reduction/creation node,
+/// cuBLAS GEMM steps for mm, view steps for views, and copy kernels for the
+/// epilogue.  Pure: the same programs give the same result, byte for byte.
+CodegenResult generateCuda(const Partition& p);
+
+/// The device prelude every kernel includes.
+const char* devicePrelude();
+
+/// Hex SHA-256 (OpenSSL EVP).
+std::string sha256Hex(const std::string& data);
+
+// ---- NVRTC
+
+struct NvrtcOutput {
+  std::string ptx;
+  std::string cubin;
+  std::string log;
+};
+
+/// Compiles `k` for `arch` ("sm_80") to PTX and cubin.  On failure throws a
+/// UserError carrying the kernel's nodes, NVRTC's log and the source.
+NvrtcOutput nvrtcCompile(const KernelSource& k, const std::string& arch);
+std::string nvrtcVersion();
+/// Checks an --arch entry ("sm_80"): NVRTC must support it.
+bool nvrtcSupportsArch(const std::string& arch);
+
+}  // namespace aotc

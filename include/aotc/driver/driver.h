@@ -1,0 +1,48 @@
+//===- driver.h - Everything the aotc tool does, minus argument parsing -*- C++ -*-===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "aotc/runtime/reference_runtime.h"
+
+namespace aotc {
+
+struct CompileOptions {
+  std::string model;
+  std::string out_dir;
+  std::vector<std::string> archs = {"sm_80", "sm_90"};
+  std::string partitioner = "default";
+  std::string dump_dir;                  ///< NN-<pass>.ir files, if set
+  std::vector<std::string> print_ir_after;  ///< pass names, or "all"
+};
+
+struct CompileSummary {
+  std::string model_name;
+  size_t inputs = 0, parameters = 0, buffers = 0, user_inputs = 0;
+  std::vector<std::string> mutated;  ///< "name (forward)"
+  size_t forward_nodes = 0, backward_nodes = 0;
+  size_t kernels = 0, forward_steps = 0, backward_steps = 0;
+  size_t saved = 0;
+  int64_t saved_bytes = 0;
+  std::string str() const;
+};
+
+/// The logger every stage writes to (a named spdlog logger owned by the tool).
+using Logger = std::shared_ptr<spdlog::logger>;
+
+/// Compiles a model into an artifact directory, atomically: everything is
+/// written to a temporary directory beside `out_dir` and renamed into place
+/// only when complete.  Throws UserError on bad input.
+CompileSummary compileModel(const CompileOptions& opts, const Logger& log);
+
+/// A human-readable report of a model file or an artifact directory.
+std::string inspect(const std::string& path);
+
+/// `aotc run`: runs the artifact and writes the results to `out_file`.
+void runAndWrite(const std::string& artifact, const RunOptions& opts, const std::string& out_file, const Logger& log);
+
+}  // namespace aotc

@@ -1,0 +1,26 @@
+//===- manifest.h - The runtime manifest (schemas/manifest.schema.json) -*- C++ -*-===//
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "aotc/codegen/codegen.h"
+
+namespace aotc {
+
+inline constexpr int kManifestVersion = 1;
+inline constexpr const char* kCompilerVersion = "0.1.0";
+
+struct ManifestInfo {
+  std::string model_name;
+  std::string source_file;  ///< base name of the model file
+  std::vector<std::string> archs;
+  nlohmann::ordered_json flags;  ///< the compile options that shape the artifact
+};
+
+/// Builds the manifest: inputs (roles, layouts, mutation phase), outputs
+/// (fresh or alias recipes), grads, saved tensors, both programs' buffers and
+/// steps, kernels with their per-arch PTX/cubin files, runtime checks.
+nlohmann::ordered_json buildManifest(const PipelineResult& pr, const CodegenResult& cg, const ManifestInfo& info);
+
+}  // namespace aotc

@@ -1,0 +1,33 @@
+//===- reference_runtime.h - Run an artifact on the CPU ----------*- C++ -*-===//
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "aotc/ir/ir.h"
+#include "aotc/ops/reference.h"
+
+namespace aotc {
+
+/// Interprets a program op by op.  `inputs` are bound to the graph inputs in
+/// order; `on_epilogue(input name, value)` is called for every epilogue copy.
+/// Returns the value of every graph output, in order.
+std::vector<HostTensor> interpretGraph(const Graph& g, const std::vector<HostTensor>& inputs,
+                                       const std::function<void(const std::string&, const HostTensor&)>& on_epilogue);
+
+struct RunOptions {
+  std::vector<std::string> input_files;
+  std::string grad_outputs_file;  ///< empty: every grad output is zero
+  bool forward_only = false;
+  bool create_graph = false;
+};
+
+/// Runs forward then backward of the artifact in `dir` on the reference
+/// runtime, applying epilogue copies to the caller's buffers as a GPU runtime
+/// would.  Results are named output.<i>, grad.<input>, after_forward.<input>
+/// and after_backward.<input> (every mutated input).
+std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts);
+
+}  // namespace aotc

@@ -1,0 +1,226 @@
+//===- driver.cpp - compile, inspect, run ----------------------------------===//
+#include "aotc/driver/driver.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "aotc/codegen/codegen.h"
+#include "aotc/frontend/fx.h"
+#include "aotc/ir/safetensors.h"
+#include "aotc/ir/text.h"
+#include "aotc/ops/ops.h"
+#include "aotc/runtime/manifest.h"
+
+namespace aotc {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+void writeFile(const fs::path& p, const std::string& data) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!f) throw UserError(SourceLoc{p.string(), "", ""}, "cannot write file");
+}
+
+/// A temporary directory beside `target` that is removed unless committed.
+class StagingDir {
+ public:
+  explicit StagingDir(const fs::path& target) : target_(target) {
+    fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (!fs::is_directory(parent, ec))
+      throw UserError(SourceLoc{target.string(), "", ""}, "cannot create the output's parent directory");
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::string name = "." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      path_ = parent / name;
+      if (fs::create_directory(path_, ec)) return;
+    }
+    throw UserError(SourceLoc{target.string(), "", ""}, "cannot create a temporary directory beside the output");
+  }
+  ~StagingDir() {
+    if (!committed_) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  const fs::path& path() const { return path_; }
+  void commit() {
+    std::error_code ec;
+    if (fs::exists(target_, ec)) {
+      if (!fs::exists(target_ / "manifest.json", ec))
+        throw UserError(SourceLoc{target_.string(), "", ""}, "exists and is not an aotc artifact; refusing to replace it");
+      fs::path old = path_.string() + ".old";
+      fs::rename(target_, old);
+      fs::rename(path_, target_);
+      fs::remove_all(old, ec);
+    } else {
+      fs::rename(path_, target_);
+    }
+    committed_ = true;
+  }
+
+ private:
+  fs::path target_, path_;
+  bool committed_ = false;
+};
+
+int64_t bytesOf(const TensorType& t) { return t.numel() * dtypeSize(t.dtype); }
+
+}  // namespace
+
+std::string CompileSummary::str() const {
+  std::ostringstream os;
+  os << "model " << model_name << ": " << inputs << " inputs (" << parameters << " parameters, " << buffers
+     << " buffers, " << user_inputs << " user inputs)\n";
+  os << "  mutated inputs: ";
+  if (mutated.empty()) os << "none";
+  for (size_t i = 0; i < mutated.size(); ++i) os << (i ? ", " : "") << mutated[i];
+  os << "\n  forward: " << forward_nodes << " nodes, " << forward_steps << " steps\n";
+  os << "  backward: " << backward_nodes << " nodes, " << backward_steps << " steps\n";
+  os << "  kernels: " << kernels << "\n";
+  os << "  saved for backward: " << saved << " tensors, " << saved_bytes << " bytes\n";
+  return os.str();
+}
+
+CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  auto ms = [&] { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  for (auto& a : opts.archs)
+    if (!nvrtcSupportsArch(a))
+      throw UserError(SourceLoc{}, "--arch: '" + a + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports");
+  std::string ext = fs::path(opts.model).extension().string();
+  if (ext == ".onnx")
+    throw UserError(SourceLoc{opts.model, "", ""}, "the ONNX front end is not part of this build yet; export the model with tools/fx_export.py");
+  FxModel fx = loadFxGraph(opts.model);
+  log->info("loaded {} ({} inputs, {} nodes) in {:.1f} ms", opts.model, fx.graph.inputs.size(), fx.graph.nodes.size(), ms());
+
+  int dumpIndex = 0;
+  if (!opts.dump_dir.empty()) fs::create_directories(opts.dump_dir);
+  auto dump = [&](const std::string& name, const Graph& g) {
+    bool all = std::find(opts.print_ir_after.begin(), opts.print_ir_after.end(), "all") != opts.print_ir_after.end();
+    if (all || std::find(opts.print_ir_after.begin(), opts.print_ir_after.end(), name) != opts.print_ir_after.end())
+      std::fprintf(stderr, "// ----- IR after %s\n%s", name.c_str(), printGraph(g).c_str());
+    if (!opts.dump_dir.empty()) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%02d-", dumpIndex++);
+      writeFile(fs::path(opts.dump_dir) / (buf + name + ".ir"), printGraph(g));
+    }
+  };
+  dump("captured", fx.graph);
+  PipelineOptions po;
+  po.partitioner = opts.partitioner;
+  po.after_pass = dump;
+  PipelineResult pr = runPipeline(fx.graph, po);
+  log->info("engine passes done at {:.1f} ms", ms());
+
+  CodegenResult cg = generateCuda(pr.partition);
+  ManifestInfo mi;
+  mi.model_name = fx.graph.name;
+  mi.source_file = fs::path(opts.model).filename().string();
+  mi.archs = opts.archs;
+  mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
+  ojson manifest = buildManifest(pr, cg, mi);
+
+  StagingDir stage(opts.out_dir);
+  fs::create_directories(stage.path() / "kernels");
+  writeFile(stage.path() / "kernels" / "aotc_prelude.cuh", devicePrelude());
+  for (auto& [name, k] : cg.kernels) {
+    writeFile(stage.path() / "kernels" / (name + ".cu"), k.source);
+    for (auto& arch : opts.archs) {
+      NvrtcOutput o = nvrtcCompile(k, arch);
+      writeFile(stage.path() / "kernels" / (name + "." + arch + ".ptx"), o.ptx);
+      writeFile(stage.path() / "kernels" / (name + "." + arch + ".cubin"), o.cubin);
+    }
+  }
+  log->info("NVRTC compiled {} kernels for {} archs at {:.1f} ms", cg.kernels.size(), opts.archs.size(), ms());
+  writeFile(stage.path() / "forward.ir", printGraph(pr.partition.forward));
+  writeFile(stage.path() / "backward.ir", printGraph(pr.partition.backward));
+  writeFile(stage.path() / "joint.ir", printGraph(pr.joint));
+  writeFile(stage.path() / "manifest.json", manifest.dump(1) + "\n");
+  if (!opts.dump_dir.empty()) writeFile(fs::path(opts.dump_dir) / "manifest.json", manifest.dump(1) + "\n");
+  stage.commit();
+
+  CompileSummary s;
+  s.model_name = fx.graph.name;
+  for (auto& gi : pr.functional.inputs) {
+    ++s.inputs;
+    s.parameters += gi.role == InputRole::Parameter;
+    s.buffers += gi.role == InputRole::Buffer;
+    s.user_inputs += gi.role == InputRole::UserInput;
+  }
+  for (auto& in : manifest["inputs"])
+    if (in["mutation"] != "none")
+      s.mutated.push_back(in["name"].get<std::string>() + " (" + in["mutation"].get<std::string>() + ")");
+  s.forward_nodes = pr.partition.forward.nodes.size();
+  s.backward_nodes = pr.partition.backward.nodes.size();
+  s.kernels = cg.kernels.size();
+  s.forward_steps = manifest["forward"]["steps"].size();
+  s.backward_steps = manifest["backward"]["steps"].size();
+  s.saved = pr.partition.saved.size();
+  for (auto& n : pr.partition.saved) s.saved_bytes += bytesOf(pr.partition.forward.type(pr.partition.forward.valueNamed(n)));
+  log->info("wrote {} in {:.1f} ms", opts.out_dir, ms());
+  return s;
+}
+
+std::string inspect(const std::string& path) {
+  std::ostringstream os;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::ifstream f(fs::path(path) / "manifest.json");
+    if (!f) throw UserError(SourceLoc{path, "", ""}, "not an aotc artifact (no manifest.json)");
+    nlohmann::json m;
+    try {
+      m = nlohmann::json::parse(f);
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(SourceLoc{path + "/manifest.json", "", ""}, std::string("malformed manifest: ") + e.what());
+    }
+    os << "artifact " << path << " (manifest v" << m.value("version", 0) << ", model " << m["model"]["name"].get<std::string>()
+       << ", aotc " << m["compiler"]["version"].get<std::string>() << ")\n";
+    os << "  inputs:\n";
+    for (auto& in : m["inputs"])
+      os << "    " << in["name"].get<std::string>() << " " << in["role"].get<std::string>() << " " << in["dtype"].get<std::string>()
+         << in["shape"].dump() << (in["requires_grad"].get<bool>() ? " requires_grad" : "")
+         << (in["mutation"] != "none" ? " mutated:" + in["mutation"].get<std::string>() : "") << "\n";
+    os << "  outputs: " << m["outputs"].size() << ", grads: " << m["grads"].size() << "\n";
+    int64_t savedBytes = 0;
+    for (auto& s : m["saved"]) {
+      int64_t n = dtypeSize(*parseDType(s["dtype"].get<std::string>()));
+      for (auto& d : s["shape"]) n *= d.get<int64_t>();
+      savedBytes += n;
+    }
+    os << "  saved for backward: " << m["saved"].size() << " tensors, " << savedBytes << " bytes\n";
+    os << "  forward steps: " << m["forward"]["steps"].size() << ", backward steps: " << m["backward"]["steps"].size()
+       << ", kernels: " << m["kernels"].size() << "\n";
+    return os.str();
+  }
+  FxModel fx = loadFxGraph(path);
+  std::map<std::string, int> ops;
+  for (auto& n : fx.graph.nodes) ops[n.loc.op]++;
+  os << "model " << fx.graph.name << " (" << path << ")\n  inputs:\n";
+  for (auto& gi : fx.graph.inputs)
+    os << "    " << fx.graph.values[gi.value].name << " " << inputRoleName(gi.role) << " " << fx.graph.type(gi.value).str()
+       << (gi.requires_grad ? " requires_grad" : "") << "\n";
+  os << "  ops by count:\n";
+  for (auto& [op, n] : ops) os << "    " << n << " " << op << "\n";
+  return os.str();
+}
+
+void runAndWrite(const std::string& artifact, const RunOptions& opts, const std::string& out_file, const Logger& log) {
+  auto res = runArtifact(artifact, opts);
+  writeSafetensors(out_file, res);
+  log->info("wrote {} tensors to {}", res.size(), out_file);
+}
+
+}  // namespace aotc

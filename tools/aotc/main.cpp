@@ -1,0 +1,83 @@
+//===- main.cpp - The aotc command line: CLI11 -> driver -------------------===//
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "aotc/driver/driver.h"
+#include "aotc/runtime/manifest.h"
+
+namespace {
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> v;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) v.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"aotc: ahead-of-time autograd compiler for deep-learning graphs"};
+  app.set_version_flag("--version", std::string("aotc ") + aotc::kCompilerVersion);
+  app.require_subcommand(1);
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose, "more logging (-vv for debug)");
+  app.add_flag("-q,--quiet", quiet, "errors only");
+
+  aotc::CompileOptions copts;
+  std::string arch = "sm_80,sm_90", printAfter;
+  auto* compile = app.add_subcommand("compile", "compile a model (FX JSON) into an artifact directory");
+  compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py)")->required();
+  compile->add_option("-o,--output", copts.out_dir, "artifact directory to write")->required();
+  compile->add_option("--arch", arch, "comma-separated GPU architectures")->capture_default_str();
+  compile->add_option("--partitioner", copts.partitioner, "default")->capture_default_str()->check(CLI::IsMember({"default"}));
+  compile->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here");
+  compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
+
+  std::string inspectPath;
+  auto* insp = app.add_subcommand("inspect", "summarize a model file or an artifact directory");
+  insp->add_option("path", inspectPath, "model file or artifact directory")->required();
+
+  std::string artifact, outFile;
+  aotc::RunOptions ropts;
+  auto* run = app.add_subcommand("run", "run an artifact on the CPU reference runtime");
+  run->add_option("artifact", artifact, "artifact directory")->required();
+  run->add_option("--inputs", ropts.input_files, "safetensors with inputs by name (repeatable)")->required();
+  run->add_option("--grad-outputs", ropts.grad_outputs_file, "safetensors with grad_output.<i> (missing ones are zero)");
+  run->add_flag("--forward-only", ropts.forward_only, "skip the backward");
+  run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
+  run->add_option("--out", outFile, "results (safetensors)")->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  auto log = spdlog::stderr_color_mt("aotc");
+  log->set_pattern("aotc: %v");
+  log->set_level(quiet ? spdlog::level::err : verbose >= 2 ? spdlog::level::debug : verbose ? spdlog::level::info : spdlog::level::warn);
+  try {
+    if (*compile) {
+      copts.archs = splitList(arch);
+      copts.print_ir_after = splitList(printAfter);
+      auto summary = aotc::compileModel(copts, log);
+      if (!quiet) std::printf("%s", summary.str().c_str());
+    } else if (*insp) {
+      std::printf("%s", aotc::inspect(inspectPath).c_str());
+    } else if (*run) {
+      aotc::runAndWrite(artifact, ropts, outFile, log);
+    }
+  } catch (const aotc::UserError& e) {
+    for (auto& d : e.diagnostics()) std::fprintf(stderr, "aotc: %s\n", d.str().c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aotc: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -81,6 +81,7 @@ TEST_P(FxFixture, CompileRunMatchesEager) {
 
   RunOptions r;
   r.input_files = {(kFx / (name + ".safetensors")).string(), (kFx / (name + ".inputs.safetensors")).string()};
+  r.grad_outputs_file = (kFx / (name + ".inputs.safetensors")).string();
   auto got = runArtifact(o.out_dir, r);
   auto want = readSafetensors((kFx / (name + ".expected.safetensors")).string());
   for (auto& [k, v] : want) {

@@ -293,12 +293,10 @@ FxModel loadFxGraph(const std::string& path) {
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into line:column for the user.
-    size_t byte = std::min<size_t>(e.byte, text.size());
-    size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(byte ? byte - 1 : 0), '\n'));
+    // nlohmann's message already holds the line and column.
     std::string msg = e.what();
     auto p = msg.find("parse error");
-    throw UserError(SourceLoc{path + ":" + std::to_string(line), "", ""},
+    throw UserError(SourceLoc{path, "", ""},
                     "malformed JSON: " + (p == std::string::npos ? msg : msg.substr(p)));
   }
   auto need = [&](const char* key, json::value_t t, const char* what) -> const json& {

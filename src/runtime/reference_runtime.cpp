@@ -143,8 +143,6 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
 
   std::map<std::string, HostTensor> gpool;
   if (!opts.grad_outputs_file.empty()) gpool = readSafetensors(opts.grad_outputs_file);
-  for (auto& [k, v] : pool)
-    if (k.rfind("grad_output.", 0) == 0 && !gpool.count(k)) gpool[k] = v;
   std::map<std::string, HostTensor> tangents;
   for (auto& o : m["outputs"]) {
     if (o["tangent"].is_null()) continue;

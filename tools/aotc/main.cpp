@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run an artifact on the CPU reference runtime");
   run->add_option("artifact", artifact, "artifact directory")->required();
   run->add_option("--inputs", ropts.input_files, "safetensors with inputs by name (repeatable)")->required();
-  run->add_option("--grad-outputs", ropts.grad_outputs_file, "safetensors with grad_output.<i> (missing ones are zero)");
+  run->add_option("--grad-outputs", ropts.grad_outputs_file, "safetensors with grad_output.<i>; a missing one counts as zeros");
   run->add_flag("--forward-only", ropts.forward_only, "skip the backward");
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
   run->add_option("--out", outFile, "results (safetensors)")->required();

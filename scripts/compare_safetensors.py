@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""compare_safetensors.py GOT EXPECTED [--tol T] : every tensor of EXPECTED
+must be in GOT with the same shape and allclose (atol = rtol = T, default
+1e-5), and GOT must hold nothing else.  Prints one line per tensor; exits 1 on
+any difference.  Uses only the standard library and numpy (python3-numpy)."""
+import json
+import struct
+import sys
+
+import numpy as np
+
+_DT = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_}
+
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, v in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = v["data_offsets"]
+        if v["dtype"] == "BF16":
+            raw = np.frombuffer(data[8 + n + b:8 + n + e], dtype=np.uint16).astype(np.uint32) << 16
+            arr = raw.view(np.float32)
+        else:
+            arr = np.frombuffer(data[8 + n + b:8 + n + e], dtype=_DT[v["dtype"]])
+        out[name] = arr.reshape(v["shape"]).astype(np.float64)
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    tol = 1e-5
+    if "--tol" in args:
+        i = args.index("--tol")
+        tol = float(args[i + 1])
+        del args[i:i + 2]
+    got, want = load(args[0]), load(args[1])
+    bad = 0
+    for name in sorted(set(got) | set(want)):
+        if name not in want:
+            print(f"{name}: not in the reference")
+            bad += 1
+        elif name not in got:
+            print(f"{name}: missing")
+            bad += 1
+        elif got[name].shape != want[name].shape:
+            print(f"{name}: shape {got[name].shape} != {want[name].shape}")
+            bad += 1
+        elif not np.allclose(got[name], want[name], rtol=tol, atol=tol):
+            print(f"{name}: max abs diff {np.max(np.abs(got[name] - want[name])):.3g}")
+            bad += 1
+        else:
+            print(f"{name}: ok")
+    print(f"{len(want) - bad} matched, {bad} differ")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

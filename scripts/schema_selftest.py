@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""schema_selftest.py SRCROOT AOTC : the schemas must reject broken documents, or
+validating against them proves nothing.  Takes the committed FX fixtures (and
+a manifest compiled by the e2e test, if present), breaks each in ways the
+schema forbids, and checks that every broken copy is rejected while the
+original passes.  AOTC is the aotc binary, used to compile one manifest."""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+
+
+def validator(root, name):
+    with open(os.path.join(root, "schemas", name)) as f:
+        schema = json.load(f)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def main():
+    root = sys.argv[1]
+    fails = 0
+    fx = validator(root, "fx_graph.schema.json")
+    doc = json.load(open(os.path.join(root, "testdata", "fx", "mlp.json")))
+    breakages = {
+        "wrong version": lambda d: d.__setitem__("version", 2),
+        "no nodes": lambda d: d.pop("nodes"),
+        "weights path": lambda d: d.__setitem__("weights", "../w.safetensors"),
+        "bad role": lambda d: d["inputs"][0].__setitem__("role", "weight"),
+        "bad dtype": lambda d: d["inputs"][0].__setitem__("dtype", "float8"),
+        "unknown key": lambda d: d["nodes"][0].__setitem__("extra", 1),
+        "bad arg": lambda d: d["nodes"][0]["args"].append({"tensor": "x"}),
+    }
+    if not fx.is_valid(doc):
+        print("FAIL: mlp.json should be valid")
+        fails += 1
+    for what, f in breakages.items():
+        d = copy.deepcopy(doc)
+        f(d)
+        ok = not fx.is_valid(d)
+        print(("ok  " if ok else "FAIL") + f": fx schema rejects {what}")
+        fails += not ok
+
+    man = validator(root, "manifest.schema.json")
+    tmp = tempfile.mkdtemp()
+    subprocess.run([sys.argv[2], "-q", "compile", os.path.join(root, "testdata", "fx", "output_view.json"),
+                    "-o", os.path.join(tmp, "art")], check=True)
+    manifests = [os.path.join(tmp, "art", "manifest.json")]
+    if manifests:
+        m = json.load(open(manifests[0]))
+        mb = {
+            "wrong format": lambda d: d.__setitem__("format", "x"),
+            "bad mutation": lambda d: d["inputs"][0].__setitem__("mutation", "sometimes"),
+            "alias without recipe": lambda d: d["outputs"][0].update(kind="alias_of_input") or d["outputs"][0].pop("alias", None),
+            "bad step": lambda d: d["forward"]["steps"].append({"op": "launch"}),
+            "no runtime checks": lambda d: d.pop("runtime_checks"),
+        }
+        if not man.is_valid(m):
+            print(f"FAIL: {manifests[0]} should be valid")
+            fails += 1
+        for what, f in mb.items():
+            d = copy.deepcopy(m)
+            f(d)
+            ok = not man.is_valid(d)
+            print(("ok  " if ok else "FAIL") + f": manifest schema rejects {what}")
+            fails += not ok
+    print(f"{(len(breakages) + (5 if manifests else 0)) - fails} passed, {fails} failed")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

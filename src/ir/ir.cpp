@@ -151,13 +151,14 @@ const char* inputRoleName(InputRole r) {
     case InputRole::UserInput: return "user_input";
     case InputRole::Tangent: return "tangent";
     case InputRole::Saved: return "saved";
+    case InputRole::Constant: return "constant";
   }
   return "?";
 }
 
 std::optional<InputRole> parseInputRole(const std::string& s) {
   for (InputRole r : {InputRole::Parameter, InputRole::Buffer, InputRole::UserInput,
-                      InputRole::Tangent, InputRole::Saved})
+                      InputRole::Tangent, InputRole::Saved, InputRole::Constant})
     if (s == inputRoleName(r)) return r;
   return std::nullopt;
 }
@@ -209,18 +210,18 @@ int32_t Graph::appendNode(Node n) {
 }
 
 std::vector<ValueId> Graph::addNode(OpKind op, std::vector<ValueId> ins, Attrs attrs, SourceLoc loc,
-                                    Phase phase, uint32_t tags) {
+                                    Phase phase, uint32_t tags, std::vector<Graph> regions) {
   std::vector<TensorType> tys;
   for (ValueId v : ins) tys.push_back(type(v));
   std::vector<TensorType> outs;
   try {
-    outs = inferTypes(op, tys, attrs);
+    outs = inferNodeTypes(op, tys, attrs, regions);
   } catch (const UserError& e) {
     SourceLoc l = loc;
     if (l.op.empty()) l.op = opName(op);
     throw UserError(l, e.diagnostics().front().message);
   }
-  Node n{op, std::move(ins), {}, std::move(attrs), loc, phase, tags};
+  Node n{op, std::move(ins), {}, std::move(attrs), loc, phase, tags, std::move(regions)};
   std::string hint = loc.node.empty() ? opName(op) : loc.node;
   for (char& c : hint)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) c = '_';

@@ -36,16 +36,23 @@ std::string tagsStr(const Node& n) {
 }
 }  // namespace
 
-std::string printGraph(const Graph& g) {
-  std::string s = "graph @" + g.name + " {\n";
+namespace {
+std::string printGraphIndented(const Graph& g, const std::string& ind);
+}  // namespace
+
+std::string printGraph(const Graph& g) { return printGraphIndented(g, ""); }
+
+namespace {
+std::string printGraphIndented(const Graph& g, const std::string& ind) {
+  std::string s = ind + "graph @" + g.name + " {\n";
   auto vn = [&](ValueId v) { return "%" + g.values[v].name; };
   for (auto& in : g.inputs) {
-    s += "  input " + vn(in.value) + " : " + g.type(in.value).str() + " " + inputRoleName(in.role);
+    s += ind + "  input " + vn(in.value) + " : " + g.type(in.value).str() + " " + inputRoleName(in.role);
     if (in.requires_grad) s += " requires_grad";
     s += "\n";
   }
   for (auto& n : g.nodes) {
-    s += "  ";
+    s += ind + "  ";
     for (size_t i = 0; i < n.outputs.size(); ++i)
       s += (i ? ", " : "") + vn(n.outputs[i]) + " : " + g.type(n.outputs[i]).str();
     if (!n.outputs.empty()) s += " = ";
@@ -53,10 +60,15 @@ std::string printGraph(const Graph& g) {
     for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + vn(n.inputs[i]);
     s += ")" + attrsStr(n.attrs) + tagsStr(n);
     if (!n.loc.node.empty() || !n.loc.op.empty()) s += " loc(" + quote(n.loc.node) + ", " + quote(n.loc.op) + ")";
+    if (!n.regions.empty()) {
+      s += " regions {\n";
+      for (auto& r : n.regions) s += printGraphIndented(r, ind + "    ");
+      s += ind + "  }";
+    }
     s += "\n";
   }
   for (auto& o : g.outputs) {
-    s += "  output " + vn(o.value) + " " + outputRoleName(o.role);
+    s += ind + "  output " + vn(o.value) + " " + outputRoleName(o.role);
     if (!o.target.empty()) s += "(" + quote(o.target) + ")";
     if (o.alias_of) {
       s += " alias(" + quote(*o.alias_of) + ", [";
@@ -66,8 +78,9 @@ std::string printGraph(const Graph& g) {
     }
     s += "\n";
   }
-  return s + "}\n";
+  return s + ind + "}\n";
 }
+}  // namespace
 
 // ---------------------------------------------------------------- parser
 
@@ -164,6 +177,13 @@ class Parser {
   Parser(std::vector<Token> toks, std::string file) : t_(std::move(toks)), file_(std::move(file)) {}
 
   Graph parse() {
+    Graph g = parseOne();
+    if (peek().kind != Tok::End) error(peek(), "unexpected text after the graph");
+    return g;
+  }
+
+ private:
+  Graph parseOne() {
     Graph g;
     expectIdent("graph");
     g.name = expect(Tok::Global).text;
@@ -268,16 +288,20 @@ class Parser {
           expectPunct(")");
         }
         n.loc.file = file_;
+        if (peek().kind == Tok::Ident && peek().text == "regions") {
+          next();
+          expectPunct("{");
+          while (!isPunct("}")) n.regions.push_back(parseOne());
+          next();
+        }
         for (auto& [name, ty] : defs) n.outputs.push_back(define(name, ty));
         g.appendNode(std::move(n));
       }
     }
     next();
-    if (peek().kind != Tok::End) error(peek(), "unexpected text after the graph");
     return g;
   }
 
- private:
   TensorType parseType() {
     Token d = expect(Tok::Ident);
     auto dt = parseDType(d.text);
@@ -431,7 +455,7 @@ void verifyGraph(const Graph& g, const std::string& file) {
     for (ValueId v : n.inputs) tys.push_back(g.type(v));
     std::vector<TensorType> want;
     try {
-      want = inferTypes(n.op, tys, n.attrs);
+      want = inferNodeTypes(n.op, tys, n.attrs, n.regions);
     } catch (const UserError& e) {
       fail(&n, e.diagnostics().front().message);
     }
@@ -445,6 +469,7 @@ void verifyGraph(const Graph& g, const std::string& file) {
       if (!(g.type(o) == want[k]))
         fail(&n, "result %" + g.values[o].name + " has type " + g.type(o).str() + ", shape inference gives " + want[k].str());
     }
+    for (const Graph& r : n.regions) verifyGraph(r, file);
     if (n.op == OpKind::EpilogueCopy) {
       const GraphInput* in = g.inputOf(n.inputs[0]);
       if (!in) fail(&n, "epilogue_copy must write a graph input");

@@ -43,6 +43,18 @@ ValueId GradCtx::reshape(ValueId v, Ints sizes) {
   return op(OpKind::View, {v}, Attrs{{"size", sizes}});
 }
 
+ValueId GradCtx::contiguous(ValueId v) { return type(v).isContiguous() ? v : op(OpKind::Clone, {v}); }
+
+void GradCtx::inlineNode(const Graph& src, const Node& n, std::vector<ValueId>& map) {
+  Node c = n;
+  c.phase = Phase::Backward;
+  c.tags = kTagNone;
+  if (c.loc.node.empty()) c.loc = fwd_.loc;
+  g_.copyNode(src, c, map);
+}
+
+ValueId GradCtx::savedValue(size_t k, ValueId dflt) { return saved_ ? saved_(fwd_, k, dflt) : dflt; }
+
 ValueId GradCtx::expand(ValueId v, Ints sizes) {
   if (type(v).sizes == sizes) return v;
   return op(OpKind::Expand, {v}, Attrs{{"size", sizes}});
@@ -58,6 +70,37 @@ Ints keptShape(GradCtx& g) {
   Ints s = sz(g, g.I(0));
   for (int64_t d : reductionDims(g.attrs(), static_cast<int64_t>(s.size()))) s[d] = 1;
   return s;
+}
+
+/// The user's backward (regions[0] of custom_grad), inlined: its saved
+/// inputs bind to the node's saved operands, its tangents to GO (zeros where
+/// no gradient flows).  Its nodes may mutate what they read; the joint
+/// functionalization that follows autodiff turns those into pure ops and
+/// backward epilogue copies.
+std::vector<ValueId> customGradRule(GradCtx& g) {
+  const Node& n = g.node();
+  const Graph& bw = n.regions.at(0);
+  int64_t na = attrInt(n.attrs, "num_args"), no = attrInt(n.attrs, "num_outputs");
+  std::vector<ValueId> map(bw.values.size(), kNoValue);
+  size_t saved = 0, tangent = 0;
+  for (const GraphInput& gi : bw.inputs) {
+    if (gi.role == InputRole::Saved) {
+      map[gi.value] = g.savedValue(saved, n.inputs.at(static_cast<size_t>(na + no) + saved));
+      ++saved;
+    } else {
+      ValueId go = g.GO(static_cast<int>(tangent));
+      map[gi.value] = go != kNoValue ? go : g.zeros(g.type(g.O(static_cast<int>(tangent))));
+      ++tangent;
+    }
+  }
+  for (const Node& bn : bw.nodes) g.inlineNode(bw, bn, map);
+  std::vector<ValueId> grads(n.inputs.size(), kNoValue);
+  for (const GraphOutput& o : bw.outputs) {
+    size_t idx = std::stoul(o.target);
+    AOTC_CHECK(idx < static_cast<size_t>(na), "custom backward grad index out of range");
+    grads[idx] = map[o.value];
+  }
+  return grads;
 }
 
 constexpr GradRule ruleFor(OpKind k) {
@@ -115,6 +158,32 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::View: return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), sz(g, g.I(0)))}; };
     case OpKind::Expand: return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0)))}; };
     case OpKind::Clone: return [](GradCtx& g) -> R { return {g.GO(0)}; };
+    case OpKind::Sqrt:
+      return [](GradCtx& g) -> R { return {g.div(g.mul(g.GO(0), g.scalarLike(0.5, g.O(0))), g.O(0))}; };
+    case OpKind::Rsqrt:
+      return [](GradCtx& g) -> R {
+        ValueId o3 = g.mul(g.mul(g.O(0), g.O(0)), g.O(0));
+        return {g.mul(g.mul(g.GO(0), g.scalarLike(-0.5, g.O(0))), o3)};
+      };
+    case OpKind::Transpose: return [](GradCtx& g) -> R { return {g.op(OpKind::Transpose, {g.GO(0)}, g.attrs())}; };
+    case OpKind::Unsqueeze: case OpKind::Squeeze:
+      return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), sz(g, g.I(0)))}; };
+    case OpKind::Slice:
+      return [](GradCtx& g) -> R {
+        return {g.op(OpKind::SliceScatter, {g.zeros(g.type(g.I(0))), g.contiguous(g.GO(0))}, g.attrs())};
+      };
+    case OpKind::Select:
+      return [](GradCtx& g) -> R {
+        return {g.op(OpKind::SelectScatter, {g.zeros(g.type(g.I(0))), g.contiguous(g.GO(0))}, g.attrs())};
+      };
+    case OpKind::SliceScatter: case OpKind::SelectScatter:
+      return [](GradCtx& g) -> R {
+        OpKind view = g.node().op == OpKind::SliceScatter ? OpKind::Slice : OpKind::Select;
+        ValueId gb = g.op(g.node().op, {g.contiguous(g.GO(0)), g.zeros(g.type(g.I(1)))}, g.attrs());
+        return {gb, g.op(view, {g.GO(0)}, g.attrs())};
+      };
+    case OpKind::KeepGrad: return [](GradCtx& g) -> R { return {g.GO(0), kNoValue}; };
+    case OpKind::CustomGrad: return customGradRule;
     default: return nullptr;
   }
 }

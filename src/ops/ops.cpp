@@ -178,6 +178,99 @@ std::vector<TensorType> expandRule(const std::vector<TensorType>& in, const Attr
 
 std::vector<TensorType> aliasRule(const std::vector<TensorType>& in, const Attrs&) { return one(in[0]); }
 
+std::vector<TensorType> transposeRule(const std::vector<TensorType>& in, const Attrs& a) {
+  TensorType t = in[0];
+  int64_t r = std::max<int64_t>(t.rank(), 1);
+  int64_t d0 = wrapDim(attrInt(a, "dim0"), r), d1 = wrapDim(attrInt(a, "dim1"), r);
+  if (t.rank() == 0) return one(t);
+  std::swap(t.sizes[d0], t.sizes[d1]);
+  std::swap(t.strides[d0], t.strides[d1]);
+  return one(t);
+}
+
+std::vector<TensorType> unsqueezeRule(const std::vector<TensorType>& in, const Attrs& a) {
+  TensorType t = in[0];
+  int64_t d = wrapDim(attrInt(a, "dim"), t.rank() + 1);
+  int64_t st = d < t.rank() ? t.sizes[d] * t.strides[d] : 1;
+  t.sizes.insert(t.sizes.begin() + d, 1);
+  t.strides.insert(t.strides.begin() + d, st);
+  return one(t);
+}
+
+std::vector<TensorType> squeezeRule(const std::vector<TensorType>& in, const Attrs& a) {
+  TensorType t = in[0];
+  Ints dims = hasAttr(a, "dim") ? attrInts(a, "dim") : Ints{};
+  std::vector<bool> drop(t.sizes.size(), false);
+  if (dims.empty()) {
+    for (size_t i = 0; i < t.sizes.size(); ++i) drop[i] = t.sizes[i] == 1;
+  } else {
+    for (int64_t d : dims) {
+      int64_t w = wrapDim(d, std::max<int64_t>(t.rank(), 1));
+      if (t.rank() > 0 && t.sizes[w] == 1) drop[w] = true;
+    }
+  }
+  TensorType o = t;
+  o.sizes.clear();
+  o.strides.clear();
+  for (size_t i = 0; i < t.sizes.size(); ++i)
+    if (!drop[i]) {
+      o.sizes.push_back(t.sizes[i]);
+      o.strides.push_back(t.strides[i]);
+    }
+  return one(o);
+}
+
+std::vector<TensorType> sliceRule(const std::vector<TensorType>& in, const Attrs& a) {
+  TensorType t = in[0];
+  if (t.rank() == 0) shapeError("slice() cannot be applied to a 0-dim tensor");
+  int64_t d = wrapDim(attrInt(a, "dim"), t.rank());
+  SliceBounds b = sliceBounds(a, t.sizes[d]);
+  t.offset += b.start * t.strides[d];
+  t.sizes[d] = b.length;
+  t.strides[d] *= b.step;
+  return one(t);
+}
+
+std::vector<TensorType> selectRule(const std::vector<TensorType>& in, const Attrs& a) {
+  TensorType t = in[0];
+  if (t.rank() == 0) shapeError("select() cannot be applied to a 0-dim tensor");
+  int64_t d = wrapDim(attrInt(a, "dim"), t.rank());
+  int64_t i = attrInt(a, "index");
+  if (i < -t.sizes[d] || i >= t.sizes[d])
+    shapeError("select: index " + std::to_string(i) + " out of range for dim of size " + std::to_string(t.sizes[d]));
+  if (i < 0) i += t.sizes[d];
+  t.offset += i * t.strides[d];
+  t.sizes.erase(t.sizes.begin() + d);
+  t.strides.erase(t.strides.begin() + d);
+  return one(t);
+}
+
+template <ShapeRule ViewRule>
+std::vector<TensorType> scatterRule(const std::vector<TensorType>& in, const Attrs& a) {
+  TensorType base = TensorType::contiguous(in[0].dtype, in[0].sizes);
+  TensorType v = ViewRule({base}, a)[0];
+  if (v.sizes != in[1].sizes)
+    shapeError("scatter: source " + shapeStr(in[1].sizes) + " does not match the region " + shapeStr(v.sizes));
+  if (in[0].dtype != in[1].dtype) shapeError("scatter: dtypes differ");
+  return one(base);
+}
+
+std::vector<TensorType> keepGradRule(const std::vector<TensorType>& in, const Attrs&) {
+  if (in[0].sizes != in[1].sizes || in[0].dtype != in[1].dtype)
+    shapeError("keep_grad: " + in[0].str() + " and " + in[1].str() + " differ");
+  return one(in[1]);
+}
+
+std::vector<TensorType> customGradRule(const std::vector<TensorType>& in, const Attrs& a) {
+  int64_t na = attrInt(a, "num_args"), no = attrInt(a, "num_outputs");
+  if (na < 0 || no < 0 || na + no > static_cast<int64_t>(in.size())) shapeError("custom_grad: bad operand counts");
+  return std::vector<TensorType>(in.begin() + na, in.begin() + na + no);
+}
+
+std::vector<TensorType> fromRegions(const std::vector<TensorType>&, const Attrs&) {
+  shapeError("autograd_function: result types come from its forward region");
+}
+
 std::vector<TensorType> inplaceRule(const std::vector<TensorType>& in, const Attrs&) {
   auto b = broadcastShapes(in[0].sizes, in[1].sizes);
   if (!b || *b != in[0].sizes)
@@ -198,6 +291,18 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Div: return divRule;
     case OpKind::Neg: case OpKind::Relu: case OpKind::Clone: return unary;
     case OpKind::Exp: case OpKind::Log: case OpKind::Tanh: case OpKind::Sigmoid: return unaryFloat;
+    case OpKind::Sqrt: case OpKind::Rsqrt: return unaryFloat;
+    case OpKind::Transpose: case OpKind::TransposeInplace: return transposeRule;
+    case OpKind::Unsqueeze: case OpKind::UnsqueezeInplace: return unsqueezeRule;
+    case OpKind::Squeeze: return squeezeRule;
+    case OpKind::Slice: return sliceRule;
+    case OpKind::Select: return selectRule;
+    case OpKind::SliceScatter: return scatterRule<sliceRule>;
+    case OpKind::SelectScatter: return scatterRule<selectRule>;
+    case OpKind::KeepGrad: return keepGradRule;
+    case OpKind::CustomGrad: return customGradRule;
+    case OpKind::AutogradFunction: return fromRegions;
+    case OpKind::TInplace: return tRule;
     case OpKind::Gt: return compare;
     case OpKind::Where: return whereRule;
     case OpKind::Sum: return sumRule;
@@ -232,6 +337,38 @@ std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins
   ShapeRule r = ruleFor(op);
   AOTC_CHECK(r, "no shape rule for ", info.name);
   return r(ins, attrs);
+}
+
+std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs,
+                                       const std::vector<Graph>& regions) {
+  if (op != OpKind::AutogradFunction) return inferTypes(op, ins, attrs);
+  if (regions.size() != 2) shapeError("autograd_function needs a forward and a backward region");
+  const Graph& fw = regions[0];
+  if (fw.inputs.size() != ins.size())
+    shapeError("autograd_function: forward region takes " + std::to_string(fw.inputs.size()) + " tensors, got " +
+               std::to_string(ins.size()));
+  std::vector<TensorType> out;
+  for (const GraphOutput& o : fw.outputs)
+    if (o.role == OutputRole::User) out.push_back(fw.type(o.value));
+  return out;
+}
+
+int64_t wrapDim(int64_t dim, int64_t rank) {
+  if (dim < -rank || dim >= rank)
+    shapeError("dim " + std::to_string(dim) + " out of range for a tensor of rank " + std::to_string(rank));
+  return dim < 0 ? dim + rank : dim;
+}
+
+SliceBounds sliceBounds(const Attrs& a, int64_t size) {
+  int64_t step = hasAttr(a, "step") ? attrInt(a, "step") : 1;
+  if (step <= 0) shapeError("slice step must be positive");
+  int64_t start = hasAttr(a, "start") ? attrInt(a, "start") : 0;
+  int64_t end = hasAttr(a, "end") ? attrInt(a, "end") : size;
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  return SliceBounds{start, end, step, (end - start + step - 1) / step};
 }
 
 std::optional<Ints> broadcastShapes(const Ints& a, const Ints& b) {

@@ -139,6 +139,45 @@ HostTensor transpose2d(const HostTensor& x) {
   return o;
 }
 
+/// Elements of `x` (dense) seen through `view` (a layout over x's storage).
+HostTensor gather(const HostTensor& x, const TensorType& view) {
+  HostTensor o = HostTensor::zeros(x.dtype, view.sizes);
+  Ints coord(view.sizes.size(), 0);
+  for (size_t e = 0; e < o.data.size(); ++e) {
+    int64_t off = view.offset;
+    for (size_t d = 0; d < coord.size(); ++d) off += coord[d] * view.strides[d];
+    o.data[e] = x.data[static_cast<size_t>(off)];
+    for (size_t d = coord.size(); d-- > 0;) {
+      if (++coord[d] < view.sizes[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return o;
+}
+
+/// Any view op: its layout over a dense input, then a gather.
+Outs viewKernel(OpKind op, const Ins& in, const Attrs& a) {
+  TensorType base = TensorType::contiguous(in[0]->dtype, in[0]->sizes);
+  return {gather(*in[0], inferTypes(op, {base}, a)[0])};
+}
+
+/// base with the region `viewOp(base)` replaced by src.
+Outs scatterKernel(OpKind viewOp, const Ins& in, const Attrs& a) {
+  HostTensor o = *in[0];
+  TensorType region = inferTypes(viewOp, {TensorType::contiguous(o.dtype, o.sizes)}, a)[0];
+  Ints coord(region.sizes.size(), 0);
+  for (size_t e = 0; e < in[1]->data.size(); ++e) {
+    int64_t off = region.offset;
+    for (size_t d = 0; d < coord.size(); ++d) off += coord[d] * region.strides[d];
+    o.data[static_cast<size_t>(off)] = in[1]->data[e];
+    for (size_t d = coord.size(); d-- > 0;) {
+      if (++coord[d] < region.sizes[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return {std::move(o)};
+}
+
 HostTensor expandTo(const HostTensor& x, const Ints& sizes) {
   HostTensor o = HostTensor::zeros(x.dtype, sizes);
   auto idx = broadcastIndex(x.sizes, sizes);
@@ -167,6 +206,30 @@ constexpr Kernel kernelFor(OpKind k) {
     case OpKind::Gt: return PW(a[0] > a[1] ? 1.0 : 0.0);
     case OpKind::Where: return PW(a[0] != 0 ? a[1] : a[2]);
     case OpKind::Clone: return PW(a[0]);
+    case OpKind::Sqrt: return PW(std::sqrt(a[0]));
+    case OpKind::Rsqrt: return PW(1.0 / std::sqrt(a[0]));
+    case OpKind::Transpose:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Transpose, in, a); };
+    case OpKind::Unsqueeze:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Unsqueeze, in, a); };
+    case OpKind::Squeeze:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Squeeze, in, a); };
+    case OpKind::Slice:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Slice, in, a); };
+    case OpKind::Select:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Select, in, a); };
+    case OpKind::SliceScatter:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Slice, in, a); };
+    case OpKind::SelectScatter:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Select, in, a); };
+    case OpKind::KeepGrad:
+      return [](const Ins& in, const Attrs&, const std::vector<TensorType>&) -> Outs { return {*in[1]}; };
+    case OpKind::CustomGrad:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) -> Outs {
+        Outs o;
+        for (int64_t i = 0; i < attrInt(a, "num_outputs"); ++i) o.push_back(*in[static_cast<size_t>(attrInt(a, "num_args") + i)]);
+        return o;
+      };
     case OpKind::Sum:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, false); };
     case OpKind::Mean:

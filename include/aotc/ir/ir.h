@@ -88,6 +88,8 @@ struct Value {
   int32_t slot = 0;   ///< which output of the defining node
 };
 
+class Graph;
+
 struct Node {
   OpKind op;
   std::vector<ValueId> inputs;
@@ -96,9 +98,11 @@ struct Node {
   SourceLoc loc;
   Phase phase = Phase::Forward;
   uint32_t tags = kTagNone;
+  /// Nested graphs (autograd_function: forward, backward).
+  std::vector<Graph> regions;
 };
 
-enum class InputRole : uint8_t { Parameter, Buffer, UserInput, Tangent, Saved };
+enum class InputRole : uint8_t { Parameter, Buffer, UserInput, Tangent, Saved, Constant };
 const char* inputRoleName(InputRole r);
 std::optional<InputRole> parseInputRole(const std::string& s);
 
@@ -140,7 +144,7 @@ class Graph {
   /// Appends a node, inferring its output types.  Throws UserError on a bad shape.
   std::vector<ValueId> addNode(OpKind op, std::vector<ValueId> inputs, Attrs attrs = {},
                                SourceLoc loc = {}, Phase phase = Phase::Forward,
-                               uint32_t tags = kTagNone);
+                               uint32_t tags = kTagNone, std::vector<Graph> regions = {});
   /// Single-output convenience.
   ValueId add(OpKind op, std::vector<ValueId> inputs, Attrs attrs = {}, SourceLoc loc = {},
               Phase phase = Phase::Forward, uint32_t tags = kTagNone);

@@ -1,6 +1,7 @@
 //===- gradients.h - Gradient rules, written in forward ops ------*- C++ -*-===//
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "aotc/ir/ir.h"
@@ -12,8 +13,19 @@ namespace aotc {
 /// (kNoValue where no gradient flows), and builders that emit backward nodes.
 class GradCtx {
  public:
-  GradCtx(Graph& g, const Node& fwd, std::vector<ValueId> grad_outputs)
-      : g_(g), fwd_(fwd), go_(std::move(grad_outputs)) {}
+  /// How a custom backward's k-th saved tensor is bound (default: `dflt`,
+  /// the node's saved operand).  autodiff binds a saved graph input to its
+  /// value at the start of the backward.
+  using SavedBinder = std::function<ValueId(const Node&, size_t k, ValueId dflt)>;
+
+  GradCtx(Graph& g, const Node& fwd, std::vector<ValueId> grad_outputs, SavedBinder saved = nullptr)
+      : g_(g), fwd_(fwd), go_(std::move(grad_outputs)), saved_(std::move(saved)) {}
+
+  const Node& node() const { return fwd_; }
+  ValueId contiguous(ValueId v);
+  /// Copies node `n` of `src` into the backward (custom backward regions).
+  void inlineNode(const Graph& src, const Node& n, std::vector<ValueId>& map);
+  ValueId savedValue(size_t k, ValueId dflt);
 
   ValueId I(int i) const { return fwd_.inputs.at(i); }
   ValueId O(int i) const { return fwd_.outputs.at(i); }
@@ -40,6 +52,7 @@ class GradCtx {
   Graph& g_;
   const Node& fwd_;
   std::vector<ValueId> go_;
+  SavedBinder saved_;
 };
 
 /// Gradients of the forward node's inputs (kNoValue: no gradient).

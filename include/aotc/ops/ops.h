@@ -10,7 +10,7 @@
 
 namespace aotc {
 
-enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, Epilogue };
+enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, MetaMutation, Epilogue, Scatter, Alias, Custom };
 enum class GradKind : uint8_t { Diff, NoGrad, NeverDiff };
 
 struct OpInfo {
@@ -26,12 +26,19 @@ const OpInfo& opInfo(OpKind k);
 const char* opName(OpKind k);
 std::optional<OpKind> opFromName(const std::string& name);
 inline bool isView(OpKind k) { return opInfo(k).category == OpCategory::View; }
-inline bool isMutation(OpKind k) { return opInfo(k).category == OpCategory::Mutation; }
+inline bool isMutation(OpKind k) {
+  return opInfo(k).category == OpCategory::Mutation || opInfo(k).category == OpCategory::MetaMutation;
+}
 
 /// Output types of `op` applied to inputs of type `ins`.  Throws UserError
 /// (message only; callers attach the location) on arity, dtype or shape errors.
 std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins,
                                    const Attrs& attrs);
+
+/// inferTypes, plus ops whose result types come from their regions
+/// (autograd_function: the forward region's user outputs).
+std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs,
+                                       const std::vector<Graph>& regions);
 
 /// Broadcast two shapes (PyTorch rules); nullopt if incompatible.
 std::optional<Ints> broadcastShapes(const Ints& a, const Ints& b);
@@ -40,6 +47,11 @@ std::optional<Ints> broadcastShapes(const Ints& a, const Ints& b);
 std::optional<Ints> viewStrides(const Ints& old_sizes, const Ints& old_strides, const Ints& new_sizes);
 /// Resolves a single -1 in a view size.
 Ints inferViewSize(const Ints& size, int64_t numel);
+/// Normalizes a dim index for a tensor of `rank` (PyTorch's maybe_wrap_dim).
+int64_t wrapDim(int64_t dim, int64_t rank);
+/// Normalized slice bounds {start, end, step, length} of `size` (ATen's slice).
+struct SliceBounds { int64_t start, end, step, length; };
+SliceBounds sliceBounds(const Attrs& a, int64_t size);
 /// Normalizes reduction dims (negative, empty = all) to a sorted list.
 Ints reductionDims(const Attrs& attrs, int64_t rank);
 

@@ -76,6 +76,8 @@ std::string pointwiseExpr(OpKind k, const std::vector<std::string>& a) {
     case OpKind::Log: return "aotc_log(" + a[0] + ")";
     case OpKind::Tanh: return "aotc_tanh(" + a[0] + ")";
     case OpKind::Sigmoid: return "aotc_sigmoid(" + a[0] + ")";
+    case OpKind::Sqrt: return "aotc_sqrt(" + a[0] + ")";
+    case OpKind::Rsqrt: return "aotc_rsqrt(" + a[0] + ")";
     case OpKind::Gt: return "(" + a[0] + " > " + a[1] + ")";
     case OpKind::Where: return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
     case OpKind::Clone: case OpKind::EpilogueCopy: return a[0];
@@ -234,6 +236,54 @@ struct Lowering {
     return addKernel(os.str(), n);
   }
 
+  /// out = base with the region view(base) replaced by src: one thread per
+  /// output element; elements inside the region read src.
+  std::string scatterKernel(const Node& n) {
+    const TensorType& ot = g.type(n.outputs[0]);
+    const TensorType& bt = g.type(n.inputs[0]);
+    const TensorType& st = g.type(n.inputs[1]);
+    OpKind viewOp = n.op == OpKind::SliceScatter ? OpKind::Slice : OpKind::Select;
+    int64_t rank = ot.rank();
+    int64_t dim = wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(rank, 1));
+    std::ostringstream os;
+    os << banner(n, g);
+    os << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, const "
+       << storageType(bt.dtype) << "* __restrict__ in0, const " << storageType(st.dtype) << "* __restrict__ in1) {\n";
+    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    os << "  if (i >= " << ot.numel() << ") return;\n";
+    // Coordinates of i in the output; the scatter dim's coordinate decides.
+    os << "  aotc_i64 r = i, c[" << std::max<int64_t>(rank, 1) << "];\n";
+    for (int64_t d = rank; d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
+    os << "  aotc_i64 ob = " << bt.offset;
+    for (int64_t d = 0; d < rank; ++d) os << " + c[" << d << "] * " << bt.strides[d];
+    os << ";\n";
+    (void)viewOp;
+    std::string inside, srcIdx;
+    if (n.op == OpKind::SliceScatter) {
+      SliceBounds b = sliceBounds(n.attrs, ot.sizes[dim]);
+      inside = "c[" + std::to_string(dim) + "] >= " + std::to_string(b.start) + " && c[" + std::to_string(dim) + "] < " +
+               std::to_string(b.end) + " && (c[" + std::to_string(dim) + "] - " + std::to_string(b.start) + ") % " +
+               std::to_string(b.step) + " == 0";
+      srcIdx = std::to_string(st.offset);
+      for (int64_t d = 0; d < rank; ++d) {
+        std::string cd = d == dim ? "((c[" + std::to_string(d) + "] - " + std::to_string(b.start) + ") / " + std::to_string(b.step) + ")"
+                                  : "c[" + std::to_string(d) + "]";
+        srcIdx += " + " + cd + " * " + std::to_string(st.strides[d]);
+      }
+    } else {
+      int64_t idx = attrInt(n.attrs, "index");
+      if (idx < 0) idx += ot.sizes[dim];
+      inside = "c[" + std::to_string(dim) + "] == " + std::to_string(idx);
+      srcIdx = std::to_string(st.offset);
+      for (int64_t d = 0, sd = 0; d < rank; ++d) {
+        if (d == dim) continue;
+        srcIdx += " + c[" + std::to_string(d) + "] * " + std::to_string(st.strides[sd++]);
+      }
+    }
+    os << "  out[i] = (" << inside << ") ? in1[" << srcIdx << "] : in0[ob];\n}\n";
+    return addKernel(os.str(), n);
+  }
+
   std::string constantKernel(const Node& n) {
     const TensorType& ot = g.type(n.outputs[0]);
     std::ostringstream os;
@@ -247,7 +297,7 @@ struct Lowering {
 
   /// A dense copy of `v` (for GEMM operands cuBLAS cannot address).
   ValueId denseCopy(ValueId v, const Node& n) {
-    Node c{OpKind::Clone, {v}, {}, {}, n.loc, n.phase, 0};
+    Node c{OpKind::Clone, {v}, {}, {}, n.loc, n.phase, 0, {}};
     TensorType t = TensorType::contiguous(g.type(v).dtype, g.type(v).sizes);
     std::string name = g.values[v].name + ".dense";
     buffers.push_back(ojson{{"name", name}, {"kind", "alloc"}, {"dtype", dtypeName(t.dtype)}, {"shape", t.sizes},
@@ -341,6 +391,7 @@ struct Lowering {
         case OpCategory::Reduction: launch(reductionKernel(n), n.inputs, out, ot.numel()); break;
         case OpCategory::Creation: launch(constantKernel(n), {}, out, ot.numel()); break;
         case OpCategory::Extern: gemm(n); break;
+        case OpCategory::Scatter: launch(scatterKernel(n), n.inputs, out, ot.numel()); break;
         default: AOTC_CHECK(false, "cannot lower ", info.name);
       }
     }

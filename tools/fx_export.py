@@ -3,8 +3,12 @@
     from fx_export import export
     export(module_or_fn, example_args, "out/mlp")   # writes out/mlp.json, out/mlp.safetensors
 
-The graph is traced at the ATen level with ``make_fx``; in-place ops and views
-are kept as they are (aotc functionalizes them itself).  Parameters and
+The graph is recorded at the ATen level by a ``TorchDispatchMode`` (the
+mechanism ``make_fx`` is built on) while the model runs once on clones of its
+state: in-place ops and views are kept as they are (aotc functionalizes them
+itself), each op records whether grad mode was on, and every call of a user
+``torch.autograd.Function`` becomes one node holding its traced forward and
+its traced backward (which may mutate what the forward saved).  Parameters and
 buffers become named graph inputs (their ``state_dict`` names) with their role
 and ``requires_grad``; their values from *before* the export are written to
 ``<prefix>.safetensors``.  Tracing runs on clones, so the module's state is left
@@ -23,7 +27,7 @@ import os
 import struct
 
 import torch
-from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._python_dispatch import TorchDispatchMode
 
 FORMAT = "aotc.fx_graph"
 VERSION = 1
@@ -98,21 +102,8 @@ def _input_names(fn, n, is_module):
     return names[:n]
 
 
-def _meta(node):
-    tm = node.meta.get("tensor_meta")
-    val = node.meta.get("val")
-    if tm is not None and hasattr(tm, "shape"):
-        return {"dtype": _dtype_name(tm.dtype), "shape": list(tm.shape), "stride": list(tm.stride)}
-    if isinstance(val, torch.Tensor):
-        return {"dtype": _dtype_name(val.dtype), "shape": list(val.shape), "stride": list(val.stride())}
-    if isinstance(tm, (list, tuple)) and all(hasattr(m, "shape") for m in tm):
-        return [{"dtype": _dtype_name(m.dtype), "shape": list(m.shape), "stride": list(m.stride)} for m in tm]
-    return None
-
-
 def _arg(a):
-    if isinstance(a, torch.fx.Node):
-        return {"node": a.name}
+    """A non-tensor argument as JSON."""
     if isinstance(a, (list, tuple)):
         return [_arg(x) for x in a]
     if isinstance(a, torch.dtype):
@@ -130,11 +121,192 @@ def _arg(a):
     raise ValueError(f"fx_export: cannot serialize argument {a!r} of type {type(a).__name__}")
 
 
-def _target_name(target):
-    name = str(target)
-    if hasattr(target, "_schema"):  # OpOverload: aten.add.Tensor
+def _meta_of(t):
+    return {"dtype": _dtype_name(t.dtype), "shape": list(t.shape), "stride": list(t.stride())}
+
+
+def _signature(t):
+    """Identifies a tensor's view of memory (SavedVariable may hand back a new
+    tensor object for a saved output)."""
+    return (t.data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+
+
+class _Graph:
+    """One graph being recorded: the model's, or a custom Function's forward or
+    backward region.  Tensors are identified by their TensorImpl (``_cdata``);
+    an in-place op returns its argument, so its result rebinds the name."""
+
+    def __init__(self, kind, resolve):
+        self.kind = kind
+        self.resolve = resolve  # unknown tensor -> name (adds an input or a constant)
+        self.names, self.sigs, self.keep = {}, {}, []
+        self.inputs, self.nodes, self.outputs = [], [], []
+        self.counts, self.used = {}, set()
+
+    def fresh(self, base):
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "v"
+        n = self.counts.get(base, 0)
+        while True:
+            name = base if n == 0 else f"{base}_{n}"
+            n += 1
+            if name not in self.used:
+                break
+        self.counts[base] = n
+        self.used.add(name)
         return name
-    return getattr(target, "__name__", name)
+
+    def bind(self, t, name):
+        self.names[t._cdata] = name
+        self.sigs[_signature(t)] = name
+        self.keep.append(t)
+
+    def add_input(self, t, name, **extra):
+        self.used.add(name)
+        entry = {"name": name}
+        entry.update(extra)
+        entry.update(_meta_of(t))
+        self.inputs.append(entry)
+        self.bind(t, name)
+        return name
+
+    def ref(self, t):
+        name = self.names.get(t._cdata)
+        if name is None:
+            name = self.resolve(self, t)
+        return {"node": name}
+
+    def arg(self, a):
+        if isinstance(a, torch.Tensor):
+            return self.ref(a)
+        if isinstance(a, (list, tuple)):
+            return [self.arg(x) for x in a]
+        return _arg(a)
+
+    def record(self, func, args, kwargs, out):
+        name = self.fresh(func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func))
+        entry = {"name": name, "target": str(func), "args": [self.arg(a) for a in args],
+                 "kwargs": {k: self.arg(v) for k, v in kwargs.items()}}
+        if not torch.is_grad_enabled():
+            entry["grad_enabled"] = False
+        self.nodes.append(entry)
+        self._bind_results(entry, out)
+
+    def _bind_results(self, entry, out):
+        name = entry["name"]
+        if isinstance(out, torch.Tensor):
+            entry["meta"] = _meta_of(out)
+            self.bind(out, name)
+        elif isinstance(out, (tuple, list)):
+            metas = []
+            for i, o in enumerate(out):
+                metas.append(_meta_of(o) if isinstance(o, torch.Tensor) else None)
+            if all(m is not None for m in metas):
+                entry["meta"] = metas
+            for i, o in enumerate(out):
+                if isinstance(o, torch.Tensor):
+                    g = self.fresh("getitem")
+                    self.nodes.append({"name": g, "target": "getitem", "args": [{"node": name}, i], "kwargs": {},
+                                       "meta": _meta_of(o)})
+                    self.bind(o, g)
+
+    def to_json(self):
+        return {"inputs": self.inputs, "nodes": self.nodes, "outputs": self.outputs}
+
+
+class _Recorder(TorchDispatchMode):
+    """Records every ATen op into the current _Graph, and every user
+    torch.autograd.Function call as one node holding its forward and backward."""
+
+    def __init__(self, constants):
+        super().__init__()
+        self.constants = constants  # name -> tensor, written to the weights file
+        self.main = _Graph("main", self._resolve_main)
+        self.g = self.main
+
+    def _resolve_main(self, g, t):
+        name = f"_tensor_constant{len(self.constants)}"
+        self.constants[name] = t.detach().clone()
+        return g.add_input(t, name, role="constant", requires_grad=False)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.g.record(func, args, kwargs, out)
+        return out
+
+    def custom_function(self, cls, orig_apply, args):
+        if not torch.is_grad_enabled() or not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return orig_apply(*args)  # no autograd node: its ops are recorded inline
+        outer = self.g
+        outer_args = []
+
+        def resolve_fwd(g, t):  # a tensor the forward reads without receiving it
+            outer_ref = outer.ref(t)
+            outer_args.append(outer_ref)
+            return g.add_input(t, g.fresh("captured"))
+
+        fwd = _Graph("forward", resolve_fwd)
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                outer_args.append(outer.ref(a))
+                fwd.add_input(a, f"arg{i}", index=i)
+        self.g = fwd
+        try:
+            out = orig_apply(*args)
+        finally:
+            self.g = outer
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        fwd.outputs = [fwd.ref(o) for o in outs]
+        grad_fn = next((o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o.grad_fn is not None), None)
+
+        def resolve_bwd(g, t):  # a tensor the forward saved (or stored on ctx)
+            name = fwd.names.get(t._cdata) or fwd.sigs.get(_signature(t))
+            if name is None:
+                raise ValueError(f"fx_export: {cls.__qualname__}.backward reads a tensor its forward neither "
+                                 "received nor produced")
+            return g.add_input(t, g.fresh("saved_" + name), saved=name)
+
+        bwd = _Graph("backward", resolve_bwd)
+        grads = []
+        for i, o in enumerate(outs):
+            grad = torch.ones_like(o)
+            bwd.add_input(grad, f"grad_output_{i}", grad_output=i)
+            grads.append(grad)
+        self.g = bwd
+        try:
+            with torch.no_grad():
+                res = cls.backward(grad_fn, *grads)
+        finally:
+            self.g = outer
+        res = list(res) if isinstance(res, (tuple, list)) else [res]
+        bwd.outputs = [bwd.ref(r) if isinstance(r, torch.Tensor) else None for r in res]
+        name = outer.fresh(cls.__name__.lower())
+        entry = {"name": name, "target": "aotc.autograd_function", "function": f"{cls.__module__}.{cls.__qualname__}",
+                 "args": outer_args, "kwargs": {}, "forward": fwd.to_json(), "backward": bwd.to_json()}
+        outer.nodes.append(entry)
+        outer._bind_results(entry, tuple(outs) if isinstance(out, (tuple, list)) else out)
+        return out
+
+
+def _user_functions():
+    seen, todo = [], list(torch.autograd.Function.__subclasses__())
+    while todo:
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.append(c)
+        todo.extend(c.__subclasses__())
+    return [c for c in seen if not c.__module__.startswith("torch.") and "apply" not in c.__dict__]
+
+
+def _flatten(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flatten(o)]
+    if isinstance(out, dict):
+        return [t for k in out for t in _flatten(out[k])]
+    raise ValueError(f"fx_export: outputs must be tensors or tuples, lists or dicts of tensors, got {type(out).__name__}")
 
 
 def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
@@ -151,77 +323,49 @@ def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
     for i, a in enumerate(example_args):
         if not isinstance(a, torch.Tensor):
             raise ValueError(f"fx_export: example argument {i} ({user_names[i]}) is not a tensor")
-
-    # The snapshot written to the weights file: values from before the export.
-    snapshot = {n: t.detach().clone() for n, t in zip(state_names, state)}
-
-    def clones():
-        c = [t.detach().clone().requires_grad_(t.requires_grad) for t in state]
-        c += [a.detach().clone().requires_grad_(a.requires_grad) for a in example_args]
-        return c
-
-    nstate = len(state_names)
-
-    def flat(*a):
-        if is_module:
-            sd = {n: a[i] for i, n in enumerate(state_names)}
-            return _functional_call(module_or_fn, sd, tuple(a[nstate:]))
-        return module_or_fn(*a)
-
-    was_training = module_or_fn.training if is_module else None
-    gm = make_fx(flat)(*clones())
-    if is_module:
-        module_or_fn.train(was_training)
-    try:
-        from torch.fx.passes.shape_prop import ShapeProp
-        ShapeProp(gm).propagate(*clones())
-    except Exception:  # meta is optional in the format; the compiler infers shapes
-        pass
-
     all_names = state_names + user_names
     roles = ["parameter"] * len(params) + ["buffer"] * len(buffers) + ["user_input"] * len(example_args)
-    all_vals = state + list(example_args)
-    inputs, nodes, outputs = [], [], []
-    placeholder_idx = 0
-    rename = {}
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            i = placeholder_idx
-            placeholder_idx += 1
-            t = all_vals[i]
-            rename[node.name] = all_names[i]
-            inputs.append({"name": all_names[i], "role": roles[i], "requires_grad": bool(t.requires_grad),
-                           "dtype": _dtype_name(t.dtype), "shape": list(t.shape), "stride": list(t.stride())})
-        elif node.op == "call_function":
-            entry = {"name": node.name, "target": _target_name(node.target),
-                     "args": [_arg(a) for a in node.args],
-                     "kwargs": {k: _arg(v) for k, v in node.kwargs.items()}}
-            m = _meta(node)
-            if m is not None:
-                entry["meta"] = m
-            if node.stack_trace:
-                entry["stack_trace"] = node.stack_trace
-            nodes.append(entry)
-        elif node.op == "output":
-            res = node.args[0]
-            res = list(res) if isinstance(res, (list, tuple)) else [res]
-            outputs = [_arg(r) for r in res]
-        else:
-            raise ValueError(f"fx_export: unsupported FX node kind {node.op} ({node.name})")
+    originals = state + list(example_args)
 
-    def fix(a):  # placeholders take their signature names
-        if isinstance(a, dict) and "node" in a:
-            return {"node": rename.get(a["node"], a["node"])}
-        if isinstance(a, list):
-            return [fix(x) for x in a]
-        if isinstance(a, dict):
-            return {k: fix(v) for k, v in a.items()}
-        return a
+    # Tracing runs on clones, so the module's state is left as it was found,
+    # and the weights file holds the values from before the export.
+    snapshot = {n: t.detach().clone() for n, t in zip(state_names, state)}
+    clones = [t.detach().clone().requires_grad_(t.requires_grad) for t in originals]
 
-    for n in nodes:
-        n["args"] = fix(n["args"])
-        n["kwargs"] = fix(n["kwargs"])
-    outputs = fix(outputs)
+    constants = {}
+    rec = _Recorder(constants)
+    for n, role, t, c in zip(all_names, roles, originals, clones):
+        rec.main.add_input(c, n, role=role, requires_grad=bool(t.requires_grad))
+    # Inputs that share memory in the caller: declared, so the compiler can
+    # handle or refuse them (it refuses when one of them is mutated).
+    groups = {}
+    for n, t in zip(all_names, originals):
+        groups.setdefault(t.storage().data_ptr(), []).append(n)
+    storage_groups = [g for g in groups.values() if len(g) > 1]
+
+    patched = _user_functions()
+    for cls in patched:
+        cls.apply = staticmethod((lambda c, orig: lambda *a: rec.custom_function(c, orig, a))(cls, cls.apply))
+    was_training = module_or_fn.training if is_module else None
+    try:
+        with rec:
+            if is_module:
+                sd = {n: c for n, c in zip(state_names, clones)}
+                out = _functional_call(module_or_fn, sd, tuple(clones[len(state_names):]))
+            else:
+                out = module_or_fn(*clones)
+    finally:
+        for cls in patched:
+            del cls.apply
+        if is_module:
+            module_or_fn.train(was_training)
+    rec.main.outputs = [rec.main.ref(t) for t in _flatten(out)]
+
+    # Input entries in schema order.
+    inputs = []
+    for e in rec.main.inputs:
+        inputs.append({"name": e["name"], "role": e["role"], "requires_grad": e["requires_grad"],
+                       "dtype": e["dtype"], "shape": e["shape"], "stride": e["stride"]})
 
     prefix = os.fspath(path_prefix)
     doc = {
@@ -231,14 +375,18 @@ def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
         "producer": {"exporter": "aotc.fx_export " + EXPORTER_VERSION, "torch": torch.__version__},
         "weights": os.path.basename(prefix) + ".safetensors",
         "inputs": inputs,
-        "nodes": nodes,
-        "outputs": outputs,
+        "nodes": rec.main.nodes,
+        "outputs": rec.main.outputs,
     }
+    if storage_groups:
+        doc["storage_groups"] = storage_groups
     d = os.path.dirname(prefix)
     if d:
         os.makedirs(d, exist_ok=True)
-    write_safetensors(prefix + ".safetensors", snapshot)
+    weights = dict(snapshot)
+    weights.update(constants)
+    write_safetensors(prefix + ".safetensors", weights)
     with open(prefix + ".json", "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=False)
+        json.dump(doc, f, indent=1)
         f.write("\n")
     return doc

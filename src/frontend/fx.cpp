@@ -9,6 +9,7 @@
 #include "aotc/frontend/fx.h"
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -37,12 +38,16 @@ bool validName(const std::string& s) {
 
 class Converter;
 using ConvertFn = std::vector<ValueId> (*)(Converter&);
+/// FX name -> the values it stands for (several for a multi-result node).
+using Env = std::map<std::string, std::vector<ValueId>>;
+Graph convertRegion(const json& region, const std::string& path, const std::string& name, bool backward,
+                    const SourceLoc& loc, std::vector<std::string>* savedRefs);
 
 /// One FX node being converted.
 class Converter {
  public:
-  Converter(Graph& g, const json& node, SourceLoc loc, const std::map<std::string, ValueId>& env)
-      : g_(g), node_(node), loc_(std::move(loc)), env_(env) {}
+  Converter(Graph& g, const json& node, SourceLoc loc, const Env& env, bool noGrad)
+      : g_(g), node_(node), loc_(std::move(loc)), env_(env), noGrad_(noGrad) {}
 
   [[noreturn]] void fail(const std::string& msg) const { throw UserError(loc_, msg); }
 
@@ -69,7 +74,10 @@ class Converter {
     if (it == env_.end())
       fail(cat("argument ", i, " refers to '", a["node"].get<std::string>(),
                "', which is not defined before this node (undefined name or a cycle)"));
-    return it->second;
+    if (it->second.size() != 1)
+      fail(cat("argument ", i, " refers to '", a["node"].get<std::string>(), "', which has ", it->second.size(),
+               " results; use getitem"));
+    return it->second[0];
   }
   bool isTensor(size_t i, const char* kw) const {
     const json* a = arg(i, kw);
@@ -124,10 +132,23 @@ class Converter {
     if (a->is_number_float() && !isFloating(d)) d = DType::F32;
     return scalar(v, d);
   }
+  bool inBackward() const { return inBackward_; }
+  void setInBackward(bool b) { inBackward_ = b; }
   ValueId scalar(double v, DType d) {
     return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(d))}});
   }
-  ValueId op(OpKind k, std::vector<ValueId> ins, Attrs a = {}) { return g_.add(k, std::move(ins), std::move(a), loc_); }
+  ValueId op(OpKind k, std::vector<ValueId> ins, Attrs a = {}) {
+    if (noGrad_) a["no_grad"] = true;
+    return g_.add(k, std::move(ins), std::move(a), loc_);
+  }
+  std::vector<ValueId> ops(OpKind k, std::vector<ValueId> ins, Attrs a, std::vector<Graph> regions) {
+    if (noGrad_) a["no_grad"] = true;
+    return g_.addNode(k, std::move(ins), std::move(a), loc_, Phase::Forward, kTagNone, std::move(regions));
+  }
+  const json& node() const { return node_; }
+  const SourceLoc& loc() const { return loc_; }
+  const Env& env() const { return env_; }
+  Graph& graph() { return g_; }
   /// Multiplies by `alpha` unless it is 1.
   ValueId scaled(ValueId v, double alpha) {
     return alpha == 1.0 ? v : op(OpKind::Mul, {v, scalar(alpha, g_.type(v).dtype)});
@@ -138,7 +159,9 @@ class Converter {
   Graph& g_;
   const json& node_;
   SourceLoc loc_;
-  const std::map<std::string, ValueId>& env_;
+  const Env& env_;
+  bool noGrad_;
+  bool inBackward_ = false;
 };
 
 using V = std::vector<ValueId>;
@@ -172,6 +195,111 @@ V reshape(Converter& c) {
   Ints size = inferViewSize(c.ints(1, "shape"), c.type(x).numel());
   if (!viewStrides(c.type(x).sizes, c.type(x).strides, size)) x = c.op(OpKind::Clone, {x});
   return {c.op(OpKind::View, {x}, Attrs{{"size", size}})};
+}
+
+V transpose(Converter& c, OpKind k) {
+  return {c.op(k, {c.tensor(0, "self")}, Attrs{{"dim0", static_cast<int64_t>(c.number(1, "dim0"))},
+                                                {"dim1", static_cast<int64_t>(c.number(2, "dim1"))}})};
+}
+
+ValueId constantLike(Converter& c, double v, const TensorType& t) {
+  return c.op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", t.sizes}});
+}
+
+ValueId likeConstant(Converter& c, double v) {
+  TensorType t = c.type(c.tensor(0, "self"));
+  if (c.has(1, "dtype")) {
+    const json* d = c.arg(1, "dtype");
+    auto dt = d->is_object() && d->contains("dtype") ? dtypeFromTorchName((*d)["dtype"].get<std::string>()) : std::nullopt;
+    if (!dt) c.fail("unsupported dtype argument " + d->dump());
+    t.dtype = *dt;
+  }
+  return constantLike(c, v, t);
+}
+
+V fillInplace(Converter& c, double v) {
+  ValueId x = c.tensor(0, "self");
+  TensorType t = c.type(x);
+  return {c.op(OpKind::CopyInplace, {x, constantLike(c, v, t)})};
+}
+
+/// native_batch_norm(input, weight?, bias?, running_mean?, running_var?,
+/// training, momentum, eps) -> (out, save_mean, save_invstd), decomposed
+/// into primitive ops so its gradient is autodiff's; in training the running
+/// statistics are updated in place (copy_), which functionalize turns into
+/// forward epilogue copies.  Statistics use the biased variance for
+/// normalization and the unbiased one for running_var, as ATen does.
+V batchNorm(Converter& c) {
+  ValueId x = c.tensor(0, "input");
+  TensorType xt = c.type(x);
+  if (xt.rank() < 2) c.fail("batch_norm expects an input of at least 2 dims");
+  auto opt = [&](size_t i, const char* kw) { return c.has(i, kw) ? c.tensor(i, kw) : kNoValue; };
+  ValueId w = opt(1, "weight"), b = opt(2, "bias"), rm = opt(3, "running_mean"), rv = opt(4, "running_var");
+  bool training = c.boolean(5, "training", false);
+  double momentum = c.number(6, "momentum", 0.1), eps = c.number(7, "eps", 1e-5);
+  int64_t C = xt.sizes[1];
+  Ints dims{0}, bshape(static_cast<size_t>(xt.rank()), 1);
+  for (int64_t d = 2; d < xt.rank(); ++d) dims.push_back(d);
+  bshape[1] = C;
+  DType dt = xt.dtype;
+  auto bcast = [&](ValueId v) { return c.op(OpKind::View, {v}, Attrs{{"size", bshape}}); };
+  auto sc = [&](double v) { return c.scalar(v, dt); };
+  ValueId mean, var, invstd;
+  if (training) {
+    mean = c.op(OpKind::Mean, {x}, Attrs{{"dim", dims}, {"keepdim", false}});
+    ValueId xc = c.op(OpKind::Sub, {x, bcast(mean)});
+    var = c.op(OpKind::Mean, {c.op(OpKind::Mul, {xc, xc})}, Attrs{{"dim", dims}, {"keepdim", false}});
+  } else {
+    if (rm == kNoValue || rv == kNoValue) c.fail("batch_norm in eval mode needs running_mean and running_var");
+    mean = rm;
+    var = rv;
+  }
+  invstd = c.op(OpKind::Rsqrt, {c.op(OpKind::Add, {var, sc(eps)})});
+  ValueId out = c.op(OpKind::Mul, {c.op(OpKind::Sub, {x, bcast(mean)}), bcast(invstd)});
+  if (w != kNoValue) out = c.op(OpKind::Mul, {out, bcast(w)});
+  if (b != kNoValue) out = c.op(OpKind::Add, {out, bcast(b)});
+  if (training) {
+    double n = static_cast<double>(xt.numel() / std::max<int64_t>(C, 1));
+    auto update = [&](ValueId running, ValueId stat, double scale) {
+      ValueId s = c.op(OpKind::Mul, {c.op(OpKind::Detach, {stat}), sc(momentum * scale)});
+      ValueId keep = c.op(OpKind::Mul, {running, sc(1.0 - momentum)});
+      c.op(OpKind::CopyInplace, {running, c.op(OpKind::Add, {keep, s})});
+    };
+    if (rm != kNoValue) update(rm, mean, 1.0);
+    if (rv != kNoValue) update(rv, var, n > 1 ? n / (n - 1) : 1.0);
+    return {out, mean, invstd};
+  }
+  TensorType empty = TensorType::contiguous(dt, {0});
+  return {out, constantLike(c, 0.0, empty), constantLike(c, 0.0, empty)};
+}
+
+V setStorage(Converter& c) {
+  std::string who = c.node().at("args").at(0).value("node", "?");
+  if (c.inBackward())
+    c.fail("storage swap (set_) of '" + who + "' in a custom backward is not supported: a backward may only mutate data");
+  c.fail("storage swap (set_) of '" + who + "' is not supported");
+}
+
+V autogradFunction(Converter& c) {
+  const json& n = c.node();
+  std::vector<ValueId> args;
+  for (size_t i = 0; i < n.at("args").size(); ++i) args.push_back(c.tensor(i, nullptr));
+  std::string fn = n.value("function", "autograd.Function");
+  if (!n.contains("forward") || !n.contains("backward")) c.fail("autograd_function needs a forward and a backward region");
+  std::vector<std::string> saved;
+  Graph bw = convertRegion(n["backward"], c.loc().file, "backward", true, c.loc(), &saved);
+  Graph fw = convertRegion(n["forward"], c.loc().file, "forward", false, c.loc(), nullptr);
+  for (const std::string& s : saved) {
+    ValueId v = fw.valueNamed(s);
+    if (v == kNoValue) c.fail("backward reads '" + s + "', which its forward does not define");
+    fw.outputs.push_back(GraphOutput{v, OutputRole::Saved, "", std::nullopt, {}});
+  }
+  if (fw.inputs.size() != args.size())
+    c.fail(cat("forward region takes ", fw.inputs.size(), " tensors, the call passes ", args.size()));
+  std::vector<Graph> regions;
+  regions.push_back(std::move(fw));
+  regions.push_back(std::move(bw));
+  return c.ops(OpKind::AutogradFunction, args, Attrs{{"name", fn}}, std::move(regions));
 }
 
 const std::map<std::string, ConvertFn>& converters() {
@@ -230,6 +358,44 @@ const std::map<std::string, ConvertFn>& converters() {
        [](Converter& c) -> V { return {c.op(OpKind::Expand, {c.tensor(0, "self")}, Attrs{{"size", c.ints(1, "size")}})}; }},
       {"aten.clone.default", [](Converter& c) { return unary(c, OpKind::Clone); }},
       {"aten.detach.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
+      {"aten.sqrt.default", [](Converter& c) { return unary(c, OpKind::Sqrt); }},
+      {"aten.rsqrt.default", [](Converter& c) { return unary(c, OpKind::Rsqrt); }},
+      {"aten.t_.default", [](Converter& c) { return unary(c, OpKind::TInplace); }},
+      {"aten.transpose.int", [](Converter& c) { return transpose(c, OpKind::Transpose); }},
+      {"aten.transpose_.default", [](Converter& c) { return transpose(c, OpKind::TransposeInplace); }},
+      {"aten.unsqueeze.default",
+       [](Converter& c) -> V { return {c.op(OpKind::Unsqueeze, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")[0]}})}; }},
+      {"aten.unsqueeze_.default",
+       [](Converter& c) -> V { return {c.op(OpKind::UnsqueezeInplace, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")[0]}})}; }},
+      {"aten.squeeze.default", [](Converter& c) -> V { return {c.op(OpKind::Squeeze, {c.tensor(0, "self")}, Attrs{{"dim", Ints{}}})}; }},
+      {"aten.squeeze.dim", [](Converter& c) -> V { return {c.op(OpKind::Squeeze, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")}})}; }},
+      {"aten.squeeze.dims", [](Converter& c) -> V { return {c.op(OpKind::Squeeze, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")}})}; }},
+      {"aten.slice.Tensor",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         Attrs a{{"dim", static_cast<int64_t>(c.number(1, "dim", 0.0))},
+                 {"start", static_cast<int64_t>(c.number(2, "start", 0.0))},
+                 {"step", static_cast<int64_t>(c.number(4, "step", 1.0))}};
+         const json* e = c.arg(3, "end");
+         a["end"] = (!e || e->is_null()) ? std::numeric_limits<int64_t>::max() : e->get<int64_t>();
+         return {c.op(OpKind::Slice, {x}, a)};
+       }},
+      {"aten.select.int",
+       [](Converter& c) -> V {
+         return {c.op(OpKind::Select, {c.tensor(0, "self")},
+                      Attrs{{"dim", static_cast<int64_t>(c.number(1, "dim"))}, {"index", static_cast<int64_t>(c.number(2, "index"))}})};
+       }},
+      {"aten.lift_fresh_copy.default", [](Converter& c) { return unary(c, OpKind::Clone); }},
+      {"aten.zero_.default", [](Converter& c) -> V { return fillInplace(c, 0.0); }},
+      {"aten.fill_.Scalar", [](Converter& c) -> V { return fillInplace(c, c.number(1, "value")); }},
+      {"aten.zeros_like.default", [](Converter& c) -> V { return {likeConstant(c, 0.0)}; }},
+      {"aten.ones_like.default", [](Converter& c) -> V { return {likeConstant(c, 1.0)}; }},
+      {"aten.native_batch_norm.default", batchNorm},
+      {"aten._native_batch_norm_legit.default", batchNorm},
+      {"aten.set_.source_Tensor", setStorage},
+      {"aten.set_.source_Storage", setStorage},
+      {"aten.set_.source_Storage_storage_offset", setStorage},
+      {"aotc.autograd_function", autogradFunction},
       {"aten.copy_.default",
        [](Converter& c) -> V { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), c.tensor(1, "src")})}; }},
   };
@@ -278,6 +444,122 @@ TensorType parseTensorType(const json& j, const SourceLoc& loc, const char* what
   return t;
 }
 
+void collectUnknown(const json& nodes, const std::string& path, std::map<std::string, std::vector<std::string>>& unknown) {
+  for (auto& n : nodes) {
+    if (!n.is_object() || !n.contains("name") || !n["name"].is_string() || !n.contains("target") ||
+        !n["target"].is_string() || !n.contains("args") || !n["args"].is_array())
+      throw UserError(SourceLoc{path, "", ""}, "malformed node " + n.dump().substr(0, 120) + " (needs name, target, args)");
+    const std::string target = n["target"].get<std::string>();
+    if (target == "getitem") continue;
+    if (!converters().count(target)) unknown[target].push_back(n["name"].get<std::string>());
+    if (target == "aotc.autograd_function")
+      for (const char* r : {"forward", "backward"})
+        if (n.contains(r) && n[r].is_object() && n[r].contains("nodes") && n[r]["nodes"].is_array())
+          collectUnknown(n[r]["nodes"], path, unknown);
+  }
+}
+
+/// Converts FX nodes into `g`, binding their names in `env`.
+void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path, bool backward) {
+  std::set<std::string> names;
+  for (auto& [k, v] : env) names.insert(k);
+  for (auto& n : nodes) {
+    std::string name = n["name"].get<std::string>(), target = n["target"].get<std::string>();
+    SourceLoc loc{path, name, target};
+    if (!validName(name)) throw UserError(loc, "node name must be 1-256 characters of [A-Za-z0-9_.]");
+    if (!names.insert(name).second) throw UserError(loc, "node name is not unique");
+    if (n.contains("kwargs") && !n["kwargs"].is_object()) throw UserError(loc, "kwargs must be an object");
+    if (target == "getitem") {
+      const json& args = n["args"];
+      if (args.size() != 2 || !args[0].is_object() || !args[0].contains("node") || !args[1].is_number_integer())
+        throw UserError(loc, "getitem takes a node reference and an index");
+      auto it = env.find(args[0]["node"].get<std::string>());
+      if (it == env.end())
+        throw UserError(loc, "argument 0 refers to '" + args[0]["node"].get<std::string>() +
+                                 "', which is not defined before this node (undefined name or a cycle)");
+      int64_t i = args[1].get<int64_t>();
+      if (i < 0 || i >= static_cast<int64_t>(it->second.size()))
+        throw UserError(loc, cat("getitem index ", i, " out of range for a node with ", it->second.size(), " results"));
+      env[name] = {it->second[static_cast<size_t>(i)]};
+      continue;
+    }
+    bool noGrad = n.contains("grad_enabled") && n["grad_enabled"].is_boolean() && !n["grad_enabled"].get<bool>();
+    Converter c(g, n, loc, env, noGrad);
+    c.setInBackward(backward);
+    const size_t firstNew = g.values.size();
+    std::vector<ValueId> outs;
+    try {
+      outs = converters().at(target)(c);
+    } catch (const json::exception& e) {
+      throw UserError(loc, std::string("malformed arguments: ") + e.what());
+    }
+    if (n.contains("meta")) {
+      const json& meta = n["meta"];
+      std::vector<json> metas = meta.is_array() ? std::vector<json>(meta.begin(), meta.end()) : std::vector<json>{meta};
+      if (metas.size() != outs.size()) throw UserError(loc, cat("meta lists ", metas.size(), " results, the op has ", outs.size()));
+      for (size_t i = 0; i < outs.size(); ++i) {
+        if (metas[i].is_null()) continue;
+        TensorType want = parseTensorType(metas[i], loc, "meta");
+        const TensorType& got = g.type(outs[i]);
+        if (want.sizes != got.sizes || want.dtype != got.dtype)
+          throw UserError(loc, cat("shape mismatch: the graph records ", want.str(), ", the op gives ",
+                                   TensorType::contiguous(got.dtype, got.sizes).str()));
+      }
+    }
+    // The node's (first) result takes the FX node's name, so IR dumps read
+    // like the user's graph; a helper value the converter made first gives it up.
+    if (!outs.empty() && g.values[outs[0]].name != name)
+      for (size_t v = firstNew; v < g.values.size(); ++v)
+        if (g.values[v].name == name) std::swap(g.values[v].name, g.values[outs[0]].name);
+    env[name] = outs;
+  }
+}
+
+std::vector<GraphOutput> convertOutputs(const json& outputs, const Env& env, const std::string& path, OutputRole role) {
+  std::vector<GraphOutput> res;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const json& o = outputs[i];
+    if (role == OutputRole::Grad && o.is_null()) continue;
+    if (!o.is_object() || !o.contains("node") || !o["node"].is_string())
+      throw UserError(SourceLoc{path, cat("output ", i), ""}, "outputs must be {\"node\": name} references to tensors");
+    auto it = env.find(o["node"].get<std::string>());
+    if (it == env.end() || it->second.size() != 1)
+      throw UserError(SourceLoc{path, cat("output ", i), ""},
+                      "refers to '" + o["node"].get<std::string>() + "', which is undefined or has several results");
+    res.push_back(GraphOutput{it->second[0], role, role == OutputRole::Grad ? std::to_string(i) : "", std::nullopt, {}});
+  }
+  return res;
+}
+
+Graph convertRegion(const json& region, const std::string& path, const std::string& name, bool backward,
+                    const SourceLoc& loc, std::vector<std::string>* savedRefs) {
+  if (!region.is_object() || !region.contains("inputs") || !region.contains("nodes") || !region.contains("outputs") ||
+      !region["inputs"].is_array() || !region["nodes"].is_array() || !region["outputs"].is_array())
+    throw UserError(loc, name + " region needs inputs, nodes and outputs");
+  Graph g;
+  g.name = name;
+  Env env;
+  for (auto& in : region["inputs"]) {
+    std::string n = in.value("name", "");
+    if (!validName(n) || env.count(n)) throw UserError(loc, name + " region: bad or repeated input name '" + n + "'");
+    InputRole role = InputRole::UserInput;
+    if (backward) {
+      if (in.contains("saved") && in["saved"].is_string()) {
+        role = InputRole::Saved;
+        savedRefs->push_back(in["saved"].get<std::string>());
+      } else if (in.contains("grad_output")) {
+        role = InputRole::Tangent;
+      } else {
+        throw UserError(loc, "backward region input '" + n + "' is neither saved nor a grad_output");
+      }
+    }
+    env[n] = {g.addInput(n, parseTensorType(in, loc, "region input"), role, false)};
+  }
+  convertBody(g, region["nodes"], env, path, backward);
+  g.outputs = convertOutputs(region["outputs"], env, path, backward ? OutputRole::Grad : OutputRole::User);
+  return g;
+}
+
 }  // namespace
 
 std::vector<std::string> supportedFxTargets() {
@@ -323,7 +605,7 @@ FxModel loadFxGraph(const std::string& path) {
   if (!validName(m.graph.name)) m.graph.name = "model";
   m.weights_path = (fs::path(path).parent_path() / weights).string();
 
-  std::map<std::string, ValueId> env;
+  Env env;
   bool needWeights = false;
   for (auto& in : inputs) {
     std::string name = in.is_object() && in.contains("name") && in["name"].is_string() ? in["name"].get<std::string>() : "";
@@ -332,12 +614,12 @@ FxModel loadFxGraph(const std::string& path) {
     if (env.count(name)) throw UserError(loc, "input name is not unique");
     auto role = parseInputRole(in.value("role", ""));
     if (!role || *role == InputRole::Tangent || *role == InputRole::Saved)
-      throw UserError(loc, "role must be parameter, buffer or user_input");
+      throw UserError(loc, "role must be parameter, buffer, user_input or constant");
     if (!in.contains("requires_grad") || !in["requires_grad"].is_boolean()) throw UserError(loc, "missing requires_grad");
     TensorType t = parseTensorType(in, loc, "input");
     bool rg = in["requires_grad"].get<bool>();
     if (rg && !isFloating(t.dtype)) throw UserError(loc, "only floating-point inputs can require grad");
-    env[name] = m.graph.addInput(name, t, *role, rg);
+    env[name] = {m.graph.addInput(name, t, *role, rg)};
     needWeights |= *role != InputRole::UserInput;
   }
   if (needWeights) {
@@ -357,19 +639,7 @@ FxModel loadFxGraph(const std::string& path) {
 
   // Report every unsupported op at once, with counts, before converting anything.
   std::map<std::string, std::vector<std::string>> unknown;
-  std::set<std::string> nodeNames;
-  for (auto& n : nodes) {
-    if (!n.is_object() || !n.contains("name") || !n["name"].is_string() || !n.contains("target") ||
-        !n["target"].is_string() || !n.contains("args") || !n["args"].is_array())
-      throw UserError(fileLoc, "malformed node " + n.dump().substr(0, 120) + " (needs name, target, args)");
-    std::string name = n["name"].get<std::string>();
-    if (!validName(name)) throw UserError(SourceLoc{path, name, ""}, "node name must be 1-256 characters of [A-Za-z0-9_.]");
-    if (!nodeNames.insert(name).second || env.count(name))
-      throw UserError(SourceLoc{path, name, n["target"].get<std::string>()}, "node name is not unique");
-    if (n.contains("kwargs") && !n["kwargs"].is_object())
-      throw UserError(SourceLoc{path, name, n["target"].get<std::string>()}, "kwargs must be an object");
-    if (!converters().count(n["target"].get<std::string>())) unknown[n["target"].get<std::string>()].push_back(name);
-  }
+  collectUnknown(nodes, path, unknown);
   if (!unknown.empty()) {
     std::vector<Diagnostic> diags;
     for (auto& [op, names] : unknown) {
@@ -381,46 +651,19 @@ FxModel loadFxGraph(const std::string& path) {
     }
     throw UserError(diags);
   }
+  convertBody(m.graph, nodes, env, path, false);
+  m.graph.outputs = convertOutputs(outputs, env, path, OutputRole::User);
 
-  for (auto& n : nodes) {
-    std::string name = n["name"].get<std::string>(), target = n["target"].get<std::string>();
-    SourceLoc loc{path, name, target};
-    Converter c(m.graph, n, loc, env);
-    const size_t firstNew = m.graph.values.size();
-    std::vector<ValueId> outs;
-    try {
-      outs = converters().at(target)(c);
-    } catch (const json::exception& e) {
-      throw UserError(loc, std::string("malformed arguments: ") + e.what());
-    }
-    if (n.contains("meta")) {
-      const json& meta = n["meta"];
-      std::vector<json> metas = meta.is_array() ? std::vector<json>(meta.begin(), meta.end()) : std::vector<json>{meta};
-      if (metas.size() != outs.size()) throw UserError(loc, cat("meta lists ", metas.size(), " results, the op has ", outs.size()));
-      for (size_t i = 0; i < outs.size(); ++i) {
-        TensorType want = parseTensorType(metas[i], loc, "meta");
-        const TensorType& got = m.graph.type(outs[i]);
-        if (want.sizes != got.sizes || want.dtype != got.dtype)
-          throw UserError(loc, cat("shape mismatch: the graph records ", want.str(), ", the op gives ",
-                                   TensorType::contiguous(got.dtype, got.sizes).str()));
+  if (doc.contains("storage_groups")) {
+    for (auto& grp : doc["storage_groups"]) {
+      std::vector<std::string> names;
+      for (auto& n : grp) {
+        if (!n.is_string() || !env.count(n.get<std::string>()))
+          throw UserError(fileLoc, "storage_groups names an unknown input " + n.dump());
+        names.push_back(n.get<std::string>());
       }
+      if (names.size() > 1) m.storage_groups.push_back(names);
     }
-    AOTC_CHECK(outs.size() == 1, "multi-result FX nodes are not converted yet");
-    // The node's result takes the FX node's name, so IR dumps read like the
-    // user's graph; a helper value the converter made first gives it up.
-    if (m.graph.values[outs[0]].name != name)
-      for (size_t v = firstNew; v < m.graph.values.size(); ++v)
-        if (m.graph.values[v].name == name) std::swap(m.graph.values[v].name, m.graph.values[outs[0]].name);
-    env[name] = outs[0];
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const json& o = outputs[i];
-    if (!o.is_object() || !o.contains("node") || !o["node"].is_string())
-      throw UserError(SourceLoc{path, cat("output ", i), ""}, "outputs must be {\"node\": name} references to tensors");
-    auto it = env.find(o["node"].get<std::string>());
-    if (it == env.end())
-      throw UserError(SourceLoc{path, cat("output ", i), ""}, "refers to undefined node '" + o["node"].get<std::string>() + "'");
-    m.graph.outputs.push_back(GraphOutput{it->second, OutputRole::User, "", std::nullopt, {}});
   }
   return m;
 }

@@ -168,6 +168,7 @@ const char* outputRoleName(OutputRole r) {
     case OutputRole::User: return "user";
     case OutputRole::Grad: return "grad";
     case OutputRole::Saved: return "saved";
+    case OutputRole::InputMeta: return "input_meta";
   }
   return "?";
 }

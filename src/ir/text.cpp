@@ -225,6 +225,7 @@ class Parser {
         if (role.text == "user") o.role = OutputRole::User;
         else if (role.text == "grad") o.role = OutputRole::Grad;
         else if (role.text == "saved") o.role = OutputRole::Saved;
+        else if (role.text == "input_meta") o.role = OutputRole::InputMeta;
         else error(role, "unknown output role '" + role.text + "'");
         if (isPunct("(")) {
           next();
@@ -482,7 +483,9 @@ void verifyGraph(const Graph& g, const std::string& file) {
   for (auto& o : g.outputs) {
     if (o.value < 0 || static_cast<size_t>(o.value) >= g.values.size() || !defined[o.value])
       fail(nullptr, "graph output is not defined");
-    if (o.alias_of && o.role != OutputRole::User) fail(nullptr, "only user outputs can alias inputs");
+    if (o.alias_of && o.role != OutputRole::User && o.role != OutputRole::InputMeta)
+      fail(nullptr, "only user outputs can alias inputs");
+    if (o.role == OutputRole::InputMeta && !o.alias_of) fail(nullptr, "input_meta output names no input");
   }
 }
 

@@ -25,11 +25,28 @@ Graph autodiff(const Graph& fwd) {
     rg[gi.value] = gi.requires_grad;
   }
   for (const Node& n : fwd.nodes) {
+    // Which operands can carry a gradient into this node.
+    size_t diffOperands = n.inputs.size();
+    if (n.op == OpKind::CustomGrad) diffOperands = static_cast<size_t>(attrInt(n.attrs, "num_args"));
+    if (n.op == OpKind::KeepGrad) diffOperands = 1;
     bool any = false;
-    for (ValueId v : n.inputs) any = any || rg[v];
-    for (ValueId v : n.outputs) rg[v] = any && opInfo(n.op).grad != GradKind::NoGrad && isFloating(fwd.type(v).dtype);
+    for (size_t i = 0; i < diffOperands; ++i) any = any || rg[n.inputs[i]];
+    bool noGrad = attrBool(n.attrs, "no_grad", false) || opInfo(n.op).grad == GradKind::NoGrad;
+    for (ValueId v : n.outputs) rg[v] = any && !noGrad && isFloating(fwd.type(v).dtype);
     j.copyNode(fwd, n, vmap);
   }
+  // A custom backward's saved graph input is read as it is when the backward
+  // runs: the forward epilogue's source if the forward mutates it.
+  std::map<ValueId, ValueId> afterForward;
+  for (const Node& n : fwd.nodes)
+    if (n.op == OpKind::EpilogueCopy) afterForward[n.inputs[0]] = n.inputs[1];
+  GradCtx::SavedBinder binder = [&](const Node& node, size_t k, ValueId dflt) -> ValueId {
+    const Ints& si = attrInts(node.attrs, "saved_input");
+    if (k >= si.size() || si[k] < 0) return dflt;
+    ValueId primal = fwd.inputs.at(static_cast<size_t>(si[k])).value;
+    auto it = afterForward.find(primal);
+    return vmap[it == afterForward.end() ? primal : it->second];
+  };
 
   // Which nodes lie between a requires-grad input and a differentiable output:
   // those are the ones that need a gradient rule.
@@ -49,7 +66,9 @@ Graph autodiff(const Graph& fwd) {
     bool out_needed = false;
     for (ValueId v : n.outputs) out_needed = out_needed || (needed[v] && rg[v]);
     if (!out_needed) continue;
-    for (ValueId v : n.inputs) needed[v] = needed[v] || rg[v];
+    size_t diffOperands = n.op == OpKind::CustomGrad ? static_cast<size_t>(attrInt(n.attrs, "num_args"))
+                          : n.op == OpKind::KeepGrad ? 1 : n.inputs.size();
+    for (size_t i = 0; i < diffOperands; ++i) needed[n.inputs[i]] = needed[n.inputs[i]] || rg[n.inputs[i]];
     if (opInfo(n.op).grad == GradKind::Diff) continue;
     if (opInfo(n.op).grad == GradKind::NeverDiff || !gradRule(n.op)) {
       if (missingCount[opName(n.op)]++ == 0)
@@ -69,7 +88,7 @@ Graph autodiff(const Graph& fwd) {
 
   for (size_t k = fwd.nodes.size(); k-- > 0;) {
     const Node n = j.nodes[k];  // a copy: rules append to j.nodes
-    if (opInfo(n.op).grad != GradKind::Diff) continue;
+    if (opInfo(n.op).grad != GradKind::Diff || attrBool(n.attrs, "no_grad", false)) continue;
     std::vector<ValueId> gos;
     bool any = false;
     for (ValueId v : n.outputs) {
@@ -81,11 +100,17 @@ Graph autodiff(const Graph& fwd) {
     bool inputNeeds = false;
     for (ValueId v : fwd.nodes[k].inputs) inputNeeds = inputNeeds || rg[v];
     if (!inputNeeds) continue;
-    GradCtx ctx(j, n, gos);
+    GradCtx ctx(j, n, gos, binder);
     std::vector<ValueId> gi = gradRule(n.op)(ctx);
     AOTC_CHECK(gi.size() == n.inputs.size(), "gradient rule of ", opName(n.op), " returned ", gi.size(), " grads");
     for (size_t i = 0; i < gi.size(); ++i)
-      if (gi[i] != kNoValue && rg[fwd.nodes[k].inputs[i]]) accumulate(n.inputs[i], gi[i], n.loc);
+      if (gi[i] != kNoValue && rg[fwd.nodes[k].inputs[i]]) {
+        // A custom backward may return a gradient of another shape or a view:
+        // it is the caller's, so only broadcast-reduce when shapes differ.
+        ValueId gv = gi[i];
+        if (j.type(gv).sizes != j.type(n.inputs[i]).sizes) gv = ctx.sumTo(gv, j.type(n.inputs[i]).sizes);
+        accumulate(n.inputs[i], gv, n.loc);
+      }
   }
 
   for (const GraphOutput& o : fwd.outputs) {

@@ -32,4 +32,27 @@ Graph dce(const Graph& g) {
   return out;
 }
 
+Graph stripAutogradMarkers(const Graph& g) {
+  Graph out;
+  out.name = g.name;
+  std::vector<ValueId> vmap(g.values.size(), kNoValue);
+  for (const GraphInput& gi : g.inputs)
+    vmap[gi.value] = out.addInput(g.values[gi.value].name, g.type(gi.value), gi.role, gi.requires_grad);
+  for (const Node& n : g.nodes) {
+    if (n.op == OpKind::KeepGrad) {
+      vmap[n.outputs[0]] = vmap[n.inputs[1]];
+    } else if (n.op == OpKind::CustomGrad) {
+      size_t na = static_cast<size_t>(attrInt(n.attrs, "num_args"));
+      for (size_t i = 0; i < n.outputs.size(); ++i) vmap[n.outputs[i]] = vmap[n.inputs[na + i]];
+    } else {
+      out.copyNode(g, n, vmap);
+    }
+  }
+  for (GraphOutput o : g.outputs) {
+    o.value = vmap[o.value];
+    out.outputs.push_back(std::move(o));
+  }
+  return out;
+}
+
 }  // namespace aotc

@@ -1,10 +1,15 @@
 //===- pipeline.cpp - The engine pipeline, straight-line ------------------===//
 //
-// functionalize -> dce -> autodiff -> partition.
+// functionalize -> dce -> autodiff -> strip-autograd-markers ->
+// functionalize-joint -> dce -> partition.
 //  * functionalize first: autodiff rules are written for pure ops and the
 //    epilogue copies must exist before partitioning places them;
 //  * dce before autodiff so dead forward code (e.g. the detach() nodes make_fx
 //    records for autograd's saved tensors) gets no gradient;
+//  * strip-autograd-markers right after autodiff: keep_grad and custom_grad
+//    only carry gradient rules;
+//  * functionalize-joint after that: custom backwards may mutate what their
+//    forward saved, and only the joint graph knows both phases;
 //  * the verifier runs after every stage.
 //===----------------------------------------------------------------------===//
 #include "aotc/ir/text.h"
@@ -41,6 +46,9 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   r.functional = stage("functionalize", functionalize(captured));
   r.functional = stage("dce", dce(r.functional));
   r.joint = stage("autodiff", autodiff(r.functional));
+  r.joint = stage("strip-autograd-markers", stripAutogradMarkers(r.joint));
+  r.joint = stage("functionalize-joint", functionalizeJoint(r.joint));
+  r.joint = stage("dce-joint", dce(r.joint));
   if (opts.partitioner != "default")
     throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: default)");
   r.partition = partitionDefault(r.joint);

@@ -10,6 +10,8 @@ namespace aotc {
 struct FxModel {
   Graph graph;               ///< captured graph: in-place and view ops kept
   std::string weights_path;  ///< the safetensors file beside the JSON
+  /// Inputs the caller passes as views of one storage (from the exporter).
+  std::vector<std::vector<std::string>> storage_groups;
 };
 
 /// Loads an FX JSON dump (schemas/fx_graph.schema.json) and checks it against

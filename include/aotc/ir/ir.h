@@ -119,7 +119,9 @@ struct ViewStep {
   bool operator==(const ViewStep&) const = default;
 };
 
-enum class OutputRole : uint8_t { User, Grad, Saved };
+/// InputMeta: after the forward, input `alias_of` has the metadata (sizes,
+/// strides, offset) of `alias_chain` replayed on its original layout.
+enum class OutputRole : uint8_t { User, Grad, Saved, InputMeta };
 const char* outputRoleName(OutputRole r);
 
 struct GraphOutput {

@@ -20,6 +20,15 @@ Graph functionalize(const Graph& captured);
 /// #bw.  Every op that needs a gradient and has none is reported at once.
 Graph autodiff(const Graph& functional);
 
+/// After autodiff: replaces keep_grad and custom_grad (autograd-only
+/// markers) by the values they stand for.
+Graph stripAutogradMarkers(const Graph& joint);
+
+/// Joint-graph functionalization: backward mutations (from custom
+/// backwards) become pure ops and epilogue copies tagged must_be_in_backward;
+/// a forward copy's source is must_save when the same input has both.
+Graph functionalizeJoint(const Graph& joint);
+
 /// Removes nodes whose results nothing uses (epilogue copies are kept).
 Graph dce(const Graph& g);
 

@@ -52,9 +52,9 @@ def _functional_call(module, state, args):
 
 
 def _dtype_name(dt):
-    if dt not in _TORCH_DTYPES:
-        raise ValueError(f"fx_export: unsupported dtype {dt}")
-    return _TORCH_DTYPES[dt]
+    # A dtype aotc does not support is written as PyTorch spells it; the
+    # compiler reports it if a node that survives dead-code removal uses it.
+    return _TORCH_DTYPES.get(dt, str(dt).replace("torch.", ""))
 
 
 def _tensor_bytes(t):
@@ -188,6 +188,8 @@ class _Graph:
                  "kwargs": {k: self.arg(v) for k, v in kwargs.items()}}
         if not torch.is_grad_enabled():
             entry["grad_enabled"] = False
+        if hasattr(func, "_schema") and not func._schema.is_mutable:
+            entry["_pure"] = True
         self.nodes.append(entry)
         self._bind_results(entry, out)
 
@@ -209,7 +211,33 @@ class _Graph:
                                        "meta": _meta_of(o)})
                     self.bind(o, g)
 
+    def prune(self):
+        """Drops pure nodes nothing uses (e.g. the uint8 reserve tensor that
+        batch_norm's composite creates), then the internal markers."""
+        def refs(x, acc):
+            if isinstance(x, dict):
+                if "node" in x and len(x) == 1:
+                    acc.add(x["node"])
+                for v in x.values():
+                    refs(v, acc)
+            elif isinstance(x, list):
+                for v in x:
+                    refs(v, acc)
+        while True:
+            used = set()
+            refs(self.outputs, used)
+            for n in self.nodes:
+                refs(n["args"], used)
+                refs(n["kwargs"], used)
+            keep = [n for n in self.nodes if n["name"] in used or not (n.get("_pure") or n["target"] == "getitem")]
+            if len(keep) == len(self.nodes):
+                break
+            self.nodes = keep
+        for n in self.nodes:
+            n.pop("_pure", None)
+
     def to_json(self):
+        self.prune()
         return {"inputs": self.inputs, "nodes": self.nodes, "outputs": self.outputs}
 
 
@@ -231,7 +259,8 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        self.g.record(func, args, kwargs, out)
+        if self.g is not None:  # None: the exporter's own bookkeeping ops
+            self.g.record(func, args, kwargs, out)
         return out
 
     def custom_function(self, cls, orig_apply, args):
@@ -268,10 +297,13 @@ class _Recorder(TorchDispatchMode):
 
         bwd = _Graph("backward", resolve_bwd)
         grads = []
-        for i, o in enumerate(outs):
-            grad = torch.ones_like(o)
+        self.g = None
+        try:
+            grads = [torch.ones_like(o) for o in outs]
+        finally:
+            self.g = outer
+        for i, grad in enumerate(grads):
             bwd.add_input(grad, f"grad_output_{i}", grad_output=i)
-            grads.append(grad)
         self.g = bwd
         try:
             with torch.no_grad():
@@ -360,6 +392,7 @@ def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
         if is_module:
             module_or_fn.train(was_training)
     rec.main.outputs = [rec.main.ref(t) for t in _flatten(out)]
+    rec.main.prune()
 
     # Input entries in schema order.
     inputs = []

@@ -17,6 +17,7 @@
 
 #include "aotc/driver/driver.h"
 #include "aotc/ir/safetensors.h"
+#include "aotc/passes/passes.h"
 
 namespace aotc {
 namespace {
@@ -24,12 +25,13 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kFx = fs::path(AOTC_SOURCE_DIR) / "testdata" / "fx";
+const fs::path kConformance = fs::path(AOTC_SOURCE_DIR) / "testdata" / "conformance";
 
 Logger quietLogger() { return std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()); }
 
-std::vector<std::string> fixtures() {
+std::vector<std::string> fixtures(const fs::path& dir = kFx) {
   std::vector<std::string> v;
-  for (auto& e : fs::directory_iterator(kFx)) {
+  for (auto& e : fs::directory_iterator(dir)) {
     std::string f = e.path().filename().string();
     const std::string suffix = ".expected.safetensors";
     if (f.size() > suffix.size() && f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0)
@@ -64,13 +66,16 @@ void expectClose(const std::string& what, const HostTensor& got, const HostTenso
   EXPECT_LE(worst, tol) << what << ": element " << at << " is " << got.data[at] << ", eager gives " << want.data[at];
 }
 
-class FxFixture : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(FxFixture, CompileRunMatchesEager) {
-  const std::string name = GetParam();
+/// Compiles dir/name.json with `partitioner`, validates the manifest, runs it
+/// and compares every result with eager's.
+void compileRunCompare(const fs::path& dir, const std::string& name, const std::string& partitioner,
+                       const std::vector<std::string>& archs) {
+  const fs::path kFx = dir;
   CompileOptions o;
   o.model = (kFx / (name + ".json")).string();
-  o.out_dir = scratch(name).string();
+  o.out_dir = scratch(name + "." + partitioner).string();
+  o.partitioner = partitioner;
+  o.archs = archs;
   CompileSummary s = compileModel(o, quietLogger());
   EXPECT_GT(s.kernels, 0u);
 
@@ -91,8 +96,21 @@ TEST_P(FxFixture, CompileRunMatchesEager) {
   for (auto& [k, v] : got) EXPECT_TRUE(want.count(k)) << "result " << k << " has no eager reference";
 }
 
+class FxFixture : public ::testing::TestWithParam<std::string> {};
+TEST_P(FxFixture, CompileRunMatchesEager) { compileRunCompare(kFx, GetParam(), "default", {"sm_80", "sm_90"}); }
 INSTANTIATE_TEST_SUITE_P(Fixtures, FxFixture, ::testing::ValuesIn(fixtures()),
                          [](const auto& info) { return info.param; });
+
+/// The mutation-semantics conformance suite, under every partitioner.
+class Conformance : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+TEST_P(Conformance, MatchesEager) {
+  compileRunCompare(kConformance, std::get<0>(GetParam()), std::get<1>(GetParam()), {"sm_90"});
+}
+INSTANTIATE_TEST_SUITE_P(Scenarios, Conformance,
+                         ::testing::Combine(::testing::ValuesIn(fixtures(kConformance)), ::testing::ValuesIn(partitionerNames())),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+
+TEST(E2E, ConformanceSuiteIsLargeEnough) { EXPECT_GE(fixtures(kConformance).size(), 30u); }
 
 TEST(E2E, FixturesAreThere) { EXPECT_GE(fixtures().size(), 6u); }
 

@@ -30,9 +30,11 @@ Partition partitionDefault(const Graph& j) {
   auto need = [&](ValueId v) {
     if (isFwValue(v) && seen.insert(v).second) saved.push_back(v);
   };
+  // An epilogue copy's destination is the caller's buffer, not a value the
+  // backward reads: the backward program takes it as an input of its own.
   for (const Node& n : j.nodes)
     if (n.phase == Phase::Backward)
-      for (ValueId v : n.inputs) need(v);
+      for (size_t i = n.op == OpKind::EpilogueCopy ? 1 : 0; i < n.inputs.size(); ++i) need(n.inputs[i]);
   for (const GraphOutput& o : j.outputs)
     if (o.role == OutputRole::Grad) need(o.value);
 
@@ -68,7 +70,7 @@ Partition partitionDefault(const Graph& j) {
   }
   if (!snapshotted) snapshotMutatedPrimals();
   for (const GraphOutput& o : j.outputs) {
-    if (o.role != OutputRole::User) continue;
+    if (o.role != OutputRole::User && o.role != OutputRole::InputMeta) continue;
     GraphOutput r = o;
     r.value = fmap[o.value];
     F.outputs.push_back(std::move(r));
@@ -89,6 +91,12 @@ Partition partitionDefault(const Graph& j) {
   for (const GraphInput& gi : j.inputs)
     if (gi.role == InputRole::Tangent)
       bmap[gi.value] = B.addInput(j.values[gi.value].name, j.type(gi.value), gi.role, false);
+  // Inputs the backward epilogue writes: the caller's buffers, by name.
+  for (const Node& n : j.nodes)
+    if (n.phase == Phase::Backward && n.op == OpKind::EpilogueCopy && bmap[n.inputs[0]] == kNoValue) {
+      const GraphInput* gi = j.inputOf(n.inputs[0]);
+      bmap[n.inputs[0]] = B.addInput(j.values[n.inputs[0]].name, j.type(n.inputs[0]), gi->role, gi->requires_grad);
+    }
   for (const Node& n : j.nodes)
     if (n.phase == Phase::Backward) B.copyNode(j, n, bmap);
   for (const GraphOutput& o : j.outputs) {

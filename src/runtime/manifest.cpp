@@ -44,16 +44,28 @@ ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const Man
   scan(p.forward);
   scan(p.backward);
 
+  std::map<std::string, const GraphOutput*> meta;
+  for (const GraphOutput& o : p.forward.outputs)
+    if (o.role == OutputRole::InputMeta) meta[*o.alias_of] = &o;
   ojson inputs = ojson::array();
   for (const GraphInput& gi : fn.inputs) {
     const Value& v = fn.values[gi.value];
-    inputs.push_back({{"name", v.name},
-                      {"role", inputRoleName(gi.role)},
-                      {"dtype", dtypeName(v.type.dtype)},
-                      {"shape", v.type.sizes},
-                      {"strides", v.type.strides},
-                      {"requires_grad", gi.requires_grad},
-                      {"mutation", phase.count(v.name) ? phase[v.name] : "none"}});
+    ojson e{{"name", v.name},
+            {"role", inputRoleName(gi.role)},
+            {"dtype", dtypeName(v.type.dtype)},
+            {"shape", v.type.sizes},
+            {"strides", v.type.strides},
+            {"requires_grad", gi.requires_grad},
+            {"mutation", phase.count(v.name) ? phase[v.name] : "none"}};
+    if (meta.count(v.name)) {
+      // The caller's tensor takes this metadata after the forward (after the
+      // data epilogue, which writes through the original layout).
+      const GraphOutput& o = *meta[v.name];
+      const TensorType& t = p.forward.type(o.value);
+      e["metadata_after_forward"] = {{"shape", t.sizes}, {"strides", t.strides}, {"offset", t.offset},
+                                     {"view_chain", viewChain(o.alias_chain)}};
+    }
+    inputs.push_back(e);
   }
   m["inputs"] = inputs;
 

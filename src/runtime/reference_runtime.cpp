@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <sstream>
 
 #include "aotc/ir/safetensors.h"
@@ -119,6 +120,17 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
     for (size_t i = 0; i < v.data.size(); ++i) dst.data[i] = roundTo(dst.dtype, v.data[i]);
   };
   std::vector<HostTensor> fout = interpretGraph(fw, fin, epilogue);
+  // Metadata mutations: the caller's tensor becomes a view of its storage.
+  std::map<std::string, std::vector<ViewStep>> metaChain;
+  for (const GraphOutput& o : fw.outputs)
+    if (o.role == OutputRole::InputMeta) metaChain[*o.alias_of] = o.alias_chain;
+  auto callerView = [&](const std::string& name) {
+    HostTensor v = caller.at(name);
+    auto it = metaChain.find(name);
+    if (it != metaChain.end())
+      for (const ViewStep& s : it->second) v = applyView(v, s);
+    return v;
+  };
 
   std::map<std::string, HostTensor> res;
   std::map<std::string, HostTensor> saved;
@@ -129,6 +141,7 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
       saved[fw.values[o.value].name] = fout[i];
       continue;
     }
+    if (o.role == OutputRole::InputMeta) continue;
     HostTensor v = fout[i];
     if (o.alias_of) {
       // An alias of an input is regenerated from the caller's buffer, after
@@ -138,7 +151,9 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
     }
     res["output." + std::to_string(ui++)] = std::move(v);
   }
-  for (auto& n : mutated) res["after_forward." + n] = caller.at(n);
+  for (auto& [n, chain] : metaChain)
+    if (std::find(mutated.begin(), mutated.end(), n) == mutated.end()) mutated.push_back(n);
+  for (auto& n : mutated) res["after_forward." + n] = callerView(n);
   if (opts.forward_only) return res;
 
   std::map<std::string, HostTensor> gpool;
@@ -153,12 +168,14 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
   std::vector<HostTensor> bin;
   for (const GraphInput& gi : bw.inputs) {
     const std::string& n = bw.values[gi.value].name;
-    bin.push_back(gi.role == InputRole::Saved ? saved.at(n) : tangents.at(n));
+    if (gi.role == InputRole::Saved) bin.push_back(saved.at(n));
+    else if (gi.role == InputRole::Tangent) bin.push_back(tangents.at(n));
+    else bin.push_back(caller.at(n));  // the caller's buffer a backward epilogue writes
   }
   std::vector<HostTensor> bout = interpretGraph(bw, bin, epilogue);
   for (size_t i = 0; i < bw.outputs.size(); ++i)
     if (bw.outputs[i].role == OutputRole::Grad) res["grad." + bw.outputs[i].target] = bout[i];
-  for (auto& n : mutated) res["after_backward." + n] = caller.at(n);
+  for (auto& n : mutated) res["after_backward." + n] = callerView(n);
   return res;
 }
 

@@ -12,7 +12,6 @@ PyTorch eager.  For each program P it writes:
 Run with Debian's PyTorch:  /usr/bin/python3 testdata/fx/gen_fixtures.py [DIR]
 """
 
-import copy
 import os
 import sys
 
@@ -20,7 +19,9 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-from fx_export import export, write_safetensors  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+from fx_export import export  # noqa: E402
+from gen_util import reference  # noqa: E402
 
 
 class MLP(torch.nn.Module):
@@ -115,50 +116,6 @@ def programs():
     yield "view_mutation", ViewMutation(), (rn(2, 3, rg=True),)
     yield "output_view", OutputView(), (rn(2, 3),)
     yield "matmul_chain", matmul_chain, (rn(4, 3, rg=True), rn(3, 5, rg=True), rn(6, 5, rg=True))
-
-
-def flat_outputs(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def reference(name, model, args, outdir):
-    g = torch.Generator().manual_seed(1234)
-    is_module = isinstance(model, torch.nn.Module)
-    m = copy.deepcopy(model) if is_module else model
-    state = dict(m.named_parameters()) if is_module else {}
-    state.update(dict(m.named_buffers()) if is_module else {})
-    from fx_export import _input_names
-    user_names = _input_names(model, len(args), is_module)
-    user = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
-    everything = dict(state)
-    everything.update(zip(user_names, user))
-    versions = {n: t._version for n, t in everything.items()}
-    outs = flat_outputs(m(*user))
-    after_fw = {n: t.detach().clone() for n, t in everything.items()}
-    fw_versions = {n: t._version for n, t in everything.items()}
-
-    inputs = {n: a.detach().clone() for n, a in zip(user_names, args)}
-    expected = {}
-    diff, grads_in = [], []
-    for i, o in enumerate(outs):
-        expected[f"output.{i}"] = o.detach().clone()
-        if o.requires_grad:
-            go = torch.randn(o.shape, generator=g, dtype=o.dtype)
-            inputs[f"grad_output.{i}"] = go
-            diff.append(o)
-            grads_in.append(go)
-    if diff:
-        torch.autograd.backward(diff, grads_in)
-    for n, t in everything.items():
-        if t.requires_grad:
-            expected[f"grad.{n}"] = t.grad.detach().clone() if t.grad is not None else torch.zeros_like(t)
-        if t._version != versions[n]:
-            expected[f"after_forward.{n}"] = after_fw[n] if fw_versions[n] != versions[n] else None
-            expected[f"after_backward.{n}"] = t.detach().clone()
-            if expected[f"after_forward.{n}"] is None:
-                expected[f"after_forward.{n}"] = after_fw[n]
-    write_safetensors(os.path.join(outdir, name + ".inputs.safetensors"), inputs)
-    write_safetensors(os.path.join(outdir, name + ".expected.safetensors"), expected)
 
 
 def main():

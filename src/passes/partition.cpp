@@ -1,13 +1,37 @@
 //===- partition.cpp - Joint graph -> forward and backward programs -------===//
 //
+// Both partitioners choose the set of forward values to save; one routine
+// builds the two programs from that choice:
+//   forward  = every forward node needed for the user outputs, the forward
+//              epilogue and the saved values;
+//   backward = the backward nodes, plus the forward nodes it recomputes from
+//              saved values (min-cut only), plus the caller's buffers its
+//              epilogue writes.
+//
 // Note [Saving mutated primals]: the forward epilogue overwrites the caller's
 // buffer of every input it mutates.  A runtime hands saved tensors from the
 // forward to the backward by reference, so saving such a primal as itself
-// would make the backward read the *new* value (PyTorch #185876).  The
-// partitioner therefore saves a clone taken before the epilogue, tagged
-// must_save, and the backward reads that clone.
+// would make the backward read the *new* value (PyTorch #185876), and so
+// would recomputing in the backward from it (#197039).  A saved primal that
+// the forward mutates is therefore a clone taken before the epilogue, tagged
+// must_save; recomputation reads that clone.
+//
+// Note [Min-cut rematerialization]: as functorch's
+// min_cut_rematerialization_partition.  Every forward value v is an edge
+// v_in -> v_out whose capacity is its size in bytes; data edges are infinite;
+// the source feeds the primals and every value that must not be recomputed
+// (matmul, reductions, custom/extern ops, must_save values); values the
+// backward reads feed the sink.  A minimum cut is a cheapest set of values
+// to save such that the backward can recompute everything else it needs from
+// them with cheap ops (pointwise, views, constants).
 //===----------------------------------------------------------------------===//
-#include <algorithm>
+// Boost.Graph's edge iterators trip GCC 12's -Wmaybe-uninitialized when
+// inlined here (a false positive in boost/graph/detail/adj_list_edge_iterator).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#include <deque>
+#include <limits>
 #include <set>
 
 #include "aotc/ops/ops.h"
@@ -15,29 +39,34 @@
 
 namespace aotc {
 
-Partition partitionDefault(const Graph& j) {
-  // Forward values the backward reads, in order of first use.
-  std::vector<ValueId> saved;
-  std::set<ValueId> seen;
-  auto isFwValue = [&](ValueId v) {
-    const Value& val = j.values[v];
-    if (val.node < 0) {
-      const GraphInput* gi = j.inputOf(v);
-      return gi && gi->role != InputRole::Tangent;
-    }
-    return j.nodes[static_cast<size_t>(val.node)].phase == Phase::Forward;
-  };
-  auto need = [&](ValueId v) {
-    if (isFwValue(v) && seen.insert(v).second) saved.push_back(v);
-  };
-  // An epilogue copy's destination is the caller's buffer, not a value the
-  // backward reads: the backward program takes it as an input of its own.
+namespace {
+
+bool isForwardValue(const Graph& j, ValueId v) {
+  const Value& val = j.values[v];
+  if (val.node < 0) {
+    const GraphInput* gi = j.inputOf(v);
+    return gi && gi->role != InputRole::Tangent;
+  }
+  return j.nodes[static_cast<size_t>(val.node)].phase == Phase::Forward;
+}
+
+/// Forward values the backward reads directly (epilogue destinations are the
+/// caller's buffers, not reads).
+std::vector<bool> readByBackward(const Graph& j) {
+  std::vector<bool> r(j.values.size(), false);
   for (const Node& n : j.nodes)
     if (n.phase == Phase::Backward)
-      for (size_t i = n.op == OpKind::EpilogueCopy ? 1 : 0; i < n.inputs.size(); ++i) need(n.inputs[i]);
+      for (size_t i = n.op == OpKind::EpilogueCopy ? 1 : 0; i < n.inputs.size(); ++i)
+        if (isForwardValue(j, n.inputs[i])) r[n.inputs[i]] = true;
   for (const GraphOutput& o : j.outputs)
-    if (o.role == OutputRole::Grad) need(o.value);
+    if (o.role == OutputRole::Grad && isForwardValue(j, o.value)) r[o.value] = true;
+  return r;
+}
 
+Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
+  std::vector<ValueId> saved;
+  for (size_t v = 0; v < j.values.size(); ++v)
+    if (isSaved[v]) saved.push_back(static_cast<ValueId>(v));
   std::set<ValueId> fwMutated;
   for (const Node& n : j.nodes)
     if (n.op == OpKind::EpilogueCopy && n.phase == Phase::Forward) fwMutated.insert(n.inputs[0]);
@@ -97,8 +126,25 @@ Partition partitionDefault(const Graph& j) {
       const GraphInput* gi = j.inputOf(n.inputs[0]);
       bmap[n.inputs[0]] = B.addInput(j.values[n.inputs[0]].name, j.type(n.inputs[0]), gi->role, gi->requires_grad);
     }
-  for (const Node& n : j.nodes)
-    if (n.phase == Phase::Backward) B.copyNode(j, n, bmap);
+  // Forward nodes the backward recomputes: those it reaches from its reads
+  // without passing a saved value.
+  std::vector<bool> recompute(j.nodes.size(), false);
+  std::deque<ValueId> work;
+  std::vector<bool> reads = readByBackward(j);
+  for (size_t v = 0; v < reads.size(); ++v)
+    if (reads[v] && !isSaved[v]) work.push_back(static_cast<ValueId>(v));
+  while (!work.empty()) {
+    ValueId v = work.front();
+    work.pop_front();
+    int32_t d = j.values[v].node;
+    AOTC_CHECK(d >= 0, "the backward needs %", j.values[v].name, ", a primal that was not saved");
+    if (recompute[static_cast<size_t>(d)]) continue;
+    recompute[static_cast<size_t>(d)] = true;
+    for (ValueId u : j.nodes[static_cast<size_t>(d)].inputs)
+      if (!isSaved[u]) work.push_back(u);
+  }
+  for (size_t k = 0; k < j.nodes.size(); ++k)
+    if (recompute[k] || j.nodes[k].phase == Phase::Backward) B.copyNode(j, j.nodes[k], bmap);
   for (const GraphOutput& o : j.outputs) {
     if (o.role != OutputRole::Grad) continue;
     GraphOutput r = o;
@@ -107,6 +153,96 @@ Partition partitionDefault(const Graph& j) {
   }
   B = dce(B);
   return p;
+}
+
+/// Ops the backward may recompute instead of saving their result.
+bool recomputable(const Node& n) {
+  if (n.tags & kMustSave) return false;
+  switch (opInfo(n.op).category) {
+    case OpCategory::Pointwise: case OpCategory::View: case OpCategory::Creation: case OpCategory::Scatter:
+      return true;
+    default:
+      return false;  // reductions, matmul, custom, epilogue
+  }
+}
+
+}  // namespace
+
+Partition partitionDefault(const Graph& j) { return buildPrograms(j, readByBackward(j)); }
+
+Partition partitionMinCut(const Graph& j) {
+  using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+  using G = boost::adjacency_list<
+      boost::vecS, boost::vecS, boost::directedS,
+      boost::property<boost::vertex_index_t, long,
+                      boost::property<boost::vertex_color_t, boost::default_color_type,
+                                      boost::property<boost::vertex_distance_t, long,
+                                                      boost::property<boost::vertex_predecessor_t, Traits::edge_descriptor>>>>,
+      boost::property<boost::edge_capacity_t, double,
+                      boost::property<boost::edge_residual_capacity_t, double,
+                                      boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+  const double inf = std::numeric_limits<double>::infinity();
+  const size_t nv = j.values.size();
+  // Vertices: 2 per value (in, out), then source and sink.
+  G g(2 * nv + 2);
+  const long source = static_cast<long>(2 * nv), sink = source + 1;
+  auto cap = boost::get(boost::edge_capacity, g);
+  auto rev = boost::get(boost::edge_reverse, g);
+  auto res = boost::get(boost::edge_residual_capacity, g);
+  auto addEdge = [&](long u, long v, double c) {
+    auto e = boost::add_edge(static_cast<size_t>(u), static_cast<size_t>(v), g).first;
+    auto r = boost::add_edge(static_cast<size_t>(v), static_cast<size_t>(u), g).first;
+    cap[e] = c;
+    cap[r] = 0;
+    rev[e] = r;
+    rev[r] = e;
+  };
+  auto in = [](size_t v) { return static_cast<long>(2 * v); };
+  auto out = [](size_t v) { return static_cast<long>(2 * v + 1); };
+
+  std::vector<bool> reads = readByBackward(j);
+  std::set<ValueId> fwMutated;
+  for (const Node& n : j.nodes)
+    if (n.op == OpKind::EpilogueCopy && n.phase == Phase::Forward) fwMutated.insert(n.inputs[0]);
+  std::vector<bool> fw(nv, false);
+  for (size_t v = 0; v < nv; ++v) fw[v] = isForwardValue(j, static_cast<ValueId>(v));
+  for (size_t v = 0; v < nv; ++v) {
+    if (!fw[v]) continue;
+    const TensorType& t = j.type(static_cast<ValueId>(v));
+    double bytes = static_cast<double>(std::max<int64_t>(t.numel(), 1) * dtypeSize(t.dtype));
+    // Saving a primal the epilogue overwrites costs a clone as well: prefer
+    // an equally large value that needs none.
+    if (fwMutated.count(static_cast<ValueId>(v))) bytes *= 1.5;
+    addEdge(in(v), out(v), bytes);
+    int32_t d = j.values[v].node;
+    if (d < 0 || !recomputable(j.nodes[static_cast<size_t>(d)])) addEdge(source, in(v), inf);
+    if (reads[v]) addEdge(out(v), sink, inf);
+  }
+  for (const Node& n : j.nodes) {
+    if (n.phase != Phase::Forward || n.op == OpKind::EpilogueCopy) continue;
+    for (ValueId u : n.inputs)
+      for (ValueId w : n.outputs) addEdge(out(static_cast<size_t>(u)), in(static_cast<size_t>(w)), inf);
+  }
+  boost::boykov_kolmogorov_max_flow(g, static_cast<size_t>(source), static_cast<size_t>(sink));
+  // The source side of the minimum cut: reachable through unsaturated edges.
+  std::vector<bool> S(boost::num_vertices(g), false);
+  std::deque<size_t> work{static_cast<size_t>(source)};
+  S[static_cast<size_t>(source)] = true;
+  while (!work.empty()) {
+    size_t u = work.front();
+    work.pop_front();
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      size_t v = boost::target(*e, g);
+      if (!S[v] && res[*e] > 1e-9) {
+        S[v] = true;
+        work.push_back(v);
+      }
+    }
+  }
+  std::vector<bool> isSaved(nv, false);
+  for (size_t v = 0; v < nv; ++v)
+    if (fw[v] && S[static_cast<size_t>(in(v))] && !S[static_cast<size_t>(out(v))]) isSaved[v] = true;
+  return buildPrograms(j, isSaved);
 }
 
 }  // namespace aotc

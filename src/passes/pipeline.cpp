@@ -33,7 +33,7 @@ std::vector<std::string> passNames() {
   };
 }
 
-std::vector<std::string> partitionerNames() { return {"default"}; }
+std::vector<std::string> partitionerNames() { return {"min-cut", "default"}; }
 
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   auto stage = [&](const char* name, Graph g) {
@@ -49,9 +49,9 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   r.joint = stage("strip-autograd-markers", stripAutogradMarkers(r.joint));
   r.joint = stage("functionalize-joint", functionalizeJoint(r.joint));
   r.joint = stage("dce-joint", dce(r.joint));
-  if (opts.partitioner != "default")
-    throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: default)");
-  r.partition = partitionDefault(r.joint);
+  if (opts.partitioner == "min-cut") r.partition = partitionMinCut(r.joint);
+  else if (opts.partitioner == "default") r.partition = partitionDefault(r.joint);
+  else throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: min-cut, default)");
   r.partition.forward = stage("partition.forward", std::move(r.partition.forward));
   r.partition.backward = stage("partition.backward", std::move(r.partition.backward));
   return r;

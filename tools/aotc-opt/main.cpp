@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
         }
       }
       if (!partition.empty()) {
-        if (partition != "default") throw aotc::UserError(aotc::SourceLoc{file, "", ""}, "unknown partitioner '" + partition + "'");
-        aotc::Partition p = aotc::partitionDefault(g);
+        if (partition != "default" && partition != "min-cut")
+          throw aotc::UserError(aotc::SourceLoc{file, "", ""}, "unknown partitioner '" + partition + "'");
+        aotc::Partition p = partition == "min-cut" ? aotc::partitionMinCut(g) : aotc::partitionDefault(g);
         aotc::verifyGraph(p.forward, file + " forward");
         aotc::verifyGraph(p.backward, file + " backward");
         std::printf("%s%s", aotc::printGraph(p.forward).c_str(), aotc::printGraph(p.backward).c_str());

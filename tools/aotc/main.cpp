@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
   compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py)")->required();
   compile->add_option("-o,--output", copts.out_dir, "artifact directory to write")->required();
   compile->add_option("--arch", arch, "comma-separated GPU architectures")->capture_default_str();
-  compile->add_option("--partitioner", copts.partitioner, "default")->capture_default_str()->check(CLI::IsMember({"default"}));
+  compile->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"min-cut", "default"}));
   compile->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here");
   compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
 

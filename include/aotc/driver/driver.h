@@ -15,7 +15,7 @@ struct CompileOptions {
   std::string model;
   std::string out_dir;
   std::vector<std::string> archs = {"sm_80", "sm_90"};
-  std::string partitioner = "default";
+  std::string partitioner = "min-cut";
   std::string dump_dir;                  ///< NN-<pass>.ir files, if set
   std::vector<std::string> print_ir_after;  ///< pass names, or "all"
 };

@@ -44,6 +44,13 @@ struct Partition {
 /// before the epilogue (see Note [Saving mutated primals]).
 Partition partitionDefault(const Graph& joint);
 
+/// `min-cut`: max-flow/min-cut over the forward values (functorch's
+/// min_cut_rematerialization_partition): save the cheapest set of values from
+/// which the backward recomputes the rest with pointwise ops and views;
+/// matmul, reductions and custom ops are never recomputed; must_save values
+/// are saved; tags are hard constraints.
+Partition partitionMinCut(const Graph& joint);
+
 /// Graph -> Graph passes by CLI name (aotc-opt --passes=...), from passes.def.
 using GraphPass = Graph (*)(const Graph&);
 GraphPass findPass(const std::string& name);
@@ -51,7 +58,7 @@ std::vector<std::string> passNames();
 
 /// The whole engine pipeline, with a verifier after every stage.
 struct PipelineOptions {
-  std::string partitioner = "default";
+  std::string partitioner = "min-cut";
   /// Called after every stage with its name and result (dumps, --print-ir-after).
   std::function<void(const std::string&, const Graph&)> after_pass;
 };

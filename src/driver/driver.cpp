@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <random>
 #include <sstream>
 
@@ -206,8 +207,11 @@ std::string inspect(const std::string& path) {
     return os.str();
   }
   FxModel fx = loadFxGraph(path);
+  // Count the model's nodes (one FX node may lower to several IR nodes).
   std::map<std::string, int> ops;
-  for (auto& n : fx.graph.nodes) ops[n.loc.op]++;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (auto& n : fx.graph.nodes)
+    if (seen.insert({n.loc.node, n.loc.op}).second) ops[n.loc.op]++;
   os << "model " << fx.graph.name << " (" << path << ")\n  inputs:\n";
   for (auto& gi : fx.graph.inputs)
     os << "    " << fx.graph.values[gi.value].name << " " << inputRoleName(gi.role) << " " << fx.graph.type(gi.value).str()

@@ -108,7 +108,11 @@ TEST_P(Conformance, MatchesEager) {
 }
 INSTANTIATE_TEST_SUITE_P(Scenarios, Conformance,
                          ::testing::Combine(::testing::ValuesIn(fixtures(kConformance)), ::testing::ValuesIn(partitionerNames())),
-                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 TEST(E2E, ConformanceSuiteIsLargeEnough) { EXPECT_GE(fixtures(kConformance).size(), 30u); }
 

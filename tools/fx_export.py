@@ -182,7 +182,9 @@ class _Graph:
             return [self.arg(x) for x in a]
         return _arg(a)
 
-    def record(self, func, args, kwargs, out):
+    def prepare(self, func, args, kwargs):
+        """The node for a call, built before the op runs: operands that are
+        first seen here are described as they are before an in-place op."""
         name = self.fresh(func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func))
         entry = {"name": name, "target": str(func), "args": [self.arg(a) for a in args],
                  "kwargs": {k: self.arg(v) for k, v in kwargs.items()}}
@@ -190,6 +192,9 @@ class _Graph:
             entry["grad_enabled"] = False
         if hasattr(func, "_schema") and not func._schema.is_mutable:
             entry["_pure"] = True
+        return entry
+
+    def record(self, entry, out):
         self.nodes.append(entry)
         self._bind_results(entry, out)
 
@@ -258,9 +263,11 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        g = self.g  # None: the exporter's own bookkeeping ops
+        entry = g.prepare(func, args, kwargs) if g is not None else None
         out = func(*args, **kwargs)
-        if self.g is not None:  # None: the exporter's own bookkeeping ops
-            self.g.record(func, args, kwargs, out)
+        if g is not None:
+            g.record(entry, out)
         return out
 
     def custom_function(self, cls, orig_apply, args):

@@ -78,6 +78,29 @@ class StagingDir {
 
 int64_t bytesOf(const TensorType& t) { return t.numel() * dtypeSize(t.dtype); }
 
+/// Inputs the caller passes as views of one storage: a mutation of one is
+/// visible through the others, which the compiled programs do not model
+/// (AOTAutograd builds a "synthetic base"; we refuse, clearly, instead).
+/// Reading aliased inputs is fine.
+void checkStorageGroups(const FxModel& fx, const PipelineResult& pr, const std::string& file) {
+  std::set<std::string> mutated;
+  for (const Graph* g : {&pr.partition.forward, &pr.partition.backward})
+    for (const Node& n : g->nodes)
+      if (n.op == OpKind::EpilogueCopy) mutated.insert(g->values[n.inputs[0]].name);
+  std::vector<Diagnostic> d;
+  for (const auto& group : fx.storage_groups)
+    for (const std::string& name : group)
+      if (mutated.count(name)) {
+        std::string others;
+        for (const std::string& o : group)
+          if (o != name) others += (others.empty() ? "'" : ", '") + o + "'";
+        d.push_back({SourceLoc{file, name, "input"},
+                     "is mutated, and shares storage with input " + others +
+                         " in the caller; aotc does not model aliasing between inputs: pass distinct tensors"});
+      }
+  if (!d.empty()) throw UserError(d);
+}
+
 }  // namespace
 
 std::string CompileSummary::str() const {
@@ -125,6 +148,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   po.after_pass = dump;
   PipelineResult pr = runPipeline(fx.graph, po);
   log->info("engine passes done at {:.1f} ms", ms());
+  checkStorageGroups(fx, pr, opts.model);
 
   CodegenResult cg = generateCuda(pr.partition);
   ManifestInfo mi;

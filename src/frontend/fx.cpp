@@ -41,7 +41,8 @@ using ConvertFn = std::vector<ValueId> (*)(Converter&);
 /// FX name -> the values it stands for (several for a multi-result node).
 using Env = std::map<std::string, std::vector<ValueId>>;
 Graph convertRegion(const json& region, const std::string& path, const std::string& name, bool backward,
-                    const SourceLoc& loc, std::vector<std::string>* savedRefs);
+                    const SourceLoc& loc, std::vector<std::string>* savedRefs,
+                    const std::map<std::string, std::string>* names = nullptr);
 
 /// One FX node being converted.
 class Converter {
@@ -134,6 +135,13 @@ class Converter {
   }
   bool inBackward() const { return inBackward_; }
   void setInBackward(bool b) { inBackward_ = b; }
+  /// The user-facing name of a value (a custom backward's saved input is
+  /// named after the model value it stands for).
+  std::string describe(const std::string& name) const {
+    auto it = names_ ? names_->find(name) : std::map<std::string, std::string>::const_iterator{};
+    return names_ && it != names_->end() ? it->second : name;
+  }
+  void setNames(const std::map<std::string, std::string>* n) { names_ = n; }
   ValueId scalar(double v, DType d) {
     return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(d))}});
   }
@@ -162,6 +170,7 @@ class Converter {
   const Env& env_;
   bool noGrad_;
   bool inBackward_ = false;
+  const std::map<std::string, std::string>* names_ = nullptr;
 };
 
 using V = std::vector<ValueId>;
@@ -215,6 +224,22 @@ ValueId likeConstant(Converter& c, double v) {
     t.dtype = *dt;
   }
   return constantLike(c, v, t);
+}
+
+/// zeros/ones/full(size, [fill_value,] *, dtype=None, ...): dtype defaults
+/// to float32 (PyTorch's default dtype).
+ValueId filled(Converter& c, double v, size_t dtypeArg) {
+  Ints size = c.ints(0, "size");
+  for (int64_t d : size)
+    if (d < 0) c.fail("negative size in " + c.node().at("args").at(0).dump());
+  DType dt = DType::F32;
+  if (c.has(dtypeArg, "dtype")) {
+    const json* d = c.arg(dtypeArg, "dtype");
+    auto p = d->is_object() && d->contains("dtype") ? dtypeFromTorchName((*d)["dtype"].get<std::string>()) : std::nullopt;
+    if (!p) c.fail("unsupported dtype argument " + d->dump());
+    dt = *p;
+  }
+  return constantLike(c, v, TensorType::contiguous(dt, size));
 }
 
 V fillInplace(Converter& c, double v) {
@@ -274,7 +299,7 @@ V batchNorm(Converter& c) {
 }
 
 V setStorage(Converter& c) {
-  std::string who = c.node().at("args").at(0).value("node", "?");
+  std::string who = c.describe(c.node().at("args").at(0).value("node", "?"));
   if (c.inBackward())
     c.fail("storage swap (set_) of '" + who + "' in a custom backward is not supported: a backward may only mutate data");
   c.fail("storage swap (set_) of '" + who + "' is not supported");
@@ -286,8 +311,22 @@ V autogradFunction(Converter& c) {
   for (size_t i = 0; i < n.at("args").size(); ++i) args.push_back(c.tensor(i, nullptr));
   std::string fn = n.value("function", "autograd.Function");
   if (!n.contains("forward") || !n.contains("backward")) c.fail("autograd_function needs a forward and a backward region");
+  // Diagnostics in the backward name the model's values: a saved input
+  // "saved_arg1" that stands for forward input "arg1" is the call's arg 1.
+  std::map<std::string, std::string> names;
+  if (n["forward"].is_object() && n["forward"].contains("inputs") && n["backward"].is_object() && n["backward"].contains("inputs")) {
+    std::map<std::string, std::string> fwName;
+    for (auto& in : n["forward"]["inputs"])
+      if (in.contains("index") && in["index"].is_number_integer()) {
+        size_t k = in["index"].get<size_t>();
+        if (k < n["args"].size() && n["args"][k].is_object()) fwName[in.value("name", "")] = n["args"][k].value("node", "");
+      }
+    for (auto& in : n["backward"]["inputs"])
+      if (in.contains("saved") && in["saved"].is_string() && fwName.count(in["saved"].get<std::string>()))
+        names[in.value("name", "")] = fwName[in["saved"].get<std::string>()];
+  }
   std::vector<std::string> saved;
-  Graph bw = convertRegion(n["backward"], c.loc().file, "backward", true, c.loc(), &saved);
+  Graph bw = convertRegion(n["backward"], c.loc().file, "backward", true, c.loc(), &saved, &names);
   Graph fw = convertRegion(n["forward"], c.loc().file, "forward", false, c.loc(), nullptr);
   for (const std::string& s : saved) {
     ValueId v = fw.valueNamed(s);
@@ -389,6 +428,9 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.zero_.default", [](Converter& c) -> V { return fillInplace(c, 0.0); }},
       {"aten.fill_.Scalar", [](Converter& c) -> V { return fillInplace(c, c.number(1, "value")); }},
       {"aten.zeros_like.default", [](Converter& c) -> V { return {likeConstant(c, 0.0)}; }},
+      {"aten.zeros.default", [](Converter& c) -> V { return {filled(c, 0.0, 1)}; }},
+      {"aten.ones.default", [](Converter& c) -> V { return {filled(c, 1.0, 1)}; }},
+      {"aten.full.default", [](Converter& c) -> V { return {filled(c, c.number(1, "fill_value"), 2)}; }},
       {"aten.ones_like.default", [](Converter& c) -> V { return {likeConstant(c, 1.0)}; }},
       {"aten.native_batch_norm.default", batchNorm},
       {"aten._native_batch_norm_legit.default", batchNorm},
@@ -460,7 +502,8 @@ void collectUnknown(const json& nodes, const std::string& path, std::map<std::st
 }
 
 /// Converts FX nodes into `g`, binding their names in `env`.
-void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path, bool backward) {
+void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path, bool backward,
+                 const std::map<std::string, std::string>* userNames = nullptr) {
   std::set<std::string> names;
   for (auto& [k, v] : env) names.insert(k);
   for (auto& n : nodes) {
@@ -486,6 +529,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
     bool noGrad = n.contains("grad_enabled") && n["grad_enabled"].is_boolean() && !n["grad_enabled"].get<bool>();
     Converter c(g, n, loc, env, noGrad);
     c.setInBackward(backward);
+    c.setNames(userNames);
     const size_t firstNew = g.values.size();
     std::vector<ValueId> outs;
     try {
@@ -532,7 +576,8 @@ std::vector<GraphOutput> convertOutputs(const json& outputs, const Env& env, con
 }
 
 Graph convertRegion(const json& region, const std::string& path, const std::string& name, bool backward,
-                    const SourceLoc& loc, std::vector<std::string>* savedRefs) {
+                    const SourceLoc& loc, std::vector<std::string>* savedRefs,
+                    const std::map<std::string, std::string>* names) {
   if (!region.is_object() || !region.contains("inputs") || !region.contains("nodes") || !region.contains("outputs") ||
       !region["inputs"].is_array() || !region["nodes"].is_array() || !region["outputs"].is_array())
     throw UserError(loc, name + " region needs inputs, nodes and outputs");
@@ -555,7 +600,7 @@ Graph convertRegion(const json& region, const std::string& path, const std::stri
     }
     env[n] = {g.addInput(n, parseTensorType(in, loc, "region input"), role, false)};
   }
-  convertBody(g, region["nodes"], env, path, backward);
+  convertBody(g, region["nodes"], env, path, backward, names);
   g.outputs = convertOutputs(region["outputs"], env, path, backward ? OutputRole::Grad : OutputRole::User);
   return g;
 }

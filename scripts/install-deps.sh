@@ -10,7 +10,7 @@ pkgs=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libgtest-dev libgmock-dev libssl-dev libboost-dev
   llvm-14-tools
-  python3-torch python3-numpy python3-networkx python3-jsonschema
+  python3-torch python3-torchvision python3-numpy python3-networkx python3-jsonschema
 )
 
 missing=()

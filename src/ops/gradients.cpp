@@ -183,6 +183,113 @@ constexpr GradRule ruleFor(OpKind k) {
         return {gb, g.op(view, {g.GO(0)}, g.attrs())};
       };
     case OpKind::KeepGrad: return [](GradCtx& g) -> R { return {g.GO(0), kNoValue}; };
+    case OpKind::Abs: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Sign, {g.I(0)}))}; };
+    case OpKind::Sin: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Cos, {g.I(0)}))}; };
+    case OpKind::Cos: return [](GradCtx& g) -> R { return {g.neg(g.mul(g.GO(0), g.op(OpKind::Sin, {g.I(0)})))}; };
+    case OpKind::Erf:
+      return [](GradCtx& g) -> R {
+        ValueId e = g.op(OpKind::Exp, {g.neg(g.mul(g.I(0), g.I(0)))});
+        return {g.mul(g.mul(g.GO(0), g.scalarLike(1.1283791670955126, g.O(0))), e)};  // 2/sqrt(pi)
+      };
+    case OpKind::Pow:
+      return [](GradCtx& g) -> R {
+        ValueId bm1 = g.sub(g.I(1), g.scalarLike(1.0, g.I(1)));
+        ValueId ga = g.mul(g.mul(g.GO(0), g.I(1)), g.op(OpKind::Pow, {g.I(0), bm1}));
+        ValueId gb = g.mul(g.mul(g.GO(0), g.O(0)), g.op(OpKind::Log, {g.I(0)}));
+        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
+      };
+    case OpKind::Maximum: case OpKind::Minimum:
+      return [](GradCtx& g) -> R {
+        // Ties split the gradient equally (ATen's max/min backward).
+        OpKind wins = g.node().op == OpKind::Maximum ? OpKind::Gt : OpKind::Lt;
+        ValueId zero = g.scalarLike(0.0, g.GO(0));
+        ValueId half = g.mul(g.GO(0), g.scalarLike(0.5, g.GO(0)));
+        ValueId tie = g.op(OpKind::Eq, {g.I(0), g.I(1)});
+        ValueId ga = g.op(OpKind::Where, {tie, half, g.op(OpKind::Where, {g.op(wins, {g.I(0), g.I(1)}), g.GO(0), zero})});
+        ValueId gb = g.op(OpKind::Where, {tie, half, g.op(OpKind::Where, {g.op(wins, {g.I(1), g.I(0)}), g.GO(0), zero})});
+        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
+      };
+    case OpKind::Cast:
+      return [](GradCtx& g) -> R {
+        DType d = g.type(g.I(0)).dtype;
+        if (!isFloating(d)) return {kNoValue};
+        return {g.op(OpKind::Cast, {g.GO(0)}, Attrs{{"dtype", std::string(dtypeName(d))}})};
+      };
+    case OpKind::Amax: case OpKind::Amin:
+      return [](GradCtx& g) -> R {
+        // The gradient goes to every element equal to the result, split evenly.
+        Ints in = sz(g, g.I(0));
+        ValueId out = g.expand(g.reshape(g.O(0), keptShape(g)), in);
+        ValueId mask = g.op(OpKind::Eq, {g.I(0), out});
+        ValueId m = g.op(OpKind::Cast, {mask}, Attrs{{"dtype", std::string(dtypeName(g.type(g.GO(0)).dtype))}});
+        Attrs red{{"dim", reductionDims(g.attrs(), static_cast<int64_t>(in.size()))}, {"keepdim", true}};
+        ValueId count = g.op(OpKind::Sum, {m}, red);
+        ValueId go = g.expand(g.reshape(g.GO(0), keptShape(g)), in);
+        return {g.div(g.mul(go, m), g.expand(count, in))};
+      };
+    case OpKind::Bmm:
+      return [](GradCtx& g) -> R {
+        Attrs tr{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}};
+        return {g.op(OpKind::Bmm, {g.GO(0), g.op(OpKind::Transpose, {g.I(1)}, tr)}),
+                g.op(OpKind::Bmm, {g.op(OpKind::Transpose, {g.I(0)}, tr), g.GO(0)})};
+      };
+    case OpKind::Conv2d:
+      return [](GradCtx& g) -> R {
+        Attrs ai = g.attrs(), aw = g.attrs();
+        ai["input_size"] = sz(g, g.I(0));
+        aw["weight_size"] = sz(g, g.I(1));
+        ValueId go = g.contiguous(g.GO(0));
+        return {g.op(OpKind::Conv2dBackwardInput, {go, g.contiguous(g.I(1))}, ai),
+                g.op(OpKind::Conv2dBackwardWeight, {go, g.contiguous(g.I(0))}, aw)};
+      };
+    case OpKind::MaxPool2d:
+      return [](GradCtx& g) -> R {
+        Attrs a = g.attrs();
+        a["input_size"] = sz(g, g.I(0));
+        return {g.op(OpKind::MaxPool2dBackward, {g.contiguous(g.GO(0)), g.O(1)}, a)};
+      };
+    case OpKind::AvgPool2d:
+      return [](GradCtx& g) -> R {
+        Attrs a = g.attrs();
+        a["input_size"] = sz(g, g.I(0));
+        return {g.op(OpKind::AvgPool2dBackward, {g.contiguous(g.GO(0))}, a)};
+      };
+    case OpKind::IndexSelect:
+      return [](GradCtx& g) -> R {
+        return {g.op(OpKind::IndexAdd, {g.zeros(g.type(g.I(0))), g.I(1), g.contiguous(g.GO(0))}, g.attrs()), kNoValue};
+      };
+    case OpKind::IndexAdd:
+      return [](GradCtx& g) -> R { return {g.GO(0), kNoValue, g.op(OpKind::IndexSelect, {g.GO(0), g.I(1)}, g.attrs())}; };
+    case OpKind::Gather:
+      return [](GradCtx& g) -> R {
+        return {g.op(OpKind::ScatterAdd, {g.zeros(g.type(g.I(0))), g.I(1), g.contiguous(g.GO(0))}, g.attrs()), kNoValue};
+      };
+    case OpKind::ScatterAdd:
+      return [](GradCtx& g) -> R { return {g.GO(0), kNoValue, g.op(OpKind::Gather, {g.GO(0), g.I(1)}, g.attrs())}; };
+    case OpKind::Cat:
+      return [](GradCtx& g) -> R {
+        R r;
+        int64_t d = wrapDim(attrInt(g.attrs(), "dim"), static_cast<int64_t>(sz(g, g.O(0)).size()));
+        int64_t at = 0;
+        for (size_t i = 0; i < g.node().inputs.size(); ++i) {
+          int64_t n = sz(g, g.I(static_cast<int>(i)))[static_cast<size_t>(d)];
+          r.push_back(g.op(OpKind::Slice, {g.GO(0)}, Attrs{{"dim", d}, {"start", at}, {"end", at + n}, {"step", int64_t{1}}}));
+          at += n;
+        }
+        return r;
+      };
+    case OpKind::Pad:
+      return [](GradCtx& g) -> R {
+        Ints p = attrInts(g.attrs(), "pad");
+        for (int64_t& v : p) v = -v;
+        return {g.op(OpKind::Pad, {g.contiguous(g.GO(0))}, Attrs{{"pad", p}, {"value", 0.0}})};
+      };
+    case OpKind::Permute:
+      return [](GradCtx& g) -> R {
+        Ints p = attrInts(g.attrs(), "dims"), inv(p.size());
+        for (size_t i = 0; i < p.size(); ++i) inv[static_cast<size_t>(wrapDim(p[i], static_cast<int64_t>(p.size())))] = static_cast<int64_t>(i);
+        return {g.op(OpKind::Permute, {g.GO(0)}, Attrs{{"dims", inv}})};
+      };
     case OpKind::CustomGrad: return customGradRule;
     default: return nullptr;
   }

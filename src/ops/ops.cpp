@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace aotc {
 
@@ -267,6 +268,169 @@ std::vector<TensorType> customGradRule(const std::vector<TensorType>& in, const 
   return std::vector<TensorType>(in.begin() + na, in.begin() + na + no);
 }
 
+std::vector<TensorType> castRule(const std::vector<TensorType>& in, const Attrs& a) {
+  auto d = parseDType(std::get<std::string>(a.at("dtype")));
+  if (!d) shapeError("cast: unknown dtype");
+  return one(TensorType::contiguous(*d, in[0].sizes));
+}
+
+std::vector<TensorType> logicalRule(const std::vector<TensorType>& in, const Attrs&) { return broadcastRule(in, DType::Bool); }
+
+std::vector<TensorType> minmaxReduceRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[0].numel() == 0) shapeError("amax/amin of an empty tensor");
+  std::vector<TensorType> t = reduceRule(in, a, false);
+  t[0].dtype = in[0].dtype;
+  return t;
+}
+
+std::vector<TensorType> argmaxRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (!hasAttr(a, "dim")) return one(TensorType::contiguous(DType::I64, {}));
+  Attrs r{{"dim", Ints{attrInt(a, "dim")}}, {"keepdim", attrBool(a, "keepdim", false)}};
+  std::vector<TensorType> t = reduceRule(in, r, false);
+  t[0].dtype = DType::I64;
+  return t;
+}
+
+std::vector<TensorType> bmmRule(const std::vector<TensorType>& in, const Attrs&) {
+  if (in[0].rank() != 3 || in[1].rank() != 3 || in[0].sizes[0] != in[1].sizes[0] || in[0].sizes[2] != in[1].sizes[1])
+    shapeError("bmm: shapes " + shapeStr(in[0].sizes) + " and " + shapeStr(in[1].sizes) + " cannot be multiplied");
+  if (in[0].dtype != in[1].dtype) shapeError("bmm: dtypes differ");
+  return one(TensorType::contiguous(in[0].dtype, {in[0].sizes[0], in[0].sizes[1], in[1].sizes[2]}));
+}
+
+Ints pair(const Attrs& a, const char* k, int64_t dflt) {
+  if (!hasAttr(a, k)) return {dflt, dflt};
+  Ints v = attrInts(a, k);
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) shapeError(std::string(k) + " must have 1 or 2 values");
+  return v;
+}
+
+Ints convOut(const Ints& x, const Ints& w, const Attrs& a) {
+  Ints st = pair(a, "stride", 1), pd = pair(a, "padding", 0), dl = pair(a, "dilation", 1);
+  int64_t g = hasAttr(a, "groups") ? attrInt(a, "groups") : 1;
+  if (x.size() != 4 || w.size() != 4) shapeError("conv2d expects 4-D input and weight, got " + shapeStr(x) + " and " + shapeStr(w));
+  if (g <= 0 || x[1] != w[1] * g || w[0] % g != 0)
+    shapeError("conv2d: input " + shapeStr(x) + " and weight " + shapeStr(w) + " do not match for groups=" + std::to_string(g));
+  int64_t ho = windowOut(x[2], w[2], st[0], pd[0], dl[0], false), wo = windowOut(x[3], w[3], st[1], pd[1], dl[1], false);
+  if (ho <= 0 || wo <= 0) shapeError("conv2d: output size is empty for input " + shapeStr(x));
+  return {x[0], w[0], ho, wo};
+}
+
+std::vector<TensorType> conv2dRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[0].dtype != in[1].dtype) shapeError("conv2d: input and weight dtypes differ");
+  return one(TensorType::contiguous(in[0].dtype, convOut(in[0].sizes, in[1].sizes, a)));
+}
+std::vector<TensorType> conv2dBackInputRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints x = attrInts(a, "input_size");
+  if (convOut(x, in[1].sizes, a) != in[0].sizes) shapeError("conv2d_backward_input: grad does not match the convolution");
+  return one(TensorType::contiguous(in[0].dtype, x));
+}
+std::vector<TensorType> conv2dBackWeightRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints w = attrInts(a, "weight_size");
+  if (convOut(in[1].sizes, w, a) != in[0].sizes) shapeError("conv2d_backward_weight: grad does not match the convolution");
+  return one(TensorType::contiguous(in[0].dtype, w));
+}
+
+Ints poolOut(const Ints& x, const Attrs& a) {
+  if (x.size() != 4) shapeError("pooling expects a 4-D input, got " + shapeStr(x));
+  Window2d w = window2d(a);
+  int64_t ho = windowOut(x[2], w.kh, w.sh, w.ph, w.dh, w.ceil), wo = windowOut(x[3], w.kw, w.sw, w.pw, w.dw, w.ceil);
+  if (w.ph * 2 > w.kh || w.pw * 2 > w.kw) shapeError("pad should be at most half of the kernel size");
+  if (ho <= 0 || wo <= 0) shapeError("pooling output is empty for input " + shapeStr(x));
+  return {x[0], x[1], ho, wo};
+}
+std::vector<TensorType> maxPoolRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints o = poolOut(in[0].sizes, a);
+  return {TensorType::contiguous(in[0].dtype, o), TensorType::contiguous(DType::I64, o)};
+}
+std::vector<TensorType> maxPoolBackRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[1].dtype != DType::I64 || in[0].sizes != in[1].sizes) shapeError("max_pool2d_backward: indices do not match the grad");
+  return one(TensorType::contiguous(in[0].dtype, attrInts(a, "input_size")));
+}
+std::vector<TensorType> avgPoolRule(const std::vector<TensorType>& in, const Attrs& a) {
+  return one(TensorType::contiguous(in[0].dtype, poolOut(in[0].sizes, a)));
+}
+std::vector<TensorType> avgPoolBackRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints x = attrInts(a, "input_size");
+  if (poolOut(x, a) != in[0].sizes) shapeError("avg_pool2d_backward: grad does not match the pooling");
+  return one(TensorType::contiguous(in[0].dtype, x));
+}
+
+std::vector<TensorType> indexSelectRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[1].rank() > 1 || (in[1].dtype != DType::I64 && in[1].dtype != DType::I32))
+    shapeError("index_select: index must be a 1-D integer tensor");
+  Ints s = in[0].sizes;
+  int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
+  if (!s.empty()) s[d] = in[1].numel();
+  return one(TensorType::contiguous(in[0].dtype, s));
+}
+std::vector<TensorType> indexAddRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints want = indexSelectRule({in[0], in[1]}, a)[0].sizes;
+  if (in[2].sizes != want) shapeError("index_add: source " + shapeStr(in[2].sizes) + " does not match " + shapeStr(want));
+  return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
+}
+std::vector<TensorType> gatherRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[1].dtype != DType::I64 || in[1].rank() != in[0].rank()) shapeError("gather: index must be int64 with the input's rank");
+  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
+  return one(TensorType::contiguous(in[0].dtype, in[1].sizes));
+}
+std::vector<TensorType> scatterAddRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[1].dtype != DType::I64 || in[1].sizes != in[2].sizes || in[1].rank() != in[0].rank())
+    shapeError("scatter_add: index and source must have the same shape, with the input's rank");
+  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
+  return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
+}
+std::vector<TensorType> catRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in.empty()) shapeError("cat: expects at least one tensor");
+  Ints s = in[0].sizes;
+  if (s.empty()) shapeError("cat: zero-dimensional tensors cannot be concatenated");
+  int64_t d = wrapDim(attrInt(a, "dim"), static_cast<int64_t>(s.size()));
+  DType dt = in[0].dtype;
+  s[d] = 0;
+  for (auto& t : in) {
+    if (t.rank() != static_cast<int64_t>(s.size())) shapeError("cat: tensors must have the same rank");
+    for (size_t i = 0; i < s.size(); ++i)
+      if (static_cast<int64_t>(i) != d && t.sizes[i] != in[0].sizes[i])
+        shapeError("cat: sizes " + shapeStr(t.sizes) + " and " + shapeStr(in[0].sizes) + " differ outside dim " + std::to_string(d));
+    s[d] += t.sizes[d];
+    dt = promote(dt, t.dtype);
+  }
+  return one(TensorType::contiguous(dt, s));
+}
+std::vector<TensorType> padRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints p = attrInts(a, "pad");
+  Ints s = in[0].sizes;
+  if (p.size() % 2 || p.size() / 2 > s.size()) shapeError("pad: padding length must be even and at most twice the rank");
+  for (size_t i = 0; i < p.size() / 2; ++i) {
+    size_t d = s.size() - 1 - i;
+    s[d] += p[2 * i] + p[2 * i + 1];
+    if (s[d] < 0) shapeError("pad: resulting size is negative");
+  }
+  return one(TensorType::contiguous(in[0].dtype, s));
+}
+std::vector<TensorType> arangeRule(const std::vector<TensorType>&, const Attrs& a) {
+  double start = attrFloat(a, "start"), end = attrFloat(a, "end"), step = attrFloat(a, "step");
+  if (step == 0 || (end - start) / step < 0) shapeError("arange: bad start/end/step");
+  auto d = parseDType(std::get<std::string>(a.at("dtype")));
+  if (!d) shapeError("arange: unknown dtype");
+  return one(TensorType::contiguous(*d, {static_cast<int64_t>(std::ceil((end - start) / step))}));
+}
+std::vector<TensorType> permuteRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints p = attrInts(a, "dims");
+  if (static_cast<int64_t>(p.size()) != in[0].rank()) shapeError("permute: dims must name every dim once");
+  TensorType t = in[0];
+  std::vector<bool> seen(p.size(), false);
+  for (size_t i = 0; i < p.size(); ++i) {
+    int64_t d = wrapDim(p[i], in[0].rank());
+    if (seen[d]) shapeError("permute: repeated dim");
+    seen[d] = true;
+    t.sizes[i] = in[0].sizes[d];
+    t.strides[i] = in[0].strides[d];
+  }
+  return one(t);
+}
+
 std::vector<TensorType> fromRegions(const std::vector<TensorType>&, const Attrs&) {
   shapeError("autograd_function: result types come from its forward region");
 }
@@ -303,6 +467,31 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::CustomGrad: return customGradRule;
     case OpKind::AutogradFunction: return fromRegions;
     case OpKind::TInplace: return tRule;
+    case OpKind::Abs: case OpKind::Sign: return unary;
+    case OpKind::Sin: case OpKind::Cos: case OpKind::Erf: return unaryFloat;
+    case OpKind::Pow: case OpKind::Maximum: case OpKind::Minimum: return binary;
+    case OpKind::Lt: case OpKind::Le: case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: return compare;
+    case OpKind::LogicalAnd: case OpKind::LogicalOr: return logicalRule;
+    case OpKind::LogicalNot: return logicalRule;
+    case OpKind::Cast: return castRule;
+    case OpKind::Amax: case OpKind::Amin: return minmaxReduceRule;
+    case OpKind::ArgMax: return argmaxRule;
+    case OpKind::Bmm: return bmmRule;
+    case OpKind::Conv2d: return conv2dRule;
+    case OpKind::Conv2dBackwardInput: return conv2dBackInputRule;
+    case OpKind::Conv2dBackwardWeight: return conv2dBackWeightRule;
+    case OpKind::MaxPool2d: return maxPoolRule;
+    case OpKind::MaxPool2dBackward: return maxPoolBackRule;
+    case OpKind::AvgPool2d: return avgPoolRule;
+    case OpKind::AvgPool2dBackward: return avgPoolBackRule;
+    case OpKind::IndexSelect: return indexSelectRule;
+    case OpKind::IndexAdd: return indexAddRule;
+    case OpKind::Gather: return gatherRule;
+    case OpKind::ScatterAdd: return scatterAddRule;
+    case OpKind::Cat: return catRule;
+    case OpKind::Pad: return padRule;
+    case OpKind::Arange: return arangeRule;
+    case OpKind::Permute: return permuteRule;
     case OpKind::Gt: return compare;
     case OpKind::Where: return whereRule;
     case OpKind::Sum: return sumRule;
@@ -352,6 +541,25 @@ std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>&
     if (o.role == OutputRole::User) out.push_back(fw.type(o.value));
   return out;
 }
+
+int64_t windowOut(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil) {
+  if (stride <= 0 || kernel <= 0 || dilation <= 0) shapeError("kernel, stride and dilation must be positive");
+  int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  int64_t out = (ceil ? (span + stride - 1) / stride : span / stride) + 1;
+  // PyTorch: the last window must start inside the input (or left padding).
+  if (ceil && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+Window2d window2d(const Attrs& a) {
+  Ints k = pair(a, "kernel", 1);
+  Ints st = hasAttr(a, "stride") && !attrInts(a, "stride").empty() ? pair(a, "stride", 1) : k;
+  Ints pd = pair(a, "padding", 0), dl = pair(a, "dilation", 1);
+  return Window2d{k[0], k[1], st[0], st[1], pd[0], pd[1], dl[0], dl[1], attrBool(a, "ceil_mode", false)};
+}
+
+DType promoteTypes(DType a, DType b) { return promote(a, b); }
 
 int64_t wrapDim(int64_t dim, int64_t rank) {
   if (dim < -rank || dim >= rank)

@@ -10,7 +10,7 @@
 
 namespace aotc {
 
-enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, MetaMutation, Epilogue, Scatter, Alias, Custom };
+enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, MetaMutation, Epilogue, Scatter, Alias, Custom, Window, Gather };
 enum class GradKind : uint8_t { Diff, NoGrad, NeverDiff };
 
 struct OpInfo {
@@ -61,6 +61,17 @@ double attrFloat(const Attrs& a, const std::string& key);
 bool attrBool(const Attrs& a, const std::string& key, bool dflt);
 const Ints& attrInts(const Attrs& a, const std::string& key);
 bool hasAttr(const Attrs& a, const std::string& key);
+
+/// Output size of a pooling/conv window along one dim (PyTorch's rule).
+int64_t windowOut(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil);
+/// Attrs of a 2-D window op, normalized to two values each.
+struct Window2d {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  bool ceil;
+};
+Window2d window2d(const Attrs& a);
+/// Promoted dtype of a binary op (ATen's lattice, simplified).
+DType promoteTypes(DType a, DType b);
 
 /// Which tables have a row for each op (for the completeness test).
 bool hasShapeRule(OpKind k);

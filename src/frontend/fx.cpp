@@ -341,6 +341,235 @@ V autogradFunction(Converter& c) {
   return c.ops(OpKind::AutogradFunction, args, Attrs{{"name", fn}}, std::move(regions));
 }
 
+// ------------------------------------------------------------ decompositions
+// Composite ATen ops become the IR's primitives here, so their gradients are
+// autodiff's and codegen sees few distinct ops.
+
+DType dtypeArg(Converter& c, size_t i, const char* kw, DType dflt) {
+  if (!c.has(i, kw)) return dflt;
+  const json* d = c.arg(i, kw);
+  auto p = d->is_object() && d->contains("dtype") ? dtypeFromTorchName((*d)["dtype"].get<std::string>()) : std::nullopt;
+  if (!p) c.fail("unsupported dtype argument " + d->dump());
+  return *p;
+}
+
+ValueId reduceOp(Converter& c, OpKind k, ValueId x, Ints dims, bool keep) {
+  return c.op(k, {x}, Attrs{{"dim", dims}, {"keepdim", keep}});
+}
+ValueId bin(Converter& c, OpKind k, ValueId a, ValueId b) { return c.op(k, {a, b}); }
+ValueId sc(Converter& c, double v, ValueId like) { return c.scalar(v, c.type(like).dtype); }
+int64_t dimArg(Converter& c, size_t i, const char* kw, ValueId x, int64_t dflt = 0) {
+  int64_t r = std::max<int64_t>(c.type(x).rank(), 1);
+  return wrapDim(static_cast<int64_t>(c.number(i, kw, static_cast<double>(dflt))), r);
+}
+
+/// softmax / log_softmax over `dim`, shifted by the (detached) max for range.
+ValueId softmaxLike(Converter& c, ValueId x, int64_t dim, bool log) {
+  ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, x, {dim}, true)});
+  ValueId z = bin(c, OpKind::Sub, x, m);
+  ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {z}), {dim}, true);
+  if (log) return bin(c, OpKind::Sub, z, c.op(OpKind::Log, {s}));
+  return bin(c, OpKind::Div, c.op(OpKind::Exp, {z}), s);
+}
+
+/// var over dims with Bessel's correction `correction`.
+ValueId variance(Converter& c, ValueId x, Ints dims, double correction, bool keep) {
+  int64_t n = 1;
+  Ints all = reductionDims(Attrs{{"dim", dims}}, c.type(x).rank());
+  for (int64_t d : all) n *= c.type(x).sizes[static_cast<size_t>(d)];
+  ValueId mean = reduceOp(c, OpKind::Mean, x, all, true);
+  ValueId dlt = bin(c, OpKind::Sub, x, mean);
+  ValueId ss = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, dlt, dlt), all, keep);
+  return bin(c, OpKind::Div, ss, sc(c, std::max(static_cast<double>(n) - correction, 0.0), x));
+}
+
+V layerNorm(Converter& c) {
+  ValueId x = c.tensor(0, "input");
+  Ints shape = c.ints(1, "normalized_shape");
+  ValueId w = c.has(2, "weight") ? c.tensor(2, "weight") : kNoValue, b = c.has(3, "bias") ? c.tensor(3, "bias") : kNoValue;
+  double eps = c.number(4, "eps", 1e-5);
+  int64_t r = c.type(x).rank();
+  Ints dims;
+  for (int64_t d = r - static_cast<int64_t>(shape.size()); d < r; ++d) dims.push_back(d);
+  ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
+  ValueId dlt = bin(c, OpKind::Sub, x, mean);
+  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, dlt, dlt), dims, true);
+  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, var, sc(c, eps, x))});
+  ValueId out = bin(c, OpKind::Mul, dlt, rstd);
+  if (w != kNoValue) out = bin(c, OpKind::Mul, out, w);
+  if (b != kNoValue) out = bin(c, OpKind::Add, out, b);
+  return {out, mean, rstd};
+}
+
+V groupNorm(Converter& c) {
+  ValueId x = c.tensor(0, "input");
+  ValueId w = c.has(1, "weight") ? c.tensor(1, "weight") : kNoValue, b = c.has(2, "bias") ? c.tensor(2, "bias") : kNoValue;
+  int64_t N = static_cast<int64_t>(c.number(3, "N")), C = static_cast<int64_t>(c.number(4, "C"));
+  int64_t G = static_cast<int64_t>(c.number(6, "group"));
+  double eps = c.number(7, "eps", 1e-5);
+  if (G <= 0 || C % G) c.fail("group_norm: channels must divide into groups");
+  Ints shape = c.type(x).sizes;
+  ValueId xg = c.op(OpKind::View, {c.type(x).isContiguous() ? x : c.op(OpKind::Clone, {x})}, Attrs{{"size", Ints{N, G, -1}}});
+  xg = c.op(OpKind::View, {xg}, Attrs{{"size", inferViewSize(Ints{N, G, -1}, c.type(x).numel())}});
+  ValueId mean = reduceOp(c, OpKind::Mean, xg, {2}, true);
+  ValueId dlt = bin(c, OpKind::Sub, xg, mean);
+  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, dlt, dlt), {2}, true);
+  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, var, sc(c, eps, x))});
+  ValueId out = c.op(OpKind::View, {bin(c, OpKind::Mul, dlt, rstd)}, Attrs{{"size", shape}});
+  Ints bshape(shape.size(), 1);
+  bshape[1] = C;
+  if (w != kNoValue) out = bin(c, OpKind::Mul, out, c.op(OpKind::View, {w}, Attrs{{"size", bshape}}));
+  if (b != kNoValue) out = bin(c, OpKind::Add, out, c.op(OpKind::View, {b}, Attrs{{"size", bshape}}));
+  return {out, c.op(OpKind::View, {mean}, Attrs{{"size", Ints{N, G}}}), c.op(OpKind::View, {rstd}, Attrs{{"size", Ints{N, G}}})};
+}
+
+/// nll_loss(self [N,C] or [C], target, weight?, reduction, ignore_index) -> (loss, total_weight)
+V nllLoss(Converter& c) {
+  ValueId x = c.tensor(0, "self"), t = c.tensor(1, "target");
+  if (c.has(2, "weight")) c.fail("nll_loss with class weights is not supported yet");
+  int64_t reduction = static_cast<int64_t>(c.number(3, "reduction", 1));
+  int64_t ignore = static_cast<int64_t>(c.number(4, "ignore_index", -100));
+  bool batched = c.type(x).rank() == 2;
+  ValueId t2 = batched ? c.op(OpKind::Unsqueeze, {t}, Attrs{{"dim", int64_t{1}}}) : c.op(OpKind::View, {t}, Attrs{{"size", Ints{1}}});
+  ValueId valid = bin(c, OpKind::Ne, t2, c.scalar(static_cast<double>(ignore), DType::I64));
+  ValueId safe = c.op(OpKind::Where, {valid, t2, c.scalar(0, DType::I64)});
+  ValueId picked = c.op(OpKind::Gather, {x, safe}, Attrs{{"dim", int64_t{batched ? 1 : 0}}});
+  ValueId zero = sc(c, 0.0, x);
+  ValueId per = c.op(OpKind::Where, {valid, c.op(OpKind::Neg, {picked}), zero});
+  per = batched ? c.op(OpKind::Squeeze, {per}, Attrs{{"dim", Ints{1}}}) : c.op(OpKind::View, {per}, Attrs{{"size", Ints{}}});
+  ValueId count = reduceOp(c, OpKind::Sum, c.op(OpKind::Cast, {valid}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}}), {}, false);
+  if (reduction == 0) return {per, count};
+  ValueId total = reduceOp(c, OpKind::Sum, per, {}, false);
+  if (reduction == 2) return {total, count};
+  return {bin(c, OpKind::Div, total, count), count};
+}
+
+V convolution(Converter& c) {
+  ValueId x = c.tensor(0, "input"), w = c.tensor(1, "weight");
+  if (c.boolean(6, "transposed", false)) c.fail("transposed convolution is not supported yet");
+  if (c.type(x).rank() != 4) c.fail("only 2-D convolution (4-D input) is supported");
+  Attrs a{{"stride", c.ints(3, "stride")}, {"padding", c.ints(4, "padding")}, {"dilation", c.ints(5, "dilation")},
+          {"groups", static_cast<int64_t>(c.number(8, "groups", 1))}};
+  ValueId y = c.op(OpKind::Conv2d, {x, w}, a);
+  if (c.has(2, "bias")) {
+    int64_t O = c.type(w).sizes[0];
+    y = bin(c, OpKind::Add, y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", Ints{1, O, 1, 1}}}));
+  }
+  return {y};
+}
+
+V maxPool(Converter& c) {
+  Attrs a{{"kernel", c.ints(1, "kernel_size")}, {"stride", c.ints(2, "stride", Ints{})}, {"padding", c.ints(3, "padding", Ints{0})},
+          {"dilation", c.ints(4, "dilation", Ints{1})}, {"ceil_mode", c.boolean(5, "ceil_mode", false)}};
+  return c.ops(OpKind::MaxPool2d, {c.tensor(0, "self")}, a, {});
+}
+
+V avgPool(Converter& c) {
+  Attrs a{{"kernel", c.ints(1, "kernel_size")}, {"stride", c.ints(2, "stride", Ints{})}, {"padding", c.ints(3, "padding", Ints{0})},
+          {"ceil_mode", c.boolean(4, "ceil_mode", false)}, {"count_include_pad", c.boolean(5, "count_include_pad", true)}};
+  if (c.has(6, "divisor_override")) a["divisor"] = static_cast<int64_t>(c.number(6, "divisor_override"));
+  return {c.op(OpKind::AvgPool2d, {c.tensor(0, "self")}, a)};
+}
+
+/// adaptive_avg_pool2d: an avg_pool2d when the output size divides the input.
+V adaptiveAvgPool(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  Ints out = c.ints(1, "output_size");
+  if (out.size() == 1) out.push_back(out[0]);
+  const Ints& s = c.type(x).sizes;
+  if (s.size() != 4 || s[2] % out[0] || s[3] % out[1])
+    c.fail("adaptive_avg_pool2d is supported when the output size divides the input size");
+  if (out[0] == 1 && out[1] == 1) return {reduceOp(c, OpKind::Mean, x, {2, 3}, true)};
+  Ints k{s[2] / out[0], s[3] / out[1]};
+  return {c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0}}})};
+}
+
+V splitSizes(Converter& c, ValueId x, int64_t dim, const Ints& sizes) {
+  V out;
+  int64_t at = 0;
+  for (int64_t n : sizes) {
+    out.push_back(c.op(OpKind::Slice, {x}, Attrs{{"dim", dim}, {"start", at}, {"end", at + n}, {"step", int64_t{1}}}));
+    at += n;
+  }
+  return out;
+}
+
+V split(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  int64_t dim = dimArg(c, 2, "dim", x);
+  int64_t size = c.type(x).sizes[static_cast<size_t>(dim)];
+  int64_t chunk = static_cast<int64_t>(c.number(1, "split_size"));
+  if (chunk <= 0) c.fail("split size must be positive");
+  Ints sizes;
+  for (int64_t at = 0; at < size; at += chunk) sizes.push_back(std::min(chunk, size - at));
+  if (sizes.empty()) sizes.push_back(0);
+  return splitSizes(c, x, dim, sizes);
+}
+
+V catOp(Converter& c) {
+  const json* list = c.arg(0, "tensors");
+  if (!list || !list->is_array() || list->empty()) c.fail("cat expects a non-empty list of tensors");
+  std::vector<ValueId> xs;
+  for (size_t i = 0; i < list->size(); ++i) xs.push_back(c.ref((*list)[i], i));
+  int64_t dim = static_cast<int64_t>(c.number(1, "dim", 0.0));
+  return {c.op(OpKind::Cat, xs, Attrs{{"dim", dim}})};
+}
+
+V stack(Converter& c) {
+  const json* list = c.arg(0, "tensors");
+  if (!list || !list->is_array() || list->empty()) c.fail("stack expects a non-empty list of tensors");
+  int64_t dim = static_cast<int64_t>(c.number(1, "dim", 0.0));
+  std::vector<ValueId> xs;
+  for (size_t i = 0; i < list->size(); ++i) xs.push_back(c.op(OpKind::Unsqueeze, {c.ref((*list)[i], i)}, Attrs{{"dim", dim}}));
+  return {c.op(OpKind::Cat, xs, Attrs{{"dim", dim}})};
+}
+
+/// An in-place op `op_(self, ...)`: the functional op, then copy_ into self.
+V inplaceOf(Converter& c, ValueId v) { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), v})}; }
+
+ValueId gelu(Converter& c, ValueId x, const std::string& approx) {
+  ValueId half = bin(c, OpKind::Mul, x, sc(c, 0.5, x));
+  if (approx == "tanh") {
+    ValueId x3 = bin(c, OpKind::Mul, bin(c, OpKind::Mul, x, x), x);
+    ValueId inner = bin(c, OpKind::Mul, bin(c, OpKind::Add, x, bin(c, OpKind::Mul, x3, sc(c, 0.044715, x))), sc(c, 0.7978845608028654, x));
+    return bin(c, OpKind::Mul, half, bin(c, OpKind::Add, c.op(OpKind::Tanh, {inner}), sc(c, 1.0, x)));
+  }
+  ValueId e = c.op(OpKind::Erf, {bin(c, OpKind::Mul, x, sc(c, 0.7071067811865476, x))});
+  return bin(c, OpKind::Mul, half, bin(c, OpKind::Add, e, sc(c, 1.0, x)));
+}
+
+/// clamp with optional bounds; gradients pass where min <= x <= max.
+ValueId clampOp(Converter& c, ValueId x, std::optional<double> lo, std::optional<double> hi) {
+  ValueId y = x;
+  if (lo) y = c.op(OpKind::Where, {bin(c, OpKind::Lt, y, sc(c, *lo, x)), sc(c, *lo, x), y});
+  if (hi) y = c.op(OpKind::Where, {bin(c, OpKind::Gt, y, sc(c, *hi, x)), sc(c, *hi, x), y});
+  return y;
+}
+std::optional<double> optNumber(Converter& c, size_t i, const char* kw) {
+  return c.has(i, kw) ? std::optional<double>(c.number(i, kw)) : std::nullopt;
+}
+
+ValueId hardswish(Converter& c, ValueId x) {
+  ValueId r6 = clampOp(c, bin(c, OpKind::Add, x, sc(c, 3.0, x)), 0.0, 6.0);
+  return bin(c, OpKind::Div, bin(c, OpKind::Mul, x, r6), sc(c, 6.0, x));
+}
+
+ValueId leakyRelu(Converter& c, ValueId x, double slope) {
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, x, sc(c, 0.0, x)), x, bin(c, OpKind::Mul, x, sc(c, slope, x))});
+}
+
+ValueId silu(Converter& c, ValueId x) { return bin(c, OpKind::Mul, x, c.op(OpKind::Sigmoid, {x})); }
+
+V dropout(Converter& c) {
+  ValueId x = c.tensor(0, "input");
+  double p = c.number(1, "p");
+  bool train = c.boolean(2, "train", true);
+  if (train && p > 0)
+    c.fail("dropout with p > 0 in training mode is not supported yet (export in eval mode or with p=0)");
+  TensorType mt = TensorType::contiguous(DType::Bool, c.type(x).sizes);
+  return {c.op(OpKind::Clone, {x}), constantLike(c, 1.0, mt)};
+}
+
 const std::map<std::string, ConvertFn>& converters() {
   static const std::map<std::string, ConvertFn> table = {
       {"aten.add.Tensor", [](Converter& c) { return addLike(c, OpKind::Add, 1); }},
@@ -438,6 +667,189 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.set_.source_Storage", setStorage},
       {"aten.set_.source_Storage_storage_offset", setStorage},
       {"aotc.autograd_function", autogradFunction},
+      // pointwise
+      {"aten.abs.default", [](Converter& c) { return unary(c, OpKind::Abs); }},
+      {"aten.sin.default", [](Converter& c) { return unary(c, OpKind::Sin); }},
+      {"aten.cos.default", [](Converter& c) { return unary(c, OpKind::Cos); }},
+      {"aten.erf.default", [](Converter& c) { return unary(c, OpKind::Erf); }},
+      {"aten.sign.default", [](Converter& c) { return unary(c, OpKind::Sign); }},
+      {"aten.pow.Tensor_Scalar", [](Converter& c) { return binary(c, OpKind::Pow); }},
+      {"aten.pow.Tensor_Tensor", [](Converter& c) { return binary(c, OpKind::Pow); }},
+      {"aten.maximum.default", [](Converter& c) { return binary(c, OpKind::Maximum); }},
+      {"aten.minimum.default", [](Converter& c) { return binary(c, OpKind::Minimum); }},
+      {"aten.lt.Tensor", [](Converter& c) { return binary(c, OpKind::Lt); }},
+      {"aten.lt.Scalar", [](Converter& c) { return binary(c, OpKind::Lt); }},
+      {"aten.le.Tensor", [](Converter& c) { return binary(c, OpKind::Le); }},
+      {"aten.le.Scalar", [](Converter& c) { return binary(c, OpKind::Le); }},
+      {"aten.ge.Tensor", [](Converter& c) { return binary(c, OpKind::Ge); }},
+      {"aten.ge.Scalar", [](Converter& c) { return binary(c, OpKind::Ge); }},
+      {"aten.eq.Tensor", [](Converter& c) { return binary(c, OpKind::Eq); }},
+      {"aten.eq.Scalar", [](Converter& c) { return binary(c, OpKind::Eq); }},
+      {"aten.ne.Tensor", [](Converter& c) { return binary(c, OpKind::Ne); }},
+      {"aten.ne.Scalar", [](Converter& c) { return binary(c, OpKind::Ne); }},
+      {"aten.logical_and.default", [](Converter& c) { return binary(c, OpKind::LogicalAnd); }},
+      {"aten.logical_or.default", [](Converter& c) { return binary(c, OpKind::LogicalOr); }},
+      {"aten.logical_not.default", [](Converter& c) { return unary(c, OpKind::LogicalNot); }},
+      {"aten._to_copy.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         DType d = dtypeArg(c, 1, "dtype", c.type(x).dtype);
+         return {c.op(OpKind::Cast, {x}, Attrs{{"dtype", std::string(dtypeName(d))}})};
+       }},
+      {"aten.relu_.default", [](Converter& c) { return inplaceOf(c, c.op(OpKind::Relu, {c.tensor(0, "self")})); }},
+      {"aten.sigmoid_.default", [](Converter& c) { return inplaceOf(c, c.op(OpKind::Sigmoid, {c.tensor(0, "self")})); }},
+      {"aten.tanh_.default", [](Converter& c) { return inplaceOf(c, c.op(OpKind::Tanh, {c.tensor(0, "self")})); }},
+      {"aten.div_.Tensor", [](Converter& c) { ValueId x = c.tensor(0, "self"); return inplaceOf(c, bin(c, OpKind::Div, x, c.operand(1, "other", x))); }},
+      {"aten.div_.Scalar", [](Converter& c) { ValueId x = c.tensor(0, "self"); return inplaceOf(c, bin(c, OpKind::Div, x, c.operand(1, "other", x))); }},
+      {"aten.gelu.default",
+       [](Converter& c) -> V {
+         const json* a = c.arg(1, "approximate");
+         return {gelu(c, c.tensor(0, "self"), a && a->is_string() ? a->get<std::string>() : "none")};
+       }},
+      {"aten.silu.default", [](Converter& c) -> V { return {silu(c, c.tensor(0, "self"))}; }},
+      {"aten.silu_.default", [](Converter& c) { return inplaceOf(c, silu(c, c.tensor(0, "self"))); }},
+      {"aten.leaky_relu.default", [](Converter& c) -> V { return {leakyRelu(c, c.tensor(0, "self"), c.number(1, "negative_slope", 0.01))}; }},
+      {"aten.leaky_relu_.default", [](Converter& c) { return inplaceOf(c, leakyRelu(c, c.tensor(0, "self"), c.number(1, "negative_slope", 0.01))); }},
+      {"aten.hardtanh.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), c.number(1, "min_val", -1), c.number(2, "max_val", 1))}; }},
+      {"aten.hardtanh_.default", [](Converter& c) { return inplaceOf(c, clampOp(c, c.tensor(0, "self"), c.number(1, "min_val", -1), c.number(2, "max_val", 1))); }},
+      {"aten.hardswish.default", [](Converter& c) -> V { return {hardswish(c, c.tensor(0, "self"))}; }},
+      {"aten.hardswish_.default", [](Converter& c) { return inplaceOf(c, hardswish(c, c.tensor(0, "self"))); }},
+      {"aten.clamp.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), optNumber(c, 1, "min"), optNumber(c, 2, "max"))}; }},
+      {"aten.clamp_.default", [](Converter& c) { return inplaceOf(c, clampOp(c, c.tensor(0, "self"), optNumber(c, 1, "min"), optNumber(c, 2, "max"))); }},
+      {"aten.where.ScalarOther",
+       [](Converter& c) -> V { ValueId a = c.tensor(1, "self"); return {c.op(OpKind::Where, {c.tensor(0, "condition"), a, c.operand(2, "other", a)})}; }},
+      // reductions
+      {"aten.amax.default", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {reduceOp(c, OpKind::Amax, x, c.ints(1, "dim", Ints{}), c.boolean(2, "keepdim", false))}; }},
+      {"aten.amin.default", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {reduceOp(c, OpKind::Amin, x, c.ints(1, "dim", Ints{}), c.boolean(2, "keepdim", false))}; }},
+      {"aten.argmax.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         Attrs a{{"keepdim", c.boolean(2, "keepdim", false)}};
+         if (c.has(1, "dim")) a["dim"] = static_cast<int64_t>(c.number(1, "dim"));
+         return {c.op(OpKind::ArgMax, {x}, a)};
+       }},
+      {"aten.var.correction",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         return {variance(c, x, c.ints(1, "dim", Ints{}), c.number(2, "correction", 1.0), c.boolean(3, "keepdim", false))};
+       }},
+      {"aten.std.correction",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         return {c.op(OpKind::Sqrt, {variance(c, x, c.ints(1, "dim", Ints{}), c.number(2, "correction", 1.0), c.boolean(3, "keepdim", false))})};
+       }},
+      {"aten._softmax.default", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {softmaxLike(c, x, dimArg(c, 1, "dim", x), false)}; }},
+      {"aten._log_softmax.default", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {softmaxLike(c, x, dimArg(c, 1, "dim", x), true)}; }},
+      {"aten.logsumexp.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         Ints dims = c.ints(1, "dim");
+         bool keep = c.boolean(2, "keepdim", false);
+         ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, x, dims, true)});
+         ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {bin(c, OpKind::Sub, x, m)}), dims, true);
+         ValueId r = bin(c, OpKind::Add, c.op(OpKind::Log, {s}), m);
+         return {keep ? r : reduceOp(c, OpKind::Sum, r, dims, false)};
+       }},
+      // matmul family, convolution, pooling, normalization, losses
+      {"aten.bmm.default", [](Converter& c) -> V { return {c.op(OpKind::Bmm, {c.tensor(0, "self"), c.tensor(1, "mat2")})}; }},
+      {"aten.baddbmm.default",
+       [](Converter& c) -> V {
+         ValueId in = c.tensor(0, "self");
+         ValueId p = c.scaled(c.op(OpKind::Bmm, {c.tensor(1, "batch1"), c.tensor(2, "batch2")}), c.number(4, "alpha", 1.0));
+         return {bin(c, OpKind::Add, c.scaled(in, c.number(3, "beta", 1.0)), p)};
+       }},
+      {"aten.convolution.default", convolution},
+      {"aten.max_pool2d_with_indices.default", maxPool},
+      {"aten.avg_pool2d.default", avgPool},
+      {"aten._adaptive_avg_pool2d.default", adaptiveAvgPool},
+      {"aten.adaptive_avg_pool2d.default", adaptiveAvgPool},
+      {"aten.native_layer_norm.default", layerNorm},
+      {"aten.native_group_norm.default", groupNorm},
+      {"aten.nll_loss_forward.default", nllLoss},
+      {"aten.mse_loss.default",
+       [](Converter& c) -> V {
+         ValueId d = bin(c, OpKind::Sub, c.tensor(0, "self"), c.tensor(1, "target"));
+         ValueId sq = bin(c, OpKind::Mul, d, d);
+         int64_t red = static_cast<int64_t>(c.number(2, "reduction", 1));
+         if (red == 0) return {sq};
+         return {reduceOp(c, red == 1 ? OpKind::Mean : OpKind::Sum, sq, {}, false)};
+       }},
+      {"aten.native_dropout.default", dropout},
+      {"aten.embedding.default",
+       [](Converter& c) -> V {
+         ValueId w = c.tensor(0, "weight"), idx = c.tensor(1, "indices");
+         Ints out = c.type(idx).sizes;
+         out.push_back(c.type(w).sizes[1]);
+         ValueId flat = c.op(OpKind::View, {c.type(idx).isContiguous() ? idx : c.op(OpKind::Clone, {idx})}, Attrs{{"size", Ints{-1}}});
+         flat = c.op(OpKind::View, {flat}, Attrs{{"size", Ints{c.type(idx).numel()}}});
+         return {c.op(OpKind::View, {c.op(OpKind::IndexSelect, {w, flat}, Attrs{{"dim", int64_t{0}}})}, Attrs{{"size", out}})};
+       }},
+      // shape ops
+      {"aten.index_select.default",
+       [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {c.op(OpKind::IndexSelect, {x, c.tensor(2, "index")}, Attrs{{"dim", dimArg(c, 1, "dim", x)}})}; }},
+      {"aten.gather.default",
+       [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {c.op(OpKind::Gather, {x, c.tensor(2, "index")}, Attrs{{"dim", dimArg(c, 1, "dim", x)}})}; }},
+      {"aten.scatter_add.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         return {c.op(OpKind::ScatterAdd, {x, c.tensor(2, "index"), c.tensor(3, "src")}, Attrs{{"dim", dimArg(c, 1, "dim", x)}})};
+       }},
+      {"aten.index_add.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         ValueId src = c.scaled(c.tensor(3, "source"), c.number(4, "alpha", 1.0));
+         return {c.op(OpKind::IndexAdd, {x, c.tensor(2, "index"), src}, Attrs{{"dim", dimArg(c, 1, "dim", x)}})};
+       }},
+      {"aten.cat.default", catOp},
+      {"aten.stack.default", stack},
+      {"aten.split.Tensor", split},
+      {"aten.split_with_sizes.default",
+       [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return splitSizes(c, x, dimArg(c, 2, "dim", x), c.ints(1, "split_sizes")); }},
+      {"aten.unbind.int",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         int64_t dim = dimArg(c, 1, "dim", x);
+         V out;
+         for (int64_t i = 0; i < c.type(x).sizes[static_cast<size_t>(dim)]; ++i)
+           out.push_back(c.op(OpKind::Select, {x}, Attrs{{"dim", dim}, {"index", i}}));
+         return out;
+       }},
+      {"aten.narrow.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         int64_t s = static_cast<int64_t>(c.number(2, "start")), n = static_cast<int64_t>(c.number(3, "length"));
+         return {c.op(OpKind::Slice, {x}, Attrs{{"dim", dimArg(c, 1, "dim", x)}, {"start", s}, {"end", s + n}, {"step", int64_t{1}}})};
+       }},
+      {"aten.permute.default", [](Converter& c) -> V { return {c.op(OpKind::Permute, {c.tensor(0, "self")}, Attrs{{"dims", c.ints(1, "dims")}})}; }},
+      {"aten._reshape_alias.default", reshape},
+      {"aten.constant_pad_nd.default",
+       [](Converter& c) -> V { return {c.op(OpKind::Pad, {c.tensor(0, "self")}, Attrs{{"pad", c.ints(1, "pad")}, {"value", c.number(2, "value", 0.0)}})}; }},
+      {"aten.alias.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
+      {"aten.empty_like.default", [](Converter& c) -> V { return {likeConstant(c, 0.0)}; }},
+      {"aten.empty.memory_format", [](Converter& c) -> V { return {filled(c, 0.0, 1)}; }},
+      {"aten.full_like.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         TensorType t = c.type(x);
+         t.dtype = dtypeArg(c, 2, "dtype", t.dtype);
+         return {constantLike(c, c.number(1, "fill_value"), t)};
+       }},
+      {"aten.scalar_tensor.default",
+       [](Converter& c) -> V { return {constantLike(c, c.number(0, "s"), TensorType::contiguous(dtypeArg(c, 1, "dtype", DType::F32), {}))}; }},
+      {"aten.arange.start_step",
+       [](Converter& c) -> V {
+         double start = c.number(0, "start"), end = c.number(1, "end"), step = c.number(2, "step", 1.0);
+         const json* s0 = c.arg(0, "start");
+         bool ints = s0 && s0->is_number_integer() && c.arg(1, "end")->is_number_integer();
+         DType d = dtypeArg(c, 3, "dtype", ints ? DType::I64 : DType::F32);
+         return {c.op(OpKind::Arange, {}, Attrs{{"start", start}, {"end", end}, {"step", step}, {"dtype", std::string(dtypeName(d))}})};
+       }},
+      {"aten.arange.default",
+       [](Converter& c) -> V {
+         double end = c.number(0, "end");
+         DType d = dtypeArg(c, 1, "dtype", c.arg(0, "end")->is_number_integer() ? DType::I64 : DType::F32);
+         return {c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", end}, {"step", 1.0}, {"dtype", std::string(dtypeName(d))}})};
+       }},
       {"aten.copy_.default",
        [](Converter& c) -> V { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), c.tensor(1, "src")})}; }},
   };

@@ -33,8 +33,8 @@ const char* storageType(DType d) {
     case DType::I64: return "long long";
     case DType::I32: return "int";
     case DType::Bool: return "bool";
-    case DType::F16: return "unsigned short";  // half types get float compute in the op-coverage work
-    case DType::BF16: return "unsigned short";
+    case DType::F16: return "__half";  // computed in float
+    case DType::BF16: return "__nv_bfloat16";
   }
   return "float";
 }
@@ -77,6 +77,23 @@ std::string pointwiseExpr(OpKind k, const std::vector<std::string>& a) {
     case OpKind::Tanh: return "aotc_tanh(" + a[0] + ")";
     case OpKind::Sigmoid: return "aotc_sigmoid(" + a[0] + ")";
     case OpKind::Sqrt: return "aotc_sqrt(" + a[0] + ")";
+    case OpKind::Abs: return "aotc_abs(" + a[0] + ")";
+    case OpKind::Sign: return "aotc_sign(" + a[0] + ")";
+    case OpKind::Sin: return "aotc_sin(" + a[0] + ")";
+    case OpKind::Cos: return "aotc_cos(" + a[0] + ")";
+    case OpKind::Erf: return "aotc_erf(" + a[0] + ")";
+    case OpKind::Pow: return "aotc_pow(" + a[0] + ", " + a[1] + ")";
+    case OpKind::Maximum: return "aotc_max(" + a[0] + ", " + a[1] + ")";
+    case OpKind::Minimum: return "aotc_min(" + a[0] + ", " + a[1] + ")";
+    case OpKind::Lt: return "(" + a[0] + " < " + a[1] + ")";
+    case OpKind::Le: return "(" + a[0] + " <= " + a[1] + ")";
+    case OpKind::Ge: return "(" + a[0] + " >= " + a[1] + ")";
+    case OpKind::Eq: return "(" + a[0] + " == " + a[1] + ")";
+    case OpKind::Ne: return "(" + a[0] + " != " + a[1] + ")";
+    case OpKind::LogicalAnd: return "(" + a[0] + " != 0 && " + a[1] + " != 0)";
+    case OpKind::LogicalOr: return "(" + a[0] + " != 0 || " + a[1] + " != 0)";
+    case OpKind::LogicalNot: return "(" + a[0] + " == 0)";
+    case OpKind::Cast: return a[0];
     case OpKind::Rsqrt: return "aotc_rsqrt(" + a[0] + ")";
     case OpKind::Gt: return "(" + a[0] + " > " + a[1] + ")";
     case OpKind::Where: return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
@@ -169,6 +186,16 @@ struct Lowering {
                      {"shared_bytes", 0}, {"args", a}});
   }
 
+  /// Launch with every output then every input as arguments.
+  void launchAll(const std::string& kernel, const Node& n, int64_t threads) {
+    ojson a = ojson::array();
+    for (ValueId o : n.outputs) a.push_back(root[o]);
+    for (ValueId v : n.inputs) a.push_back(root[v]);
+    int64_t grid = std::max<int64_t>(1, (threads + kBlock - 1) / kBlock);
+    steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {grid, 1, 1}}, {"block", {kBlock, 1, 1}},
+                     {"shared_bytes", 0}, {"args", a}});
+  }
+
   /// Elementwise kernel: out (with its own layout) = f(inputs), broadcast.
   std::string pointwiseKernel(const Node& n, const TensorType& ot, const std::string& exprOverride = "") {
     std::ostringstream os;
@@ -216,6 +243,7 @@ struct Lowering {
       }
     }
     const char* acc = ot.dtype == DType::F64 ? "double" : (isFloating(ot.dtype) ? "float" : "long long");
+    const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
     std::ostringstream os;
     os << banner(n, g);
     os << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, const "
@@ -223,14 +251,21 @@ struct Lowering {
     os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
     os << "  if (i >= " << ot.numel() << ") return;\n";
     os << offsetCode(keptSizes, {{"base", {keptStrides, it.offset}}}, "i");
-    os << "  " << acc << " acc = 0;\n";
+    if (isMax || isMin) {
+      bool fl = isFloating(ot.dtype);
+      os << "  " << acc << " acc = " << (isMax ? (fl ? "-AOTC_INF" : "(-9223372036854775807LL - 1)") : (fl ? "AOTC_INF" : "9223372036854775807LL"))
+         << ";\n";
+    } else {
+      os << "  " << acc << " acc = 0;\n";
+    }
     os << "  for (aotc_i64 j = 0; j < " << nred << "; ++j) {\n";
     std::ostringstream inner;
     inner << offsetCode(redSizes, {{"o0", {redStrides, 0}}}, "j");
     std::string body = inner.str();
     for (size_t p = 0; (p = body.find('\n', p)) != std::string::npos && p + 1 < body.size(); p += 3) body.insert(p + 1, "  ");
     os << "  " << body;
-    os << "    acc += (" << acc << ")in0[base + o0];\n  }\n";
+    if (isMax || isMin) os << "    acc = aotc_" << (isMax ? "max" : "min") << "((" << acc << ")in0[base + o0], acc);\n  }\n";
+    else os << "    acc += (" << acc << ")in0[base + o0];\n  }\n";
     if (n.op == OpKind::Mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
     os << "  out[i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
     return addKernel(os.str(), n);
@@ -282,6 +317,322 @@ struct Lowering {
     }
     os << "  out[i] = (" << inside << ") ? in1[" << srcIdx << "] : in0[ob];\n}\n";
     return addKernel(os.str(), n);
+  }
+
+  /// Element `c[...]` of an operand with layout `t`: "(off + c0*s0 + ...)".
+  static std::string at(const TensorType& t, const std::vector<std::string>& c) {
+    std::string e = "(" + std::to_string(t.offset);
+    for (size_t d = 0; d < c.size(); ++d)
+      if (t.sizes[d] != 1) e += " + (" + c[d] + ") * " + std::to_string(t.strides[d]);
+    return e + ")";
+  }
+  static std::vector<std::string> coords(size_t rank, const char* var = "c") {
+    std::vector<std::string> v;
+    for (size_t d = 0; d < rank; ++d) v.push_back(std::string(var) + "[" + std::to_string(d) + "]");
+    return v;
+  }
+
+  /// A kernel with one thread per element of output 0 (dense): the header
+  /// declares out0..outK, in0..inN, the index i and its coordinates c[].
+  std::string elementKernel(const Node& n, const std::string& body, int64_t threads = -1) {
+    const TensorType& ot = g.type(n.outputs[0]);
+    std::ostringstream os;
+    os << banner(n, g);
+    os << "extern \"C\" __global__ void @KERNEL@(";
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      os << (k ? ", " : "") << storageType(g.type(n.outputs[k]).dtype) << "* __restrict__ out" << k;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      os << ", const " << storageType(g.type(n.inputs[i]).dtype) << "* __restrict__ in" << i;
+    os << ") {\n";
+    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    os << "  if (i >= " << (threads < 0 ? ot.numel() : threads) << ") return;\n";
+    os << "  aotc_i64 r = i, c[" << std::max<int64_t>(ot.rank(), 1) << "];\n";
+    for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
+    os << body << "}\n";
+    return addKernel(os.str(), n);
+  }
+
+  std::string argmaxKernel(const Node& n) {
+    const TensorType& it = g.type(n.inputs[0]);
+    const TensorType& ot = g.type(n.outputs[0]);
+    std::ostringstream b;
+    const char* ct = computeType(it.dtype);
+    if (!hasAttr(n.attrs, "dim")) {
+      Ints all = it.sizes;
+      b << "  " << ct << " best = 0; aotc_i64 bi = -1;\n";
+      b << "  for (aotc_i64 j = 0; j < " << it.numel() << "; ++j) {\n    aotc_i64 q = j, k[" << std::max<int64_t>(it.rank(), 1) << "];\n";
+      for (int64_t d = it.rank(); d-- > 0;) b << "    k[" << d << "] = q % " << it.sizes[d] << "; q /= " << it.sizes[d] << ";\n";
+      b << "    " << ct << " v = (" << ct << ")in0[" << at(it, coords(static_cast<size_t>(it.rank()), "k")) << "];\n";
+      b << "    if (bi < 0 || v > best || (v != v && best == best)) { best = v; bi = j; }\n  }\n";
+      b << "  out0[i] = bi;\n";
+      return elementKernel(n, b.str());
+    }
+    int64_t d = wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(it.rank(), 1));
+    bool keep = attrBool(n.attrs, "keepdim", false);
+    // Input coordinates from output coordinates.
+    std::vector<std::string> k;
+    for (int64_t q = 0, oc = 0; q < it.rank(); ++q) {
+      if (q == d) {
+        k.push_back("j");
+        if (keep) ++oc;
+      } else {
+        k.push_back("c[" + std::to_string(oc++) + "]");
+      }
+    }
+    (void)ot;
+    b << "  " << ct << " best = 0; aotc_i64 bi = -1;\n";
+    b << "  for (aotc_i64 j = 0; j < " << (it.rank() ? it.sizes[d] : 1) << "; ++j) {\n";
+    b << "    " << ct << " v = (" << ct << ")in0[" << at(it, k) << "];\n";
+    b << "    if (bi < 0 || v > best || (v != v && best == best)) { best = v; bi = j; }\n  }\n";
+    b << "  out0[i] = bi;\n";
+    return elementKernel(n, b.str());
+  }
+
+  std::string windowKernel(const Node& n) {
+    Window2d w = window2d(n.attrs);
+    std::ostringstream b;
+    if (n.op == OpKind::MaxPool2d) {
+      const TensorType& x = g.type(n.inputs[0]);
+      const char* ct = computeType(x.dtype);
+      b << "  aotc_i64 hs = c[2] * " << w.sh << " - " << w.ph << ", ws = c[3] * " << w.sw << " - " << w.pw << ";\n";
+      b << "  " << ct << " best = -AOTC_INF; aotc_i64 bi = -1;\n";
+      b << "  for (int p = 0; p < " << w.kh << "; ++p) for (int q = 0; q < " << w.kw << "; ++q) {\n";
+      b << "    aotc_i64 y = hs + p * " << w.dh << ", x = ws + q * " << w.dw << ";\n";
+      b << "    if (y < 0 || y >= " << x.sizes[2] << " || x < 0 || x >= " << x.sizes[3] << ") continue;\n";
+      b << "    " << ct << " v = (" << ct << ")in0[" << at(x, {"c[0]", "c[1]", "y", "x"}) << "];\n";
+      b << "    if (bi < 0 || v > best || v != v) { best = v; bi = y * " << x.sizes[3] << " + x; if (v != v) goto done; }\n  }\n";
+      b << "done:\n  out0[i] = best;\n  out1[i] = bi;\n";
+      return elementKernel(n, b.str());
+    }
+    if (n.op == OpKind::MaxPool2dBackward) {
+      // Per input element: the windows that can contain it, where it won.
+      const TensorType& go = g.type(n.inputs[0]);
+      const TensorType& ix = g.type(n.inputs[1]);
+      const TensorType& ot = g.type(n.outputs[0]);
+      const char* ct = computeType(ot.dtype);
+      b << "  " << ct << " acc = 0; aotc_i64 me = c[2] * " << ot.sizes[3] << " + c[3];\n";
+      b << "  aotc_i64 y0 = c[2] + " << w.ph << " - " << (w.kh - 1) * w.dh << ", x0 = c[3] + " << w.pw << " - " << (w.kw - 1) * w.dw << ";\n";
+      b << "  aotc_i64 oy0 = y0 <= 0 ? 0 : (y0 + " << w.sh - 1 << ") / " << w.sh << ", ox0 = x0 <= 0 ? 0 : (x0 + " << w.sw - 1 << ") / " << w.sw << ";\n";
+      b << "  for (aotc_i64 oy = oy0; oy <= (c[2] + " << w.ph << ") / " << w.sh << " && oy < " << go.sizes[2] << "; ++oy)\n";
+      b << "    for (aotc_i64 ox = ox0; ox <= (c[3] + " << w.pw << ") / " << w.sw << " && ox < " << go.sizes[3] << "; ++ox)\n";
+      b << "      if (in1[" << at(ix, {"c[0]", "c[1]", "oy", "ox"}) << "] == me) acc += (" << ct << ")in0[" << at(go, {"c[0]", "c[1]", "oy", "ox"}) << "];\n";
+      b << "  out0[i] = acc;\n";
+      return elementKernel(n, b.str());
+    }
+    // avg_pool2d and its backward: ATen's divisor rules.
+    bool incl = attrBool(n.attrs, "count_include_pad", true);
+    int64_t divisor = hasAttr(n.attrs, "divisor") ? attrInt(n.attrs, "divisor") : 0;
+    const TensorType& ot = g.type(n.outputs[0]);
+    const TensorType& xin = n.op == OpKind::AvgPool2d ? g.type(n.inputs[0]) : ot;
+    const char* ct = computeType(ot.dtype);
+    auto windowDiv = [&](const std::string& oy, const std::string& ox) {
+      std::ostringstream d;
+      d << "    aotc_i64 hs = " << oy << " * " << w.sh << " - " << w.ph << ", ws = " << ox << " * " << w.sw << " - " << w.pw << ";\n";
+      d << "    aotc_i64 he = min(hs + " << w.kh << ", (aotc_i64)" << xin.sizes[2] + w.ph << "), we = min(ws + " << w.kw
+        << ", (aotc_i64)" << xin.sizes[3] + w.pw << ");\n";
+      d << "    aotc_i64 padded = (he - hs) * (we - ws);\n";
+      d << "    hs = max(hs, (aotc_i64)0); ws = max(ws, (aotc_i64)0); he = min(he, (aotc_i64)" << xin.sizes[2]
+        << "); we = min(we, (aotc_i64)" << xin.sizes[3] << ");\n";
+      d << "    " << ct << " div = " << (divisor ? std::to_string(divisor) : incl ? "padded" : "(he - hs) * (we - ws)") << ";\n";
+      return d.str();
+    };
+    if (n.op == OpKind::AvgPool2d) {
+      b << "  {\n" << windowDiv("c[2]", "c[3]");
+      b << "    " << ct << " acc = 0;\n    for (aotc_i64 y = hs; y < he; ++y) for (aotc_i64 x = ws; x < we; ++x) acc += (" << ct << ")in0["
+        << at(xin, {"c[0]", "c[1]", "y", "x"}) << "];\n";
+      b << "    out0[i] = acc / div;\n  }\n";
+      return elementKernel(n, b.str());
+    }
+    const TensorType& go = g.type(n.inputs[0]);
+    b << "  " << ct << " acc = 0;\n";
+    b << "  aotc_i64 y0 = c[2] + " << w.ph << " - " << w.kh - 1 << ", x0 = c[3] + " << w.pw << " - " << w.kw - 1 << ";\n";
+    b << "  aotc_i64 oy0 = y0 <= 0 ? 0 : (y0 + " << w.sh - 1 << ") / " << w.sh << ", ox0 = x0 <= 0 ? 0 : (x0 + " << w.sw - 1 << ") / " << w.sw << ";\n";
+    b << "  for (aotc_i64 oy = oy0; oy <= (c[2] + " << w.ph << ") / " << w.sh << " && oy < " << go.sizes[2] << "; ++oy)\n";
+    b << "  for (aotc_i64 ox = ox0; ox <= (c[3] + " << w.pw << ") / " << w.sw << " && ox < " << go.sizes[3] << "; ++ox) {\n";
+    b << windowDiv("oy", "ox");
+    b << "    if (c[2] >= hs && c[2] < he && c[3] >= ws && c[3] < we) acc += (" << ct << ")in0[" << at(go, {"c[0]", "c[1]", "oy", "ox"}) << "] / div;\n  }\n";
+    b << "  out0[i] = acc;\n";
+    return elementKernel(n, b.str());
+  }
+
+  std::string gatherKernel(const Node& n) {
+    const TensorType& ot = g.type(n.outputs[0]);
+    const size_t r = static_cast<size_t>(ot.rank());
+    const char* ct = computeType(ot.dtype);
+    std::ostringstream b;
+    auto c = coords(r);
+    auto with = [&](size_t d, const std::string& v) {
+      auto k = c;
+      k[d] = v;
+      return k;
+    };
+    auto wrap = [](const std::string& v, int64_t size) {
+      return "(" + v + " < 0 ? " + v + " + " + std::to_string(size) + " : " + v + ")";
+    };
+    switch (n.op) {
+      case OpKind::IndexSelect: {
+        const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
+        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
+        b << "  aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{c[d]} : std::vector<std::string>{}) << "];\n";
+        b << "  k = " << wrap("k", x.sizes[d]) << ";\n";
+        b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
+        break;
+      }
+      case OpKind::IndexAdd: {
+        const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
+        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
+        b << "  " << ct << " acc = (" << ct << ")in0[" << at(base, c) << "];\n";
+        b << "  for (aotc_i64 j = 0; j < " << ix.numel() << "; ++j) {\n";
+        b << "    aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{"j"} : std::vector<std::string>{}) << "];\n";
+        b << "    if (" << wrap("k", base.sizes[d]) << " == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
+        b << "  out0[i] = acc;\n";
+        break;
+      }
+      case OpKind::Gather: {
+        const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
+        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
+        b << "  aotc_i64 k = in1[" << at(ix, c) << "];\n  k = " << wrap("k", x.sizes[d]) << ";\n";
+        b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
+        break;
+      }
+      case OpKind::ScatterAdd: {
+        const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
+        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
+        b << "  " << ct << " acc = (" << ct << ")in0[" << at(base, c) << "];\n  bool inside = true;\n";
+        for (size_t q = 0; q < r; ++q)
+          if (q != d) b << "  inside = inside && " << c[q] << " < " << ix.sizes[q] << ";\n";
+        b << "  if (inside) for (aotc_i64 j = 0; j < " << ix.sizes[d] << "; ++j) {\n";
+        b << "    aotc_i64 k = in1[" << at(ix, with(d, "j")) << "];\n";
+        b << "    if (" << wrap("k", base.sizes[d]) << " == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
+        b << "  out0[i] = acc;\n";
+        break;
+      }
+      case OpKind::Cat: {
+        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), ot.rank()));
+        int64_t start = 0;
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          const TensorType& t = g.type(n.inputs[k]);
+          int64_t end = start + t.sizes[d];
+          b << "  " << (k ? "else if" : "if") << " (" << c[d] << " < " << end << ") out0[i] = (" << ct << ")in" << k << "["
+            << at(t, with(d, c[d] + " - " + std::to_string(start))) << "];\n";
+          start = end;
+        }
+        break;
+      }
+      case OpKind::Pad: {
+        const TensorType& x = g.type(n.inputs[0]);
+        Ints p = attrInts(n.attrs, "pad");
+        auto k = c;
+        std::string inside = "true";
+        for (size_t q = 0; q < p.size() / 2; ++q) {
+          size_t d = r - 1 - q;
+          k[d] = "(" + c[d] + " - " + std::to_string(p[2 * q]) + ")";
+          inside += " && " + k[d] + " >= 0 && " + k[d] + " < " + std::to_string(x.sizes[d]);
+        }
+        b << "  out0[i] = (" << inside << ") ? (" << ct << ")in0[" << at(x, k) << "] : (" << ct << ")"
+          << literal(attrFloat(n.attrs, "value"), ot.dtype) << ";\n";
+        break;
+      }
+      default: AOTC_CHECK(false, "no gather kernel for ", opName(n.op));
+    }
+    return elementKernel(n, b.str());
+  }
+
+  std::string arangeKernel(const Node& n) {
+    const TensorType& ot = g.type(n.outputs[0]);
+    std::ostringstream b;
+    b << "  out0[i] = (" << storageType(ot.dtype) << ")(" << literal(attrFloat(n.attrs, "start"), DType::F64) << " + (double)i * "
+      << literal(attrFloat(n.attrs, "step"), DType::F64) << ");\n";
+    return elementKernel(n, b.str());
+  }
+
+  /// A GEMM operand's cuBLAS layout: op and leading dimension, or a dense copy.
+  void gemmOperand(ValueId v, const Node& n, int64_t rows, int64_t cols, int64_t sr, int64_t sc, std::string& op, int64_t& ld,
+                   std::string& buf, int64_t& off) {
+    const TensorType& t = g.type(v);
+    if (sc == 1 && sr >= std::max<int64_t>(1, cols)) {
+      op = "N";
+      ld = sr;
+    } else if (sr == 1 && sc >= std::max<int64_t>(1, rows)) {
+      op = "T";
+      ld = sc;
+    } else {
+      denseCopy(v, n);
+      op = "N";
+      ld = std::max<int64_t>(1, cols);
+      buf = dense_[v];
+      off = 0;
+      return;
+    }
+    buf = root[v];
+    off = t.offset;
+  }
+
+  void bmm(const Node& n) {
+    ValueId A = n.inputs[0], B = n.inputs[1];
+    const TensorType &ta = g.type(A), &tb = g.type(B), &tc = g.type(n.outputs[0]);
+    std::string opA, opB, bufA, bufB;
+    int64_t ldA = 0, ldB = 0, offA = 0, offB = 0;
+    gemmOperand(A, n, ta.sizes[1], ta.sizes[2], ta.strides[1], ta.strides[2], opA, ldA, bufA, offA);
+    gemmOperand(B, n, tb.sizes[1], tb.sizes[2], tb.strides[1], tb.strides[2], opB, ldB, bufB, offB);
+    int64_t strideA = bufA == root[A] ? ta.strides[0] : ta.sizes[1] * ta.sizes[2];
+    int64_t strideB = bufB == root[B] ? tb.strides[0] : tb.sizes[1] * tb.sizes[2];
+    const char* cudaType = tc.dtype == DType::F64 ? "CUDA_R_64F" : "CUDA_R_32F";
+    steps.push_back({{"op", "gemm_batched"}, {"library", "cublas"}, {"call", "cublasGemmStridedBatchedEx"}, {"node", n.loc.node},
+                     {"transa", opB}, {"transb", opA}, {"m", tc.sizes[2]}, {"n", tc.sizes[1]}, {"k", ta.sizes[2]},
+                     {"batch", tc.sizes[0]}, {"alpha", 1.0}, {"beta", 0.0},
+                     {"A", {{"buffer", bufB}, {"offset", offB}, {"ld", ldB}, {"stride", strideB}}},
+                     {"B", {{"buffer", bufA}, {"offset", offA}, {"ld", ldA}, {"stride", strideA}}},
+                     {"C", {{"buffer", root[n.outputs[0]]}, {"offset", tc.offset}, {"ld", std::max<int64_t>(1, tc.sizes[2])},
+                            {"stride", tc.sizes[1] * tc.sizes[2]}}},
+                     {"Atype", cudaType}, {"Btype", cudaType}, {"Ctype", cudaType},
+                     {"computeType", tc.dtype == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F"},
+                     {"algo", "CUBLAS_GEMM_DEFAULT"}});
+  }
+
+  ojson tensorDesc(ValueId v) {
+    const TensorType& t = g.type(v);
+    return ojson{{"buffer", root[v]}, {"offset", t.offset}, {"dims", t.sizes}, {"strides", t.strides}};
+  }
+
+  void conv(const Node& n) {
+    Window2d w = window2d(Attrs{{"kernel", Ints{1}},
+                                {"stride", hasAttr(n.attrs, "stride") ? attrInts(n.attrs, "stride") : Ints{1}},
+                                {"padding", hasAttr(n.attrs, "padding") ? attrInts(n.attrs, "padding") : Ints{0}},
+                                {"dilation", hasAttr(n.attrs, "dilation") ? attrInts(n.attrs, "dilation") : Ints{1}}});
+    const TensorType& ot = g.type(n.outputs[0]);
+    ojson st{{"op", "conv"}, {"library", "cudnn"}, {"node", n.loc.node},
+             {"mode", "CUDNN_CROSS_CORRELATION"}, {"pad", {w.ph, w.pw}}, {"stride", {w.sh, w.sw}}, {"dilation", {w.dh, w.dw}},
+             {"groups", hasAttr(n.attrs, "groups") ? attrInt(n.attrs, "groups") : 1},
+             {"dataType", ot.dtype == DType::F64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT"},
+             {"computeType", ot.dtype == DType::F64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT"}, {"alpha", 1.0}, {"beta", 0.0}};
+    auto filter = [&](ValueId v) {  // cuDNN filters are packed NCHW
+      if (!g.type(v).isContiguous()) {
+        denseCopy(v, n);
+        const TensorType& t = g.type(v);
+        return ojson{{"buffer", dense_[v]}, {"offset", 0}, {"dims", t.sizes}, {"strides", TensorType::contiguousStrides(t.sizes)}};
+      }
+      return tensorDesc(v);
+    };
+    ValueId out = n.outputs[0];
+    ojson y{{"buffer", root[out]}, {"offset", ot.offset}, {"dims", ot.sizes}, {"strides", ot.strides}};
+    if (n.op == OpKind::Conv2d) {
+      st["call"] = "cudnnConvolutionForward";
+      st["x"] = tensorDesc(n.inputs[0]);
+      st["w"] = filter(n.inputs[1]);
+      st["y"] = y;
+    } else if (n.op == OpKind::Conv2dBackwardInput) {
+      st["call"] = "cudnnConvolutionBackwardData";
+      st["dy"] = tensorDesc(n.inputs[0]);
+      st["w"] = filter(n.inputs[1]);
+      st["dx"] = y;
+    } else {
+      st["call"] = "cudnnConvolutionBackwardFilter";
+      st["dy"] = tensorDesc(n.inputs[0]);
+      st["x"] = tensorDesc(n.inputs[1]);
+      st["dw"] = y;
+    }
+    steps.push_back(st);
   }
 
   std::string constantKernel(const Node& n) {
@@ -384,14 +735,27 @@ struct Lowering {
         continue;
       }
       const TensorType& ot = g.type(out);
-      declare(out, "alloc", ojson{{"bytes", ot.storageSpan() * dtypeSize(ot.dtype)}});
-      root[out] = bufName[out];
+      for (ValueId o : n.outputs) {
+        const TensorType& t = g.type(o);
+        declare(o, "alloc", ojson{{"bytes", t.storageSpan() * dtypeSize(t.dtype)}});
+        root[o] = bufName[o];
+      }
       switch (info.category) {
         case OpCategory::Pointwise: launch(pointwiseKernel(n, ot), n.inputs, out, ot.numel()); break;
-        case OpCategory::Reduction: launch(reductionKernel(n), n.inputs, out, ot.numel()); break;
-        case OpCategory::Creation: launch(constantKernel(n), {}, out, ot.numel()); break;
-        case OpCategory::Extern: gemm(n); break;
+        case OpCategory::Reduction:
+          launch(n.op == OpKind::ArgMax ? argmaxKernel(n) : reductionKernel(n), n.inputs, out, ot.numel());
+          break;
+        case OpCategory::Creation:
+          launch(n.op == OpKind::Arange ? arangeKernel(n) : constantKernel(n), {}, out, ot.numel());
+          break;
+        case OpCategory::Extern:
+          if (n.op == OpKind::Mm) gemm(n);
+          else if (n.op == OpKind::Bmm) bmm(n);
+          else conv(n);
+          break;
         case OpCategory::Scatter: launch(scatterKernel(n), n.inputs, out, ot.numel()); break;
+        case OpCategory::Window: launchAll(windowKernel(n), n, ot.numel()); break;
+        case OpCategory::Gather: launchAll(gatherKernel(n), n, ot.numel()); break;
         default: AOTC_CHECK(false, "cannot lower ", info.name);
       }
     }

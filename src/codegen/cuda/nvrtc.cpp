@@ -55,8 +55,10 @@ NvrtcOutput nvrtcCompile(const KernelSource& k, const std::string& arch) {
              "nvrtcCreateProgram failed");
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   std::string archOpt = "--gpu-architecture=" + arch;
-  const char* opts[] = {archOpt.c_str(), "--std=c++17", "-default-device"};
-  nvrtcResult rc = nvrtcCompileProgram(prog, 3, opts);
+  // cuda_fp16.h / cuda_bf16.h for half types: the toolkit's headers.
+  std::string inc = std::string("--include-path=") + AOTC_CUDA_INCLUDE_DIR;
+  const char* opts[] = {archOpt.c_str(), "--std=c++17", "-default-device", inc.c_str()};
+  nvrtcResult rc = nvrtcCompileProgram(prog, 4, opts);
   NvrtcOutput out;
   size_t n = 0;
   nvrtcGetProgramLogSize(prog, &n);

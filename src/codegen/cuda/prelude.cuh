@@ -1,7 +1,10 @@
 // aotc device prelude: included at the top of every generated kernel.  It is
 // stringified into the compiler at build time (scripts/stringify.cmake) and
 // must compile both under NVRTC and, later, the host emulator's shim.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 typedef long long aotc_i64;
+#define AOTC_INF (__int_as_float(0x7f800000))
 
 __device__ __forceinline__ float aotc_exp(float x) { return expf(x); }
 __device__ __forceinline__ double aotc_exp(double x) { return exp(x); }
@@ -16,3 +19,20 @@ __device__ __forceinline__ double aotc_sqrt(double x) { return sqrt(x); }
 __device__ __forceinline__ float aotc_rsqrt(float x) { return rsqrtf(x); }
 __device__ __forceinline__ double aotc_rsqrt(double x) { return rsqrt(x); }
 template <typename T> __device__ __forceinline__ T aotc_relu(T x) { return x > T(0) ? x : T(0); }
+__device__ __forceinline__ float aotc_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double aotc_abs(double x) { return fabs(x); }
+__device__ __forceinline__ long long aotc_abs(long long x) { return x < 0 ? -x : x; }
+__device__ __forceinline__ int aotc_abs(int x) { return x < 0 ? -x : x; }
+template <typename T> __device__ __forceinline__ T aotc_sign(T x) { return T((x > T(0)) - (x < T(0))); }
+__device__ __forceinline__ float aotc_sin(float x) { return sinf(x); }
+__device__ __forceinline__ double aotc_sin(double x) { return sin(x); }
+__device__ __forceinline__ float aotc_cos(float x) { return cosf(x); }
+__device__ __forceinline__ double aotc_cos(double x) { return cos(x); }
+__device__ __forceinline__ float aotc_erf(float x) { return erff(x); }
+__device__ __forceinline__ double aotc_erf(double x) { return erf(x); }
+__device__ __forceinline__ float aotc_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double aotc_pow(double a, double b) { return pow(a, b); }
+template <typename T> __device__ __forceinline__ T aotc_pow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
+// maximum/minimum propagate NaN, as ATen's do.
+template <typename T> __device__ __forceinline__ T aotc_max(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T> __device__ __forceinline__ T aotc_min(T a, T b) { return (a != a || a < b) ? a : b; }

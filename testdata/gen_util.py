@@ -16,20 +16,27 @@ def flat_outputs(out):
     return [t for o in out for t in flat_outputs(o)]
 
 
-def reference(name, model, args, outdir, seed=1234):
+def reference(name, model, args, outdir, seed=1234, float64=False):
     """Runs `model(*args)` eagerly on copies, then backward with random grad
     outputs; writes NAME.inputs.safetensors (user inputs, grad_output.<i>)
     and NAME.expected.safetensors (output.<i>, grad.<input>,
-    after_forward.<input>, after_backward.<input> for every mutated input)."""
+    after_forward.<input>, after_backward.<input> for every mutated input).
+
+    float64: run eager in double precision on the same values (the model's
+    floating state and inputs converted), for models whose float32 eager
+    result is itself far from the exact one; results are stored as F64."""
     g = torch.Generator().manual_seed(seed)
     is_module = isinstance(model, torch.nn.Module)
     m = copy.deepcopy(model) if is_module else model
+    if float64 and is_module:
+        m = m.double()
+    dt = (lambda t: t.double() if float64 and t.is_floating_point() else t)
     state = {}
     if is_module:
         state.update(dict(m.named_parameters()))
         state.update(dict(m.named_buffers()))
     user_names = _input_names(model, len(args), is_module)
-    user = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+    user = [dt(a.detach().clone()).requires_grad_(a.requires_grad) for a in args]
     everything = dict(state)
     everything.update(zip(user_names, user))
     versions = {n: t._version for n, t in everything.items()}
@@ -52,8 +59,9 @@ def reference(name, model, args, outdir, seed=1234):
     for i, o in enumerate(outs):
         expected[f"output.{i}"] = o.detach().clone()
         if o.requires_grad:
-            go = torch.randn(o.shape, generator=g, dtype=o.dtype)
+            go = torch.randn(o.shape, generator=g, dtype=torch.float32 if float64 else o.dtype)
             inputs[f"grad_output.{i}"] = go
+            go = dt(go)
             diff.append(o)
             grads_in.append(go)
     if diff:

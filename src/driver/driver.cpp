@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -75,6 +76,10 @@ class StagingDir {
   fs::path target_, path_;
   bool committed_ = false;
 };
+
+/// Kernels per NVRTC program (Note [Kernel modules]): large enough to amortize
+/// NVRTC's fixed cost, small enough to keep both cores busy on small models.
+constexpr size_t kKernelsPerModule = 48;
 
 int64_t bytesOf(const TensorType& t) { return t.numel() * dtypeSize(t.dtype); }
 
@@ -156,19 +161,20 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.source_file = fs::path(opts.model).filename().string();
   mi.archs = opts.archs;
   mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
-  ojson manifest = buildManifest(pr, cg, mi);
+  std::vector<KernelModule> modules = groupKernels(cg.kernels, kKernelsPerModule);
+  ojson manifest = buildManifest(pr, cg, modules, mi);
 
   StagingDir stage(opts.out_dir);
   fs::create_directories(stage.path() / "kernels");
   writeFile(stage.path() / "kernels" / "aotc_prelude.cuh", devicePrelude());
-  for (auto& [name, k] : cg.kernels) {
-    writeFile(stage.path() / "kernels" / (name + ".cu"), k.source);
-    for (auto& arch : opts.archs) {
-      NvrtcOutput o = nvrtcCompile(k, arch);
-      writeFile(stage.path() / "kernels" / (name + "." + arch + ".ptx"), o.ptx);
-      writeFile(stage.path() / "kernels" / (name + "." + arch + ".cubin"), o.cubin);
+  for (auto& [name, k] : cg.kernels) writeFile(stage.path() / "kernels" / (name + ".cu"), k.source);
+  unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+  auto compiled = compileModules(modules, cg.kernels, opts.archs, jobs);
+  for (size_t m = 0; m < modules.size(); ++m)
+    for (size_t a = 0; a < opts.archs.size(); ++a) {
+      writeFile(stage.path() / "kernels" / (modules[m].name + "." + opts.archs[a] + ".ptx"), compiled[m][a].ptx);
+      writeFile(stage.path() / "kernels" / (modules[m].name + "." + opts.archs[a] + ".cubin"), compiled[m][a].cubin);
     }
-  }
   log->info("NVRTC compiled {} kernels for {} archs at {:.1f} ms", cg.kernels.size(), opts.archs.size(), ms());
   writeFile(stage.path() / "forward.ir", printGraph(pr.partition.forward));
   writeFile(stage.path() / "backward.ir", printGraph(pr.partition.backward));

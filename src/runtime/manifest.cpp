@@ -21,7 +21,8 @@ ojson viewChain(const std::vector<ViewStep>& chain) {
 
 }  // namespace
 
-ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const ManifestInfo& info) {
+ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std::vector<KernelModule>& modules,
+                    const ManifestInfo& info) {
   const Graph& fn = pr.functional;
   const Partition& p = pr.partition;
   ojson m;
@@ -110,15 +111,23 @@ ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const Man
   m["backward"] = cg.backward;
   m["backward"]["ir"] = "backward.ir";
 
-  ojson kernels = ojson::array();
-  for (auto& [name, k] : cg.kernels) {
+  // Each kernel lives in a module (Note [Kernel modules]): one PTX/cubin file
+  // per module and arch; a runtime loads the module and looks the kernel up.
+  std::map<std::string, std::string> moduleOf;
+  ojson mods = ojson::array();
+  for (const KernelModule& km : modules) {
     ojson ptx = ojson::object(), cubin = ojson::object();
     for (auto& a : info.archs) {
-      ptx[a] = "kernels/" + name + "." + a + ".ptx";
-      cubin[a] = "kernels/" + name + "." + a + ".cubin";
+      ptx[a] = "kernels/" + km.name + "." + a + ".ptx";
+      cubin[a] = "kernels/" + km.name + "." + a + ".cubin";
     }
-    kernels.push_back({{"name", name}, {"source", "kernels/" + name + ".cu"}, {"ptx", ptx}, {"cubin", cubin}, {"nodes", k.nodes}});
+    mods.push_back({{"name", km.name}, {"kernels", km.kernels}, {"ptx", ptx}, {"cubin", cubin}});
+    for (auto& k : km.kernels) moduleOf[k] = km.name;
   }
+  m["modules"] = mods;
+  ojson kernels = ojson::array();
+  for (auto& [name, k] : cg.kernels)
+    kernels.push_back({{"name", name}, {"source", "kernels/" + name + ".cu"}, {"module", moduleOf.at(name)}, {"nodes", k.nodes}});
   m["kernels"] = kernels;
   m["prelude"] = "kernels/aotc_prelude.cuh";
 

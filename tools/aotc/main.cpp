@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"min-cut", "default"}));
   compile->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here");
+  compile->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)");
   compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
 
   std::string inspectPath;

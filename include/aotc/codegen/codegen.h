@@ -45,6 +45,25 @@ struct NvrtcOutput {
 /// Compiles `k` for `arch` ("sm_80") to PTX and cubin.  On failure throws a
 /// UserError carrying the kernel's nodes, NVRTC's log and the source.
 NvrtcOutput nvrtcCompile(const KernelSource& k, const std::string& arch);
+
+/// Note [Kernel modules]: NVRTC's fixed cost per program (~19 ms here) dwarfs
+/// the ~2 ms per kernel when many share one program, so kernels are compiled
+/// in modules: fixed-size groups of kernels, sorted by name, one NVRTC
+/// program per (module, arch).  A module's name is a hash of its sources and
+/// options, so the grouping and the files are deterministic.
+struct KernelModule {
+  std::string name;                  ///< m_<16 hex>
+  std::vector<std::string> kernels;  ///< kernel names, sorted
+  std::string source;                ///< one translation unit
+};
+std::vector<KernelModule> groupKernels(const std::map<std::string, KernelSource>& kernels, size_t perModule);
+
+/// Compiles every module for every arch on `jobs` threads.  Results are
+/// indexed [module][arch] and do not depend on `jobs`.  A failing module is
+/// recompiled kernel by kernel so the error names the failing kernel.
+std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelModule>& modules,
+                                                     const std::map<std::string, KernelSource>& kernels,
+                                                     const std::vector<std::string>& archs, unsigned jobs);
 std::string nvrtcVersion();
 /// Checks an --arch entry ("sm_80"): NVRTC must support it.
 bool nvrtcSupportsArch(const std::string& arch);

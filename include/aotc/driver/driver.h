@@ -18,6 +18,7 @@ struct CompileOptions {
   std::string partitioner = "min-cut";
   std::string dump_dir;                  ///< NN-<pass>.ir files, if set
   std::vector<std::string> print_ir_after;  ///< pass names, or "all"
+  unsigned jobs = 0;                        ///< NVRTC threads; 0 = one per core
 };
 
 struct CompileSummary {

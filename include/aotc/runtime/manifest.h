@@ -21,6 +21,7 @@ struct ManifestInfo {
 /// Builds the manifest: inputs (roles, layouts, mutation phase), outputs
 /// (fresh or alias recipes), grads, saved tensors, both programs' buffers and
 /// steps, kernels with their per-arch PTX/cubin files, runtime checks.
-nlohmann::ordered_json buildManifest(const PipelineResult& pr, const CodegenResult& cg, const ManifestInfo& info);
+nlohmann::ordered_json buildManifest(const PipelineResult& pr, const CodegenResult& cg,
+                                     const std::vector<KernelModule>& modules, const ManifestInfo& info);
 
 }  // namespace aotc

@@ -1,3 +1,4 @@
+#pragma once
 // aotc device prelude: included at the top of every generated kernel.  It is
 // stringified into the compiler at build time (scripts/stringify.cmake) and
 // must compile both under NVRTC and, later, the host emulator's shim.

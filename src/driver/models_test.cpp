@@ -1,0 +1,84 @@
+//===- models_test.cpp - Real models: compile, run, compare with eager ----===//
+//
+// resnet18 and mobilenet_v2 (train mode), a 2-layer TransformerEncoder and an
+// MLP with cross_entropy, exported by testdata/models/gen_models.py into the
+// build directory (the `models` CTest fixture).  Each compiles under every
+// partitioner and runs on the reference runtime; outputs, every parameter
+// gradient and the BatchNorm running statistics after forward must match
+// eager (float64) within 1e-4 relative.
+//
+// Relative to what: a tensor's own max-abs value, floored at 1e-3 of the
+// largest value of its kind (gradients, or everything else), because some
+// tensors are zero up to rounding (the gradient of a bias followed by a
+// BatchNorm, the running mean after a mean-free layer) and a relative error
+// of rounding noise means nothing.
+//===----------------------------------------------------------------------===//
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <spdlog/sinks/null_sink.h>
+
+#include "aotc/driver/driver.h"
+#include "aotc/ir/safetensors.h"
+#include "aotc/passes/passes.h"
+
+namespace aotc {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kModels = fs::path(AOTC_BINARY_DIR) / "models";
+
+class Model : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(Model, MatchesEager) {
+  auto [name, partitioner] = GetParam();
+  ASSERT_TRUE(fs::exists(kModels / (name + ".json"))) << "run the `models` fixture (testdata/models/gen_models.py) first";
+  CompileOptions o;
+  o.model = (kModels / (name + ".json")).string();
+  o.out_dir = (fs::path(AOTC_BINARY_DIR) / "e2e" / (name + "." + partitioner)).string();
+  o.partitioner = partitioner;
+  o.archs = {"sm_90"};
+  auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+  CompileSummary s = compileModel(o, log);
+  EXPECT_GT(s.saved_bytes, 0);
+  RunOptions r;
+  r.input_files = {(kModels / (name + ".safetensors")).string(), (kModels / (name + ".inputs.safetensors")).string()};
+  r.grad_outputs_file = (kModels / (name + ".inputs.safetensors")).string();
+  auto got = runArtifact(o.out_dir, r);
+  auto want = readSafetensors((kModels / (name + ".expected.safetensors")).string());
+  std::map<bool, double> scale;
+  for (auto& [k, v] : want)
+    for (double x : v.data) scale[k.rfind("grad.", 0) == 0] = std::max(scale[k.rfind("grad.", 0) == 0], std::abs(x));
+  size_t grads = 0, stats = 0;
+  for (auto& [k, v] : want) {
+    ASSERT_TRUE(got.count(k)) << "missing result " << k;
+    ASSERT_EQ(got[k].sizes, v.sizes) << k;
+    double ref = 0, err = 0;
+    for (size_t i = 0; i < v.data.size(); ++i) {
+      ref = std::max(ref, std::abs(v.data[i]));
+      err = std::max(err, std::abs(got[k].data[i] - v.data[i]));
+    }
+    double denom = std::max(ref, 1e-3 * scale[k.rfind("grad.", 0) == 0]);
+    EXPECT_LE(err, 1e-4 * denom) << name << " " << k << ": max abs error " << err << " at scale " << ref;
+    grads += k.rfind("grad.", 0) == 0;
+    stats += k.find("running_") != std::string::npos;
+  }
+  for (auto& [k, v] : got) EXPECT_TRUE(want.count(k)) << "result " << k << " has no eager reference";
+  EXPECT_GT(grads, 0u);
+  if (name == "resnet18" || name == "mobilenet_v2") {
+    EXPECT_GT(stats, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Real, Model,
+                         ::testing::Combine(::testing::Values("resnet18", "mobilenet_v2", "transformer", "mlp_cross_entropy"),
+                                            ::testing::ValuesIn(partitionerNames())),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace aotc

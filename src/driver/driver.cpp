@@ -248,6 +248,31 @@ std::string inspect(const std::string& path) {
        << (gi.requires_grad ? " requires_grad" : "") << "\n";
   os << "  ops by count:\n";
   for (auto& [op, n] : ops) os << "    " << n << " " << op << "\n";
+  int64_t params = 0, paramBytes = 0;
+  for (auto& gi : fx.graph.inputs)
+    if (gi.role == InputRole::Parameter) {
+      ++params;
+      paramBytes += bytesOf(fx.graph.type(gi.value));
+    }
+  os << "  parameters: " << params << " tensors, " << paramBytes << " bytes\n";
+  // The engine's view: what the compiled programs mutate and save.
+  for (const std::string& partitioner : partitionerNames()) {
+    PipelineOptions po;
+    po.partitioner = partitioner;
+    PipelineResult pr = runPipeline(fx.graph, po);
+    if (partitioner == partitionerNames().front()) {
+      std::vector<std::string> mutated;
+      for (const Graph* g : {&pr.partition.forward, &pr.partition.backward})
+        for (const Node& n : g->nodes)
+          if (n.op == OpKind::EpilogueCopy)
+            mutated.push_back(g->values[n.inputs[0]].name + (n.tags & kMustBeInForward ? " (forward)" : " (backward)"));
+      os << "  mutated inputs: " << mutated.size() << (mutated.empty() ? "" : ":") << "\n";
+      for (auto& m : mutated) os << "    " << m << "\n";
+    }
+    int64_t saved = 0;
+    for (auto& n : pr.partition.saved) saved += bytesOf(pr.partition.forward.type(pr.partition.forward.valueNamed(n)));
+    os << "  saved for backward (" << partitioner << "): " << pr.partition.saved.size() << " tensors, " << saved << " bytes\n";
+  }
   return os.str();
 }
 

@@ -42,6 +42,9 @@ TEST_P(Model, MatchesEager) {
   auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
   CompileSummary s = compileModel(o, log);
   EXPECT_GT(s.saved_bytes, 0);
+  std::string cmd = "/usr/bin/python3 " + std::string(AOTC_SOURCE_DIR) + "/scripts/validate_json.py " + AOTC_SOURCE_DIR +
+                    "/schemas/manifest.schema.json " + o.out_dir + "/manifest.json > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   RunOptions r;
   r.input_files = {(kModels / (name + ".safetensors")).string(), (kModels / (name + ".inputs.safetensors")).string()};
   r.grad_outputs_file = (kModels / (name + ".inputs.safetensors")).string();

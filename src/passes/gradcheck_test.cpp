@@ -16,107 +16,10 @@
 #include "aotc/ops/ops.h"
 #include "aotc/passes/passes.h"
 #include "aotc/runtime/reference_runtime.h"
+#include "ops/op_samples.h"
 
 namespace aotc {
 namespace {
-
-struct In {
-  DType dtype;
-  Ints sizes;
-  std::vector<double> fixed;  ///< data for integer/bool inputs
-};
-
-struct Sample {
-  OpKind op;
-  std::vector<In> inputs;
-  Attrs attrs;
-  double lo = -2, hi = 2;
-  bool awayFromZero = false;
-};
-
-In F(Ints s) { return In{DType::F64, std::move(s), {}}; }
-In I(Ints s, std::vector<double> d) { return In{DType::I64, std::move(s), std::move(d)}; }
-In B(Ints s, std::vector<double> d) { return In{DType::Bool, std::move(s), std::move(d)}; }
-
-std::vector<Sample> samples() {
-  using K = OpKind;
-  Attrs none;
-  std::vector<Sample> v = {
-      {K::Add, {F({2, 3}), F({3})}, none},
-      {K::Sub, {F({2, 3}), F({3})}, none},
-      {K::Mul, {F({2, 3}), F({2, 1})}, none},
-      {K::Div, {F({2, 3}), F({3})}, none, 0.5, 2},
-      {K::Neg, {F({2, 3})}, none},
-      {K::Relu, {F({2, 3})}, none, -2, 2, true},
-      {K::Exp, {F({2, 3})}, none},
-      {K::Log, {F({2, 3})}, none, 0.5, 2},
-      {K::Tanh, {F({2, 3})}, none},
-      {K::Sigmoid, {F({2, 3})}, none},
-      {K::Where, {B({2, 3}, {1, 0, 1, 0, 0, 1}), F({2, 3}), F({3})}, none},
-      {K::Sum, {F({2, 3})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
-      {K::Mean, {F({2, 3, 2})}, Attrs{{"dim", Ints{0, 2}}, {"keepdim", true}}},
-      {K::Mm, {F({2, 3}), F({3, 4})}, none},
-      {K::T, {F({2, 3})}, none},
-      {K::View, {F({2, 3})}, Attrs{{"size", Ints{3, 2}}}},
-      {K::Expand, {F({3, 1})}, Attrs{{"size", Ints{2, 3, 4}}}},
-      {K::Clone, {F({2, 3})}, none},
-      {K::Sqrt, {F({2, 3})}, none, 0.5, 2},
-      {K::Rsqrt, {F({2, 3})}, none, 0.5, 2},
-      {K::Transpose, {F({2, 3, 4})}, Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}},
-      {K::Unsqueeze, {F({2, 3})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Squeeze, {F({2, 1, 3})}, Attrs{{"dim", Ints{1}}}},
-      {K::Slice, {F({2, 5})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{5}}, {"step", int64_t{2}}}},
-      {K::Select, {F({2, 4})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{-2}}}},
-      {K::SliceScatter, {F({2, 4}), F({2, 2})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{4}}, {"step", int64_t{2}}}},
-      {K::SelectScatter, {F({2, 4}), F({2})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{1}}}},
-      {K::Abs, {F({2, 3})}, none, -2, 2, true},
-      {K::Sin, {F({2, 3})}, none},
-      {K::Cos, {F({2, 3})}, none},
-      {K::Erf, {F({2, 3})}, none},
-      {K::Pow, {F({2, 3}), F({3})}, none, 0.5, 2},
-      {K::Maximum, {F({2, 3}), F({2, 3})}, none},
-      {K::Minimum, {F({2, 3}), F({3})}, none},
-      {K::Cast, {F({2, 3})}, Attrs{{"dtype", std::string("f64")}}},
-      {K::Amax, {F({3, 4})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
-      {K::Amin, {F({3, 4})}, Attrs{{"dim", Ints{0}}, {"keepdim", true}}},
-      {K::Bmm, {F({2, 2, 3}), F({2, 3, 2})}, none},
-      {K::Conv2d, {F({1, 4, 5, 5}), F({2, 2, 3, 3})},
-       Attrs{{"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}}},
-      {K::MaxPool2d, {F({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}},
-      {K::AvgPool2d, {F({1, 2, 5, 5})},
-       Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}},
-      {K::IndexSelect, {F({4, 3}), I({3}, {2, 0, 2})}, Attrs{{"dim", int64_t{0}}}},
-      {K::IndexAdd, {F({4, 3}), I({2}, {1, 3}), F({2, 3})}, Attrs{{"dim", int64_t{0}}}},
-      {K::Gather, {F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0})}, Attrs{{"dim", int64_t{1}}}},
-      {K::ScatterAdd, {F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0}), F({3, 2})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Cat, {F({2, 3}), F({2, 1})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Pad, {F({2, 3})}, Attrs{{"pad", Ints{1, 2, 0, -1}}, {"value", 0.5}}},
-      {K::Permute, {F({2, 3, 4})}, Attrs{{"dims", Ints{2, 0, 1}}}},
-  };
-  return v;
-}
-
-/// loss(inputs) for the sample, as a graph; `grads` adds the joint graph.
-Graph buildLoss(const Sample& s) {
-  Graph g;
-  g.name = opName(s.op);
-  std::vector<ValueId> ins;
-  for (size_t i = 0; i < s.inputs.size(); ++i)
-    ins.push_back(g.addInput("x" + std::to_string(i), TensorType::contiguous(s.inputs[i].dtype, s.inputs[i].sizes),
-                             InputRole::UserInput, isFloating(s.inputs[i].dtype)));
-  auto outs = g.addNode(s.op, ins, s.attrs);
-  ValueId loss = kNoValue;
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const TensorType t = g.type(outs[k]);
-    if (!isFloating(t.dtype)) continue;
-    ValueId w = g.addInput("w" + std::to_string(k), TensorType::contiguous(t.dtype, t.sizes), InputRole::UserInput, false);
-    ValueId term = g.add(OpKind::Sum, {g.add(OpKind::Mul, {outs[k], w})}, Attrs{{"dim", Ints{}}, {"keepdim", false}});
-    loss = loss == kNoValue ? term : g.add(OpKind::Add, {loss, term});
-  }
-  g.outputs.push_back(GraphOutput{loss, OutputRole::User, "", std::nullopt, {}});
-  verifyGraph(g);
-  return g;
-}
 
 TEST(GradCheck, EveryDifferentiableRowHasASample) {
   std::set<OpKind> have;

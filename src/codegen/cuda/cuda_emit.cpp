@@ -48,6 +48,26 @@ const char* computeType(DType d) {
   }
 }
 
+/// cuBLAS/cuDNN spellings of a dtype, and the compute type they accumulate in
+/// (half types accumulate in float32).
+const char* cudaDataType(DType d) {
+  switch (d) {
+    case DType::F64: return "CUDA_R_64F";
+    case DType::F16: return "CUDA_R_16F";
+    case DType::BF16: return "CUDA_R_16BF";
+    default: return "CUDA_R_32F";
+  }
+}
+const char* cublasCompute(DType d) { return d == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F"; }
+const char* cudnnDataType(DType d) {
+  switch (d) {
+    case DType::F64: return "CUDNN_DATA_DOUBLE";
+    case DType::F16: return "CUDNN_DATA_HALF";
+    case DType::BF16: return "CUDNN_DATA_BFLOAT16";
+    default: return "CUDNN_DATA_FLOAT";
+  }
+}
+
 std::string literal(double v, DType d) {
   std::ostringstream os;
   os.precision(17);
@@ -577,7 +597,7 @@ struct Lowering {
     gemmOperand(B, n, tb.sizes[1], tb.sizes[2], tb.strides[1], tb.strides[2], opB, ldB, bufB, offB);
     int64_t strideA = bufA == root[A] ? ta.strides[0] : ta.sizes[1] * ta.sizes[2];
     int64_t strideB = bufB == root[B] ? tb.strides[0] : tb.sizes[1] * tb.sizes[2];
-    const char* cudaType = tc.dtype == DType::F64 ? "CUDA_R_64F" : "CUDA_R_32F";
+    const char* cudaType = cudaDataType(tc.dtype);
     steps.push_back({{"op", "gemm_batched"}, {"library", "cublas"}, {"call", "cublasGemmStridedBatchedEx"}, {"node", n.loc.node},
                      {"transa", opB}, {"transb", opA}, {"m", tc.sizes[2]}, {"n", tc.sizes[1]}, {"k", ta.sizes[2]},
                      {"batch", tc.sizes[0]}, {"alpha", 1.0}, {"beta", 0.0},
@@ -586,7 +606,7 @@ struct Lowering {
                      {"C", {{"buffer", root[n.outputs[0]]}, {"offset", tc.offset}, {"ld", std::max<int64_t>(1, tc.sizes[2])},
                             {"stride", tc.sizes[1] * tc.sizes[2]}}},
                      {"Atype", cudaType}, {"Btype", cudaType}, {"Ctype", cudaType},
-                     {"computeType", tc.dtype == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F"},
+                     {"computeType", cublasCompute(tc.dtype)},
                      {"algo", "CUBLAS_GEMM_DEFAULT"}});
   }
 
@@ -604,7 +624,7 @@ struct Lowering {
     ojson st{{"op", "conv"}, {"library", "cudnn"}, {"node", n.loc.node},
              {"mode", "CUDNN_CROSS_CORRELATION"}, {"pad", {w.ph, w.pw}}, {"stride", {w.sh, w.sw}}, {"dilation", {w.dh, w.dw}},
              {"groups", hasAttr(n.attrs, "groups") ? attrInt(n.attrs, "groups") : 1},
-             {"dataType", ot.dtype == DType::F64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT"},
+             {"dataType", cudnnDataType(ot.dtype)},
              {"computeType", ot.dtype == DType::F64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT"}, {"alpha", 1.0}, {"beta", 0.0}};
     auto filter = [&](ValueId v) {  // cuDNN filters are packed NCHW
       if (!g.type(v).isContiguous()) {
@@ -686,8 +706,8 @@ struct Lowering {
     int64_t ldA = 0, ldB = 0, offA = 0, offB = 0;
     operand(A, ta, opA, ldA, bufA, offA);
     operand(B, tb, opB, ldB, bufB, offB);
-    const char* cudaType = tc.dtype == DType::F64 ? "CUDA_R_64F" : "CUDA_R_32F";
-    const char* computeT = tc.dtype == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F";
+    const char* cudaType = cudaDataType(tc.dtype);
+    const char* computeT = cublasCompute(tc.dtype);
     steps.push_back({{"op", "gemm"},
                      {"library", "cublas"},
                      {"call", "cublasGemmEx"},

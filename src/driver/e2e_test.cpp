@@ -94,6 +94,16 @@ void compileRunCompare(const fs::path& dir, const std::string& name, const std::
     expectClose(name + ": " + k, got[k], v, 1e-5);
   }
   for (auto& [k, v] : got) EXPECT_TRUE(want.count(k)) << "result " << k << " has no eager reference";
+
+  // The generated kernels and the manifest's steps, emulated on the CPU.
+  r.backend = "emulate";
+  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  auto emu = runArtifact(o.out_dir, r);
+  for (auto& [k, v] : want) {
+    ASSERT_TRUE(emu.count(k)) << "emulate: missing result " << k;
+    expectClose(name + " (emulate): " + k, emu[k], v, 1e-5);
+  }
+  EXPECT_EQ(emu.size(), want.size());
 }
 
 class FxFixture : public ::testing::TestWithParam<std::string> {};

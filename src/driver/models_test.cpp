@@ -29,6 +29,28 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kModels = fs::path(AOTC_BINARY_DIR) / "models";
 
+/// Worst per-tensor error of `got` against `want` (see the file comment);
+/// `gradTol` applies to gradients, `tol` to everything else.
+void expectMatches(const std::string& what, std::map<std::string, HostTensor>& got, const std::map<std::string, HostTensor>& want,
+                   double tol, double gradTol) {
+  std::map<bool, double> scale;
+  for (auto& [k, v] : want)
+    for (double x : v.data) scale[k.rfind("grad.", 0) == 0] = std::max(scale[k.rfind("grad.", 0) == 0], std::abs(x));
+  for (auto& [k, v] : want) {
+    ASSERT_TRUE(got.count(k)) << what << ": missing result " << k;
+    ASSERT_EQ(got[k].sizes, v.sizes) << k;
+    bool isGrad = k.rfind("grad.", 0) == 0;
+    double ref = 0, err = 0;
+    for (size_t i = 0; i < v.data.size(); ++i) {
+      ref = std::max(ref, std::abs(v.data[i]));
+      err = std::max(err, std::abs(got[k].data[i] - v.data[i]));
+    }
+    double denom = std::max(ref, 1e-3 * scale[isGrad]);
+    EXPECT_LE(err, (isGrad ? gradTol : tol) * denom) << what << " " << k << ": max abs error " << err << " at scale " << ref;
+  }
+  for (auto& [k, v] : got) EXPECT_TRUE(want.count(k)) << what << ": result " << k << " has no eager reference";
+}
+
 class Model : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(Model, MatchesEager) {
@@ -48,30 +70,32 @@ TEST_P(Model, MatchesEager) {
   RunOptions r;
   r.input_files = {(kModels / (name + ".safetensors")).string(), (kModels / (name + ".inputs.safetensors")).string()};
   r.grad_outputs_file = (kModels / (name + ".inputs.safetensors")).string();
-  auto got = runArtifact(o.out_dir, r);
   auto want = readSafetensors((kModels / (name + ".expected.safetensors")).string());
-  std::map<bool, double> scale;
-  for (auto& [k, v] : want)
-    for (double x : v.data) scale[k.rfind("grad.", 0) == 0] = std::max(scale[k.rfind("grad.", 0) == 0], std::abs(x));
   size_t grads = 0, stats = 0;
   for (auto& [k, v] : want) {
-    ASSERT_TRUE(got.count(k)) << "missing result " << k;
-    ASSERT_EQ(got[k].sizes, v.sizes) << k;
-    double ref = 0, err = 0;
-    for (size_t i = 0; i < v.data.size(); ++i) {
-      ref = std::max(ref, std::abs(v.data[i]));
-      err = std::max(err, std::abs(got[k].data[i] - v.data[i]));
-    }
-    double denom = std::max(ref, 1e-3 * scale[k.rfind("grad.", 0) == 0]);
-    EXPECT_LE(err, 1e-4 * denom) << name << " " << k << ": max abs error " << err << " at scale " << ref;
     grads += k.rfind("grad.", 0) == 0;
     stats += k.find("running_") != std::string::npos;
   }
-  for (auto& [k, v] : got) EXPECT_TRUE(want.count(k)) << "result " << k << " has no eager reference";
   EXPECT_GT(grads, 0u);
   if (name == "resnet18" || name == "mobilenet_v2") {
     EXPECT_GT(stats, 0u);
   }
+  // The reference runtime (double arithmetic, rounded to float32 per op)
+  // against eager in float64.
+  auto got = runArtifact(o.out_dir, r);
+  expectMatches(name + " (reference)", got, want, 1e-4, 1e-4);
+  // The generated kernels (float32 arithmetic, as on a GPU) against eager in
+  // float32.  Note [Ill-conditioned backwards]: these train-mode models
+  // normalize over 8 values in their last BatchNorms, so float32 rounding is
+  // amplified in the gradients: eager float32 itself is 2e-2 (mobilenet_v2)
+  // and 4e-1 (resnet18's layer4) off float64.  Evaluation-order differences
+  // alone put mobilenet_v2's gradients 2.4e-4 from eager float32 (measured),
+  // so its gradients are held to 1e-3; outputs and statistics to 1e-4.
+  r.backend = "emulate";
+  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  auto emu = runArtifact(o.out_dir, r);
+  auto want32 = readSafetensors((kModels / (name + ".f32.expected.safetensors")).string());
+  expectMatches(name + " (emulate)", emu, want32, 1e-4, name == "mobilenet_v2" ? 1e-3 : 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Real, Model,

@@ -12,9 +12,12 @@
 // buffer of every input it mutates.  A runtime hands saved tensors from the
 // forward to the backward by reference, so saving such a primal as itself
 // would make the backward read the *new* value (PyTorch #185876), and so
-// would recomputing in the backward from it (#197039).  A saved primal that
-// the forward mutates is therefore a clone taken before the epilogue, tagged
-// must_save; recomputation reads that clone.
+// would recomputing in the backward from it (#197039).  A saved value that
+// shares storage with a primal the forward mutates (the primal itself, or a
+// view of it) is therefore a clone taken before the epilogue, tagged
+// must_save; recomputation reads that clone.  (The emulate backend, which
+// hands buffers over by reference as a GPU runtime does, caught the view
+// case; the reference runtime copies values and cannot see it.)
 //
 // Note [Min-cut rematerialization]: as functorch's
 // min_cut_rematerialization_partition.  Every forward value v is an edge
@@ -63,6 +66,13 @@ std::vector<bool> readByBackward(const Graph& j) {
   return r;
 }
 
+/// The value whose storage `v` views (v itself if it is no view).
+ValueId viewRoot(const Graph& j, ValueId v) {
+  while (j.values[v].node >= 0 && isView(j.nodes[static_cast<size_t>(j.values[v].node)].op))
+    v = j.nodes[static_cast<size_t>(j.values[v].node)].inputs[0];
+  return v;
+}
+
 Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
   std::vector<ValueId> saved;
   for (size_t v = 0; v < j.values.size(); ++v)
@@ -80,9 +90,12 @@ Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
     if (gi.role != InputRole::Tangent)
       fmap[gi.value] = F.addInput(j.values[gi.value].name, j.type(gi.value), gi.role, gi.requires_grad);
   std::vector<ValueId> savedF(saved.size(), kNoValue);
+  // A saved value that shares storage with a mutated primal (the primal, or
+  // a view of it) would be overwritten too: snapshot it.
+  auto storageRoot = [&](ValueId v) { return viewRoot(j, v); };
   auto snapshotMutatedPrimals = [&] {
     for (size_t i = 0; i < saved.size(); ++i) {
-      if (!fwMutated.count(saved[i])) continue;
+      if (!fwMutated.count(storageRoot(saved[i]))) continue;
       SourceLoc loc{"", j.values[saved[i]].name, "saved before epilogue"};
       savedF[i] = F.add(OpKind::Clone, {fmap[saved[i]]}, {}, loc, Phase::Forward, kMustSave);
       F.tryRename(savedF[i], j.values[saved[i]].name + ".saved");
@@ -212,7 +225,7 @@ Partition partitionMinCut(const Graph& j) {
     double bytes = static_cast<double>(std::max<int64_t>(t.numel(), 1) * dtypeSize(t.dtype));
     // Saving a primal the epilogue overwrites costs a clone as well: prefer
     // an equally large value that needs none.
-    if (fwMutated.count(static_cast<ValueId>(v))) bytes *= 1.5;
+    if (fwMutated.count(viewRoot(j, static_cast<ValueId>(v)))) bytes *= 1.5;
     addEdge(in(v), out(v), bytes);
     int32_t d = j.values[v].node;
     if (d < 0 || !recomputable(j.nodes[static_cast<size_t>(d)])) addEdge(source, in(v), inf);

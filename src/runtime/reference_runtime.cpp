@@ -119,7 +119,14 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
     AOTC_CHECK(dst.sizes == v.sizes, "epilogue copy shape mismatch for ", name);
     for (size_t i = 0; i < v.data.size(); ++i) dst.data[i] = roundTo(dst.dtype, v.data[i]);
   };
-  std::vector<HostTensor> fout = interpretGraph(fw, fin, epilogue);
+  std::unique_ptr<ProgramBackend> backend;
+  if (opts.backend == "emulate") backend = makeEmulateBackend(dir, m, opts);
+  else if (opts.backend != "reference")
+    throw UserError(SourceLoc{}, "unknown backend '" + opts.backend + "' (known: reference, emulate)");
+  auto runProgram = [&](const std::string& name, const Graph& g, const std::vector<HostTensor>& in) {
+    return backend ? backend->run(name, g, in, epilogue) : interpretGraph(g, in, epilogue);
+  };
+  std::vector<HostTensor> fout = runProgram("forward", fw, fin);
   // Metadata mutations: the caller's tensor becomes a view of its storage.
   std::map<std::string, std::vector<ViewStep>> metaChain;
   for (const GraphOutput& o : fw.outputs)
@@ -172,7 +179,7 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
     else if (gi.role == InputRole::Tangent) bin.push_back(tangents.at(n));
     else bin.push_back(caller.at(n));  // the caller's buffer a backward epilogue writes
   }
-  std::vector<HostTensor> bout = interpretGraph(bw, bin, epilogue);
+  std::vector<HostTensor> bout = runProgram("backward", bw, bin);
   for (size_t i = 0; i < bw.outputs.size(); ++i)
     if (bw.outputs[i].role == OutputRole::Grad) res["grad." + bw.outputs[i].target] = bout[i];
   for (auto& n : mutated) res["after_backward." + n] = callerView(n);

@@ -1,6 +1,7 @@
 //===- main.cpp - The aotc command line: CLI11 -> driver -------------------===//
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -56,6 +57,9 @@ int main(int argc, char** argv) {
   run->add_option("--inputs", ropts.input_files, "safetensors with inputs by name (repeatable)")->required();
   run->add_option("--grad-outputs", ropts.grad_outputs_file, "safetensors with grad_output.<i>; a missing one counts as zeros");
   run->add_flag("--forward-only", ropts.forward_only, "skip the backward");
+  run->add_option("--backend", ropts.backend, "reference (IR interpreter) or emulate (the generated kernels, host-compiled)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"reference", "emulate"}));
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
   run->add_option("--out", outFile, "results (safetensors)")->required();
 
@@ -73,6 +77,11 @@ int main(int argc, char** argv) {
     } else if (*insp) {
       std::printf("%s", aotc::inspect(inspectPath).c_str());
     } else if (*run) {
+      // The host-compiled kernels of `--backend emulate` are cached per user.
+      const char* xdg = std::getenv("XDG_CACHE_HOME");
+      const char* home = std::getenv("HOME");
+      if (xdg && *xdg) ropts.emulate_cache_dir = std::string(xdg) + "/aotc/emulate";
+      else if (home && *home) ropts.emulate_cache_dir = std::string(home) + "/.cache/aotc/emulate";
       aotc::runAndWrite(artifact, ropts, outFile, log);
     }
   } catch (const aotc::UserError& e) {

@@ -3,6 +3,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@ std::vector<HostTensor> interpretGraph(const Graph& g, const std::vector<HostTen
                                        const std::function<void(const std::string&, const HostTensor&)>& on_epilogue);
 
 struct RunOptions {
+  std::string backend = "reference";  ///< reference | emulate
+  std::string emulate_cache_dir;      ///< where emulate keeps host-compiled kernels
+  std::string host_compiler = "c++";  ///< emulate: compiles the generated CUDA on the host
   std::vector<std::string> input_files;
   std::string grad_outputs_file;  ///< empty: every grad output is zero
   bool forward_only = false;
@@ -29,5 +34,19 @@ struct RunOptions {
 /// would.  Results are named output.<i>, grad.<input>, after_forward.<input>
 /// and after_backward.<input> (every mutated input).
 std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts);
+
+/// Runs one program of an artifact: inputs bound in the program's input
+/// order, outputs returned in its output order, epilogue copies reported.
+class ProgramBackend {
+ public:
+  virtual ~ProgramBackend() = default;
+  virtual std::vector<HostTensor> run(const std::string& program, const Graph& ir, const std::vector<HostTensor>& inputs,
+                                      const std::function<void(const std::string&, const HostTensor&)>& on_epilogue) = 0;
+};
+
+/// The emulate backend: the manifest's steps on the CPU, with the generated
+/// kernels compiled by the host compiler against a shim for CUDA built-ins.
+std::unique_ptr<ProgramBackend> makeEmulateBackend(const std::string& dir, const nlohmann::json& manifest,
+                                                   const RunOptions& opts);
 
 }  // namespace aotc

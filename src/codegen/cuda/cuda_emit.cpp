@@ -262,7 +262,9 @@ struct Lowering {
         keptStrides[d] = it.strides[d];
       }
     }
-    const char* acc = ot.dtype == DType::F64 ? "double" : (isFloating(ot.dtype) ? "float" : "long long");
+    // Floating reductions accumulate in double: BatchNorm statistics over few
+    // elements feed ill-conditioned backwards (Note [Reduction precision]).
+    const char* acc = isFloating(ot.dtype) ? "double" : "long long";
     const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
     std::ostringstream os;
     os << banner(n, g);

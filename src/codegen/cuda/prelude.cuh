@@ -2,8 +2,10 @@
 // aotc device prelude: included at the top of every generated kernel.  It is
 // stringified into the compiler at build time (scripts/stringify.cmake) and
 // must compile both under NVRTC and, later, the host emulator's shim.
+#ifndef AOTC_EMULATE  // the emulator's shim defines the half types
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#endif
 typedef long long aotc_i64;
 #define AOTC_INF (__int_as_float(0x7f800000))
 

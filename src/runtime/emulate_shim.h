@@ -1,0 +1,62 @@
+// aotc emulate shim: lets the host C++ compiler build the CUDA C++ that aotc
+// emits.  Grid and block loops are run by the emulator; each kernel sees the
+// current block and thread through these thread-local built-ins.  Kernels
+// aotc emits use no shared memory or barriers yet; when they do, this shim
+// will run one fiber per thread (see Note [Emulated barriers]).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <algorithm>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+
+struct aotc_dim3 { unsigned x = 0, y = 0, z = 0; };
+extern "C" {
+extern thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc_gridDim;
+}
+#define blockIdx aotc_blockIdx
+#define threadIdx aotc_threadIdx
+#define blockDim aotc_blockDim
+#define gridDim aotc_gridDim
+
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+using std::min;
+using std::max;
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float expf(float x) { return std::exp(x); }
+inline float logf(float x) { return std::log(x); }
+inline float tanhf(float x) { return std::tanh(x); }
+inline float sqrtf(float x) { return std::sqrt(x); }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float fabsf(float x) { return std::fabs(x); }
+inline float sinf(float x) { return std::sin(x); }
+inline float cosf(float x) { return std::cos(x); }
+inline float erff(float x) { return std::erf(x); }
+inline float powf(float a, float b) { return std::pow(a, b); }
+
+// Half types: storage only; arithmetic happens in float, as on the device.
+struct __half {
+  _Float16 v;
+  __half() = default;
+  __half(float f) : v(static_cast<_Float16>(f)) {}
+  operator float() const { return static_cast<float>(v); }
+};
+struct __nv_bfloat16 {
+  uint16_t bits;
+  __nv_bfloat16() = default;
+  __nv_bfloat16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) { bits = static_cast<uint16_t>(u >> 16 | 0x40); return; }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    bits = static_cast<uint16_t>(u >> 16);
+  }
+  operator float() const { uint32_t u = static_cast<uint32_t>(bits) << 16; float f; std::memcpy(&f, &u, 4); return f; }
+};

@@ -162,3 +162,45 @@ TEST(E2E, ArtifactsAreByteIdenticalForAnyJobs) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+/// Dropout in training (Note [Random numbers]): a seeded Philox stream, the
+/// same on every backend; the distribution and the gradient are PyTorch's.
+TEST(Random, DropoutIsSeededAndBackendsAgree) {
+  const fs::path dir = fs::path(AOTC_SOURCE_DIR) / "testdata" / "random";
+  CompileOptions o;
+  o.model = (dir / "dropout.json").string();
+  o.out_dir = scratch("dropout").string();
+  compileModel(o, quietLogger());
+  RunOptions r;
+  r.input_files = {(dir / "dropout.inputs.safetensors").string()};
+  r.grad_outputs_file = r.input_files[0];
+  auto ref = runArtifact(o.out_dir, r);
+  const HostTensor& y = ref.at("output.0");
+  // y = dropout(dropout(x, 0.3) * 2, 0.5) with x = ones: 0 or 2 / (0.7 * 0.5).
+  size_t zeros = 0;
+  for (double v : y.data) {
+    if (v == 0) ++zeros;
+    else EXPECT_NEAR(v, 2.0 / 0.35, 1e-5);
+  }
+  double frac = static_cast<double>(zeros) / static_cast<double>(y.data.size());
+  EXPECT_NEAR(frac, 0.65, 0.03) << "4096 draws: 4 standard deviations";
+  EXPECT_EQ(ref.at("grad.x").data, y.data) << "with unit grad_output, d y / d x is the scaled mask";
+  r.backend = "emulate";
+  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  auto emu = runArtifact(o.out_dir, r);
+  EXPECT_EQ(emu.at("output.0").data, y.data) << "emulate draws the same numbers as the reference";
+  // Another seed, another mask.
+  std::map<std::string, HostTensor> in = readSafetensors(r.input_files[0]);
+  in["rng_seed"].data[0] = 8;
+  std::string other = (fs::path(o.out_dir).parent_path() / "dropout_seed8.safetensors").string();
+  writeSafetensors(other, in);
+  r.backend = "reference";
+  r.input_files = {other};
+  EXPECT_NE(runArtifact(o.out_dir, r).at("output.0").data, y.data);
+}
+
+}  // namespace
+}  // namespace aotc

@@ -560,14 +560,31 @@ ValueId leakyRelu(Converter& c, ValueId x, double slope) {
 
 ValueId silu(Converter& c, ValueId x) { return bin(c, OpKind::Mul, x, c.op(OpKind::Sigmoid, {x})); }
 
+/// Note [Random numbers]: random ops draw from a counter-based generator
+/// (Philox4x32-10) keyed by one int64 artifact input, `rng_seed`, that the
+/// caller supplies on every call; each random node has its own counter offset.
+/// Results are reproducible for a seed, on any backend, but are not
+/// PyTorch's random stream.
+ValueId randMask(Converter& c, double prob, Ints shape) {  // by value: adding the seed input grows the value table
+  Graph& g = c.graph();
+  ValueId seed = g.valueNamed("rng_seed");
+  if (seed == kNoValue || !g.inputOf(seed))
+    seed = g.addInput("rng_seed", TensorType::contiguous(DType::I64, {}), InputRole::UserInput, false);
+  int64_t offset = 0;
+  for (const Node& n : g.nodes) offset += n.op == OpKind::RandMask;
+  return c.op(OpKind::RandMask, {seed}, Attrs{{"prob", prob}, {"offset", offset}, {"shape", shape}});
+}
+
 V dropout(Converter& c) {
   ValueId x = c.tensor(0, "input");
   double p = c.number(1, "p");
   bool train = c.boolean(2, "train", true);
-  if (train && p > 0)
-    c.fail("dropout with p > 0 in training mode is not supported yet (export in eval mode or with p=0)");
   TensorType mt = TensorType::contiguous(DType::Bool, c.type(x).sizes);
-  return {c.op(OpKind::Clone, {x}), constantLike(c, 1.0, mt)};
+  if (!train || p == 0) return {c.op(OpKind::Clone, {x}), constantLike(c, 1.0, mt)};
+  ValueId keep = randMask(c, 1.0 - p, c.type(x).sizes);
+  ValueId m = c.op(OpKind::Cast, {keep}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}});
+  ValueId scale = p >= 1 ? sc(c, 0.0, x) : sc(c, 1.0 / (1.0 - p), x);
+  return {bin(c, OpKind::Mul, bin(c, OpKind::Mul, x, m), scale), keep};
 }
 
 const std::map<std::string, ConvertFn>& converters() {
@@ -775,6 +792,12 @@ const std::map<std::string, ConvertFn>& converters() {
          return {reduceOp(c, red == 1 ? OpKind::Mean : OpKind::Sum, sq, {}, false)};
        }},
       {"aten.native_dropout.default", dropout},
+      {"aten.bernoulli_.float",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         ValueId m = randMask(c, c.number(1, "p", 0.5), c.type(x).sizes);
+         return inplaceOf(c, c.op(OpKind::Cast, {m}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}}));
+       }},
       {"aten.embedding.default",
        [](Converter& c) -> V {
          ValueId w = c.tensor(0, "weight"), idx = c.tensor(1, "indices");

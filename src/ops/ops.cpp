@@ -431,6 +431,14 @@ std::vector<TensorType> permuteRule(const std::vector<TensorType>& in, const Att
   return one(t);
 }
 
+std::vector<TensorType> randMaskRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[0].dtype != DType::I64 || in[0].numel() != 1) shapeError("rand_mask: the seed must be one int64");
+  double p = attrFloat(a, "prob");
+  if (!(p >= 0 && p <= 1)) shapeError("rand_mask: probability must be in [0, 1]");
+  attrInt(a, "offset");
+  return one(TensorType::contiguous(DType::Bool, attrInts(a, "shape")));
+}
+
 std::vector<TensorType> fromRegions(const std::vector<TensorType>&, const Attrs&) {
   shapeError("autograd_function: result types come from its forward region");
 }
@@ -492,6 +500,7 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Pad: return padRule;
     case OpKind::Arange: return arangeRule;
     case OpKind::Permute: return permuteRule;
+    case OpKind::RandMask: return randMaskRule;
     case OpKind::Gt: return compare;
     case OpKind::Where: return whereRule;
     case OpKind::Sum: return sumRule;
@@ -560,6 +569,23 @@ Window2d window2d(const Attrs& a) {
 }
 
 DType promoteTypes(DType a, DType b) { return promote(a, b); }
+
+double philoxUniform(uint64_t seed, uint64_t offset, uint64_t index) {
+  uint32_t c0 = static_cast<uint32_t>(index), c1 = static_cast<uint32_t>(index >> 32);
+  uint32_t c2 = static_cast<uint32_t>(offset), c3 = static_cast<uint32_t>(offset >> 32);
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0, p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
+    uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0, n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+    c1 = static_cast<uint32_t>(p1);
+    c3 = static_cast<uint32_t>(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return static_cast<double>(c0 >> 8) * (1.0 / 16777216.0);
+}
 
 int64_t wrapDim(int64_t dim, int64_t rank) {
   if (dim < -rank || dim >= rank)

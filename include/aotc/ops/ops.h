@@ -10,7 +10,7 @@
 
 namespace aotc {
 
-enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, MetaMutation, Epilogue, Scatter, Alias, Custom, Window, Gather };
+enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, MetaMutation, Epilogue, Scatter, Alias, Custom, Window, Gather, Random };
 enum class GradKind : uint8_t { Diff, NoGrad, NeverDiff };
 
 struct OpInfo {
@@ -72,6 +72,10 @@ struct Window2d {
 Window2d window2d(const Attrs& a);
 /// Promoted dtype of a binary op (ATen's lattice, simplified).
 DType promoteTypes(DType a, DType b);
+
+/// Philox4x32-10 uniform in [0, 1) for (seed, offset, index): the same bits in
+/// the reference kernels and the CUDA prelude (aotc_uniform).
+double philoxUniform(uint64_t seed, uint64_t offset, uint64_t index);
 
 /// Which tables have a row for each op (for the completeness test).
 bool hasShapeRule(OpKind k);

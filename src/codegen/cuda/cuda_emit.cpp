@@ -778,6 +778,13 @@ struct Lowering {
         case OpCategory::Scatter: launch(scatterKernel(n), n.inputs, out, ot.numel()); break;
         case OpCategory::Window: launchAll(windowKernel(n), n, ot.numel()); break;
         case OpCategory::Gather: launchAll(gatherKernel(n), n, ot.numel()); break;
+        case OpCategory::Random: {
+          std::ostringstream b;
+          b << "  out0[i] = aotc_uniform((unsigned long long)in0[0], " << attrInt(n.attrs, "offset") << "ull, (unsigned long long)i) < "
+            << literal(attrFloat(n.attrs, "prob"), DType::F32) << ";\n";
+          launchAll(elementKernel(n, b.str()), n, ot.numel());
+          break;
+        }
         default: AOTC_CHECK(false, "cannot lower ", info.name);
       }
     }

@@ -39,3 +39,15 @@ template <typename T> __device__ __forceinline__ T aotc_pow(T a, T b) { T r = 1;
 // maximum/minimum propagate NaN, as ATen's do.
 template <typename T> __device__ __forceinline__ T aotc_max(T a, T b) { return (a != a || a > b) ? a : b; }
 template <typename T> __device__ __forceinline__ T aotc_min(T a, T b) { return (a != a || a < b) ? a : b; }
+// Philox4x32-10: the same bits as aotc::philoxUniform on the host.
+__device__ __forceinline__ float aotc_uniform(unsigned long long seed, unsigned long long offset, unsigned long long index) {
+  unsigned int c0 = (unsigned int)index, c1 = (unsigned int)(index >> 32), c2 = (unsigned int)offset, c3 = (unsigned int)(offset >> 32);
+  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    unsigned long long p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
+    unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0, n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (unsigned int)p1; c3 = (unsigned int)p0; c0 = n0; c2 = n2;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+  return (float)(c0 >> 8) * (1.0f / 16777216.0f);
+}

@@ -11,6 +11,7 @@
 // `view` (root buffer + sizes/strides/offset from the IR type).
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "aotc/codegen/codegen.h"
@@ -141,22 +142,6 @@ std::string banner(const Node& n, const Graph& g) {
   return s + "\n";
 }
 
-/// Loop body computing offsets of every operand for linear index `i` over `sizes`.
-std::string offsetCode(const Ints& sizes, const std::vector<std::pair<std::string, std::pair<Ints, int64_t>>>& ops,
-                       const char* idx) {
-  std::ostringstream os;
-  for (auto& [name, st] : ops) os << "  aotc_i64 " << name << " = " << st.second << ";\n";
-  os << "  aotc_i64 r = " << idx << ";\n";
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (sizes[d] == 1) continue;
-    os << "  { aotc_i64 c = r % " << sizes[d] << "; r /= " << sizes[d] << ";";
-    for (auto& [name, st] : ops)
-      if (st.first[d] != 0) os << " " << name << " += c * " << st.first[d] << ";";
-    os << " }\n";
-  }
-  return os.str();
-}
-
 struct Lowering {
   const Graph& g;
   std::map<std::string, KernelSource>& kernels;
@@ -182,17 +167,20 @@ struct Lowering {
     buffers.push_back(b);
   }
 
-  std::string addKernel(std::string body, const Node& n) {
+  std::string addKernel(std::string body, const Node& n) { return addKernel(std::move(body), n, {nodeName(n)}); }
+
+  std::string addKernel(std::string body, const Node& n, const std::vector<std::string>& who) {
     std::string src = std::string("#include \"aotc_prelude.cuh\"\n") + body;
     // The name is a hash of the whole text with a placeholder for the name.
     std::string name = "k_" + sha256Hex(src).substr(0, 16);
     size_t p;
     while ((p = src.find("@KERNEL@")) != std::string::npos) src.replace(p, 8, name);
+    (void)n;
     auto& k = kernels[name];
     k.name = name;
     k.source = src;
-    std::string who = n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node;
-    if (std::find(k.nodes.begin(), k.nodes.end(), who) == k.nodes.end()) k.nodes.push_back(who);
+    for (const std::string& w : who)
+      if (std::find(k.nodes.begin(), k.nodes.end(), w) == k.nodes.end()) k.nodes.push_back(w);
     return name;
   }
 
@@ -216,63 +204,180 @@ struct Lowering {
                      {"shared_bytes", 0}, {"args", a}});
   }
 
-  /// Elementwise kernel: out (with its own layout) = f(inputs), broadcast.
-  std::string pointwiseKernel(const Node& n, const TensorType& ot, const std::string& exprOverride = "") {
-    std::ostringstream os;
-    os << banner(n, g);
-    os << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out";
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      os << ", const " << storageType(g.type(n.inputs[i]).dtype) << "* __restrict__ in" << i;
-    os << ") {\n";
-    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
-    os << "  if (i >= " << ot.numel() << ") return;\n";
-    std::vector<std::pair<std::string, std::pair<Ints, int64_t>>> offs;
-    offs.push_back({"o", {ot.strides, ot.offset}});
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const TensorType& it = g.type(n.inputs[i]);
-      offs.push_back({"o" + std::to_string(i), {broadcastStrides(it, ot.sizes), it.offset}});
-    }
-    os << offsetCode(ot.sizes, offs, "i");
-    const char* ct = computeType(ot.dtype);
-    std::vector<std::string> a;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      DType id = g.type(n.inputs[i]).dtype;
-      // Comparison/select operands keep their own compute type.
-      os << "  " << computeType(id) << " a" << i << " = (" << computeType(id) << ")in" << i << "[o" << i << "];\n";
-      a.push_back("a" + std::to_string(i));
-    }
-    std::string e = exprOverride.empty() ? pointwiseExpr(n.op, a) : exprOverride;
-    os << "  out[o] = (" << storageType(ot.dtype) << ")(" << ct << ")" << e << ";\n}\n";
-    return addKernel(os.str(), n);
+  // ---------------------------------------------------------------- fusion
+  // Note [Fusion by inlining]: a pointwise value with exactly one consumer,
+  // a pointwise kernel or a reduction of the same shape, that no program
+  // output needs, is computed inside its consumer's kernel instead of
+  // through a buffer; 0-dim constants are inlined everywhere as literals.
+  // A kernel evaluates its expression tree per output element (reductions:
+  // per reduced element), loading each leaf buffer with its own strides,
+  // broadcast to the tree's shape.  Values with several consumers are
+  // materialized once rather than recomputed.
+
+  std::vector<bool> inlined;          ///< per node: computed inside its consumer
+  std::vector<std::string> fusedInto;  ///< per node: kernel nodes, for banners
+
+  static bool inlinableConstant(const Node& n) {
+    return n.op == OpKind::Constant && (!hasAttr(n.attrs, "shape") || attrInts(n.attrs, "shape").empty());
   }
 
-  std::string reductionKernel(const Node& n) {
+  /// Largest expression tree (in nodes) one inlined value may stand for:
+  /// a value inlined into several consumers is recomputed by each.
+  static constexpr int kMaxInlineTree = 24;
+
+  void planFusion() {
+    UseInfo u = UseInfo::compute(g);
+    inlined.assign(g.nodes.size(), false);
+    std::vector<int> treeSize(g.nodes.size(), 1);
+    auto consumesAsExpression = [&](int32_t user, ValueId v) {
+      const Node& c = g.nodes[static_cast<size_t>(user)];
+      const Ints& vs = g.type(v).sizes;
+      if (c.op == OpKind::EpilogueCopy) return c.inputs[1] == v && g.type(c.inputs[0]).sizes == vs;
+      if (opInfo(c.op).category == OpCategory::Pointwise) return g.type(c.outputs[0]).sizes == vs;
+      if (c.op == OpKind::Sum || c.op == OpKind::Mean || c.op == OpKind::Amax || c.op == OpKind::Amin) return c.inputs[0] == v;
+      return false;
+    };
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      for (ValueId in : n.inputs) {
+        int32_t d = g.values[in].node;
+        if (d >= 0 && inlined[static_cast<size_t>(d)]) treeSize[k] += treeSize[static_cast<size_t>(d)];
+      }
+      if (n.outputs.size() != 1 || u.is_output[n.outputs[0]]) continue;
+      ValueId v = n.outputs[0];
+      const auto& users = u.users[v];
+      if (users.empty()) continue;
+      if (n.op == OpKind::Constant) {
+        // A literal: free in any consumer that broadcasts it.
+        bool all = true;
+        for (int32_t user : users) {
+          const Node& c = g.nodes[static_cast<size_t>(user)];
+          OpCategory cat = opInfo(c.op).category;
+          all = all && (cat == OpCategory::Pointwise || (c.op == OpKind::EpilogueCopy && c.inputs[1] == v) ||
+                        ((c.op == OpKind::Sum || c.op == OpKind::Mean || c.op == OpKind::Amax || c.op == OpKind::Amin) && c.inputs[0] == v));
+        }
+        inlined[k] = all;
+        treeSize[k] = 0;
+        continue;
+      }
+      if (opInfo(n.op).category != OpCategory::Pointwise || treeSize[k] > kMaxInlineTree) continue;
+      bool all = true;
+      for (int32_t user : users) all = all && consumesAsExpression(user, v);
+      inlined[k] = all;
+    }
+  }
+
+  /// Builds the expression tree of a kernel: leaves become parameters.
+  struct ExprCtx {
+    std::vector<ValueId> leaves;
+    std::map<ValueId, std::string> memo;
+    std::ostringstream code;
+    int tmp = 0;
+    std::vector<std::string> nodes;
+    std::string indent = "  ";
+  };
+
+  /// The variable holding `v` at coordinates `c` of a tensor of shape `shape`.
+  std::string emitValue(ValueId v, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x) {
+    auto it = x.memo.find(v);
+    if (it != x.memo.end()) return it->second;
+    const Value& val = g.values[v];
+    std::string var;
+    if (val.node >= 0 && inlined[static_cast<size_t>(val.node)]) {
+      const Node& n = g.nodes[static_cast<size_t>(val.node)];
+      if (n.op == OpKind::Constant) {
+        var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
+        var = "((" + std::string(computeType(val.type.dtype)) + ")" + var + ")";
+      } else {
+        std::vector<std::string> args;
+        for (ValueId in : n.inputs) args.push_back(emitValue(in, shape, c, x));
+        var = "t" + std::to_string(x.tmp++);
+        const char* ct = computeType(val.type.dtype);
+        x.code << x.indent << ct << " " << var << " = (" << ct << ")" << pointwiseExpr(n.op, args) << ";\n";
+        std::string who = n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node;
+        if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
+      }
+    } else {
+      size_t p = std::find(x.leaves.begin(), x.leaves.end(), v) - x.leaves.begin();
+      if (p == x.leaves.size()) x.leaves.push_back(v);
+      TensorType b = val.type;
+      b.strides = broadcastStrides(val.type, shape);
+      b.sizes = shape;
+      var = "t" + std::to_string(x.tmp++);
+      const char* ct = computeType(val.type.dtype);
+      x.code << x.indent << ct << " " << var << " = (" << ct << ")in" << p << "[" << at(b, c) << "];\n";
+    }
+    x.memo[v] = var;
+    return var;
+  }
+
+  std::string kernelHeader(const std::vector<std::string>& nodes, DType outType, const std::vector<ValueId>& leaves) {
+    std::ostringstream os;
+    os << "// aotc kernel for";
+    for (size_t i = 0; i < nodes.size(); ++i) os << (i ? ", " : " ") << "'" << nodes[i] << "'";
+    os << "\nextern \"C\" __global__ void @KERNEL@(" << storageType(outType) << "* __restrict__ out";
+    for (size_t i = 0; i < leaves.size(); ++i)
+      os << ", const " << storageType(g.type(leaves[i]).dtype) << "* __restrict__ in" << i;
+    os << ") {\n";
+    return os.str();
+  }
+
+  std::string nodeName(const Node& n) { return n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node; }
+
+  /// A (fused) elementwise kernel: out, with its own layout, = root's value.
+  /// Returns the kernel name; `leaves` are its operands after `out`.
+  std::string pointwiseKernel(const Node& root, const TensorType& ot, std::vector<ValueId>& leaves) {
+    ExprCtx x;
+    x.nodes.push_back(nodeName(root));
+    std::vector<std::string> c = coords(static_cast<size_t>(ot.rank()));
+    std::vector<std::string> args;
+    for (ValueId in : root.inputs) args.push_back(emitValue(in, ot.sizes, c, x));
+    OpKind op = root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op;
+    std::string e = pointwiseExpr(op, args);
+    std::ostringstream os;
+    os << kernelHeader(x.nodes, ot.dtype, x.leaves);
+    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    os << "  if (i >= " << ot.numel() << ") return;\n";
+    os << "  aotc_i64 r = i, c[" << std::max<int64_t>(ot.rank(), 1) << "];\n";
+    for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
+    os << x.code.str();
+    os << "  out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e << ";\n}\n";
+    leaves = x.leaves;
+    return addKernel(os.str(), root, x.nodes);
+  }
+
+  /// A reduction over `dim`, with its input's expression computed in the loop.
+  std::string reductionKernel(const Node& n, std::vector<ValueId>& leaves) {
     const TensorType& it = g.type(n.inputs[0]);
     const TensorType& ot = g.type(n.outputs[0]);
     Ints dims = reductionDims(n.attrs, it.rank());
-    Ints keptSizes = it.sizes, redSizes, redStrides, keptStrides(it.rank(), 0);
+    Ints keptSizes = it.sizes, redDims;
     int64_t nred = 1;
-    for (int64_t d = 0; d < it.rank(); ++d) {
+    for (int64_t d = 0; d < it.rank(); ++d)
       if (std::binary_search(dims.begin(), dims.end(), d)) {
         keptSizes[d] = 1;
-        redSizes.push_back(it.sizes[d]);
-        redStrides.push_back(it.strides[d]);
+        redDims.push_back(d);
         nred *= it.sizes[d];
-      } else {
-        keptStrides[d] = it.strides[d];
       }
-    }
-    // Floating reductions accumulate in double: BatchNorm statistics over few
-    // elements feed ill-conditioned backwards (Note [Reduction precision]).
+    // Note [Reduction precision]: floating reductions accumulate in double:
+    // BatchNorm statistics over few elements feed ill-conditioned backwards.
     const char* acc = isFloating(ot.dtype) ? "double" : "long long";
     const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
+    ExprCtx x;
+    x.nodes.push_back(nodeName(n));
+    x.indent = "    ";
+    std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
+    std::string v = emitValue(n.inputs[0], it.sizes, c, x);
     std::ostringstream os;
-    os << banner(n, g);
-    os << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, const "
-       << storageType(it.dtype) << "* __restrict__ in0) {\n";
+    os << kernelHeader(x.nodes, ot.dtype, x.leaves);
     os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
     os << "  if (i >= " << ot.numel() << ") return;\n";
-    os << offsetCode(keptSizes, {{"base", {keptStrides, it.offset}}}, "i");
+    os << "  aotc_i64 c[" << std::max<int64_t>(it.rank(), 1) << "];\n";
+    os << "  { aotc_i64 r = i;\n";
+    for (int64_t d = it.rank(); d-- > 0;)
+      if (keptSizes[d] != 1) os << "    c[" << d << "] = r % " << keptSizes[d] << "; r /= " << keptSizes[d] << ";\n";
+      else if (!std::binary_search(dims.begin(), dims.end(), d)) os << "    c[" << d << "] = 0;\n";
+    os << "  }\n";
     if (isMax || isMin) {
       bool fl = isFloating(ot.dtype);
       os << "  " << acc << " acc = " << (isMax ? (fl ? "-AOTC_INF" : "(-9223372036854775807LL - 1)") : (fl ? "AOTC_INF" : "9223372036854775807LL"))
@@ -280,17 +385,16 @@ struct Lowering {
     } else {
       os << "  " << acc << " acc = 0;\n";
     }
-    os << "  for (aotc_i64 j = 0; j < " << nred << "; ++j) {\n";
-    std::ostringstream inner;
-    inner << offsetCode(redSizes, {{"o0", {redStrides, 0}}}, "j");
-    std::string body = inner.str();
-    for (size_t p = 0; (p = body.find('\n', p)) != std::string::npos && p + 1 < body.size(); p += 3) body.insert(p + 1, "  ");
-    os << "  " << body;
-    if (isMax || isMin) os << "    acc = aotc_" << (isMax ? "max" : "min") << "((" << acc << ")in0[base + o0], acc);\n  }\n";
-    else os << "    acc += (" << acc << ")in0[base + o0];\n  }\n";
+    os << "  for (aotc_i64 j = 0; j < " << nred << "; ++j) {\n    aotc_i64 q = j;\n";
+    for (size_t k = redDims.size(); k-- > 0;)
+      os << "    c[" << redDims[k] << "] = q % " << it.sizes[redDims[k]] << "; q /= " << it.sizes[redDims[k]] << ";\n";
+    os << x.code.str();
+    if (isMax || isMin) os << "    acc = aotc_" << (isMax ? "max" : "min") << "((" << acc << ")" << v << ", acc);\n  }\n";
+    else os << "    acc += (" << acc << ")" << v << ";\n  }\n";
     if (n.op == OpKind::Mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
-    os << "  out[i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
-    return addKernel(os.str(), n);
+    os << "  out[" << (ot.offset ? std::to_string(ot.offset) + " + " : std::string()) << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
+    leaves = x.leaves;
+    return addKernel(os.str(), n, x.nodes);
   }
 
   /// out = base with the region view(base) replaced by src: one thread per
@@ -675,8 +779,9 @@ struct Lowering {
     std::string name = g.values[v].name + ".dense";
     buffers.push_back(ojson{{"name", name}, {"kind", "alloc"}, {"dtype", dtypeName(t.dtype)}, {"shape", t.sizes},
                             {"strides", t.strides}, {"offset", 0}, {"bytes", t.numel() * dtypeSize(t.dtype)}});
-    std::string k = pointwiseKernel(c, t);
-    launch(k, {v}, kNoValue, t.numel(), name);
+    std::vector<ValueId> leaves;
+    std::string k = pointwiseKernel(c, t, leaves);
+    launch(k, leaves, kNoValue, t.numel(), name);
     dense_[v] = name;
     return v;
   }
@@ -737,14 +842,18 @@ struct Lowering {
       declare(v, "input", inputKinds[i].second);
       root[v] = bufName[v];
     }
-    for (const Node& n : g.nodes) {
+    planFusion();
+    for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
+      const Node& n = g.nodes[idx];
+      if (inlined[idx]) continue;  // computed inside its consumer's kernel
       const OpInfo& info = opInfo(n.op);
       if (n.op == OpKind::EpilogueCopy) {
         ValueId dst = n.inputs[0];
         Node c = n;
         c.inputs = {n.inputs[1]};
-        std::string k = pointwiseKernel(c, g.type(dst));
-        launch(k, {n.inputs[1]}, dst, g.type(dst).numel());
+        std::vector<ValueId> leaves;
+        std::string k = pointwiseKernel(c, g.type(dst), leaves);
+        launch(k, leaves, dst, g.type(dst).numel());
         steps.back()["epilogue"] = {{"input", g.values[dst].name},
                                     {"phase", (n.tags & kMustBeInForward) ? "forward" : "backward"}};
         continue;
@@ -763,10 +872,18 @@ struct Lowering {
         root[o] = bufName[o];
       }
       switch (info.category) {
-        case OpCategory::Pointwise: launch(pointwiseKernel(n, ot), n.inputs, out, ot.numel()); break;
-        case OpCategory::Reduction:
-          launch(n.op == OpKind::ArgMax ? argmaxKernel(n) : reductionKernel(n), n.inputs, out, ot.numel());
+        case OpCategory::Pointwise: {
+          std::vector<ValueId> leaves;
+          std::string k = pointwiseKernel(n, ot, leaves);
+          launch(k, leaves, out, ot.numel());
           break;
+        }
+        case OpCategory::Reduction: {
+          std::vector<ValueId> leaves = n.inputs;
+          std::string k = n.op == OpKind::ArgMax ? argmaxKernel(n) : reductionKernel(n, leaves);
+          launch(k, leaves, out, ot.numel());
+          break;
+        }
         case OpCategory::Creation:
           launch(n.op == OpKind::Arange ? arangeKernel(n) : constantKernel(n), {}, out, ot.numel());
           break;

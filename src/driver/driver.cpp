@@ -122,6 +122,17 @@ std::string CompileSummary::str() const {
   return os.str();
 }
 
+std::string CompileSummary::timings() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "timings: load %.1f ms, engine %.1f ms, codegen %.1f ms, nvrtc %.1f ms (%.1f ms on all threads), write %.1f ms, "
+                "total %.1f ms\nkernel cache: %zu hits, %zu misses (%zu modules x archs)\n",
+                load_ms, engine_ms, codegen_ms, nvrtc_wall_ms, nvrtc_cpu_ms, write_ms, total_ms, cache_hits, cache_misses,
+                cache_hits + cache_misses);
+  (void)modules;
+  return buf;
+}
+
 CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
@@ -133,6 +144,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   if (ext == ".onnx")
     throw UserError(SourceLoc{opts.model, "", ""}, "the ONNX front end is not part of this build yet; export the model with tools/fx_export.py");
   FxModel fx = loadFxGraph(opts.model);
+  double tLoad = ms();
   log->info("loaded {} ({} inputs, {} nodes) in {:.1f} ms", opts.model, fx.graph.inputs.size(), fx.graph.nodes.size(), ms());
 
   int dumpIndex = 0;
@@ -154,6 +166,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   PipelineResult pr = runPipeline(fx.graph, po);
   log->info("engine passes done at {:.1f} ms", ms());
   checkStorageGroups(fx, pr, opts.model);
+  double tEngine = ms();
 
   CodegenResult cg = generateCuda(pr.partition);
   ManifestInfo mi;
@@ -163,13 +176,17 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
   std::vector<KernelModule> modules = groupKernels(cg.kernels, kKernelsPerModule);
   ojson manifest = buildManifest(pr, cg, modules, mi);
+  double tCodegen = ms();
 
   StagingDir stage(opts.out_dir);
   fs::create_directories(stage.path() / "kernels");
   writeFile(stage.path() / "kernels" / "aotc_prelude.cuh", devicePrelude());
   for (auto& [name, k] : cg.kernels) writeFile(stage.path() / "kernels" / (name + ".cu"), k.source);
   unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
-  auto compiled = compileModules(modules, cg.kernels, opts.archs, jobs);
+  KernelCacheStats cstats;
+  double tNvrtc0 = ms();
+  auto compiled = compileModules(modules, cg.kernels, opts.archs, jobs, opts.cache_dir, &cstats);
+  double tNvrtc = ms() - tNvrtc0;
   for (size_t m = 0; m < modules.size(); ++m)
     for (size_t a = 0; a < opts.archs.size(); ++a) {
       writeFile(stage.path() / "kernels" / (modules[m].name + "." + opts.archs[a] + ".ptx"), compiled[m][a].ptx);
@@ -185,6 +202,14 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
 
   CompileSummary s;
   s.model_name = fx.graph.name;
+  s.load_ms = tLoad;
+  s.engine_ms = tEngine - tLoad;
+  s.codegen_ms = tCodegen - tEngine;
+  s.nvrtc_wall_ms = tNvrtc;
+  s.nvrtc_cpu_ms = cstats.nvrtc_ms;
+  s.cache_hits = cstats.hits;
+  s.cache_misses = cstats.misses;
+  s.modules = modules.size();
   for (auto& gi : pr.functional.inputs) {
     ++s.inputs;
     s.parameters += gi.role == InputRole::Parameter;
@@ -201,6 +226,8 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   s.backward_steps = manifest["backward"]["steps"].size();
   s.saved = pr.partition.saved.size();
   for (auto& n : pr.partition.saved) s.saved_bytes += bytesOf(pr.partition.forward.type(pr.partition.forward.valueNamed(n)));
+  s.total_ms = ms();
+  s.write_ms = s.total_ms - tCodegen - tNvrtc;
   log->info("wrote {} in {:.1f} ms", opts.out_dir, ms());
   return s;
 }

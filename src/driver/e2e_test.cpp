@@ -204,3 +204,35 @@ TEST(Random, DropoutIsSeededAndBackendsAgree) {
 
 }  // namespace
 }  // namespace aotc
+
+namespace aotc {
+namespace {
+
+/// Note [Kernel cache]: a second compile hits for every module and arch, and
+/// the artifact is the same bytes as one compiled without the cache.
+TEST(KernelCache, WarmCompileHitsAndChangesNoByte) {
+  fs::path cache = scratch("kernel-cache");
+  CompileOptions o;
+  o.model = (kConformance / "batchnorm2d_train.json").string();
+  o.out_dir = scratch("cache-cold").string();
+  CompileSummary cold = compileModel(o, quietLogger());
+  EXPECT_EQ(cold.cache_hits + cold.cache_misses, 0u) << "no cache directory: no lookups";
+  o.cache_dir = cache.string();
+  o.out_dir = scratch("cache-a").string();
+  CompileSummary first = compileModel(o, quietLogger());
+  EXPECT_EQ(first.cache_hits, 0u);
+  EXPECT_GT(first.cache_misses, 0u);
+  o.out_dir = scratch("cache-b").string();
+  CompileSummary second = compileModel(o, quietLogger());
+  EXPECT_EQ(second.cache_misses, 0u);
+  EXPECT_EQ(second.cache_hits, first.cache_misses);
+  for (const char* dir : {"cache-a", "cache-b"})
+    for (auto& e : fs::recursive_directory_iterator(fs::path(AOTC_BINARY_DIR) / "e2e" / "cache-cold"))
+      if (e.is_regular_file()) {
+        fs::path rel = fs::relative(e.path(), fs::path(AOTC_BINARY_DIR) / "e2e" / "cache-cold");
+        EXPECT_EQ(readAll(e.path()), readAll(fs::path(AOTC_BINARY_DIR) / "e2e" / dir / rel)) << dir << "/" << rel;
+      }
+}
+
+}  // namespace
+}  // namespace aotc

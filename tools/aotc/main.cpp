@@ -22,6 +22,15 @@ std::vector<std::string> splitList(const std::string& s) {
   return v;
 }
 
+/// $XDG_CACHE_HOME/aotc/<what>, else ~/.cache/aotc/<what>, else none.
+std::string userCacheDir(const char* what) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/aotc/" + what;
+  if (home && *home) return std::string(home) + "/.cache/aotc/" + what;
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,6 +53,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"min-cut", "default"}));
   compile->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here");
   compile->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)");
+  std::string cacheDir;
+  bool noCache = false, timings = false;
+  compile->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
+  compile->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
+  compile->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
   compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
 
   std::string inspectPath;
@@ -72,16 +86,15 @@ int main(int argc, char** argv) {
     if (*compile) {
       copts.archs = splitList(arch);
       copts.print_ir_after = splitList(printAfter);
+      if (!noCache) copts.cache_dir = cacheDir.empty() ? userCacheDir("kernels") : cacheDir;
       auto summary = aotc::compileModel(copts, log);
       if (!quiet) std::printf("%s", summary.str().c_str());
+      if (timings) std::printf("%s", summary.timings().c_str());
     } else if (*insp) {
       std::printf("%s", aotc::inspect(inspectPath).c_str());
     } else if (*run) {
       // The host-compiled kernels of `--backend emulate` are cached per user.
-      const char* xdg = std::getenv("XDG_CACHE_HOME");
-      const char* home = std::getenv("HOME");
-      if (xdg && *xdg) ropts.emulate_cache_dir = std::string(xdg) + "/aotc/emulate";
-      else if (home && *home) ropts.emulate_cache_dir = std::string(home) + "/.cache/aotc/emulate";
+      ropts.emulate_cache_dir = userCacheDir("emulate");
       aotc::runAndWrite(artifact, ropts, outFile, log);
     }
   } catch (const aotc::UserError& e) {

@@ -61,9 +61,19 @@ std::vector<KernelModule> groupKernels(const std::map<std::string, KernelSource>
 /// Compiles every module for every arch on `jobs` threads.  Results are
 /// indexed [module][arch] and do not depend on `jobs`.  A failing module is
 /// recompiled kernel by kernel so the error names the failing kernel.
+/// Note [Kernel cache]: content-addressed on disk.  An entry is keyed by the
+/// SHA-256 of (module source, NVRTC options, NVRTC version, arch) and holds
+/// the PTX and cubin; entries are written to a temporary name and renamed
+/// into place, so concurrent aotc processes never see half an entry.
+struct KernelCacheStats {
+  size_t hits = 0, misses = 0;
+  double nvrtc_ms = 0;  ///< summed over threads
+};
+
 std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelModule>& modules,
                                                      const std::map<std::string, KernelSource>& kernels,
-                                                     const std::vector<std::string>& archs, unsigned jobs);
+                                                     const std::vector<std::string>& archs, unsigned jobs,
+                                                     const std::string& cache_dir = "", KernelCacheStats* stats = nullptr);
 std::string nvrtcVersion();
 /// Checks an --arch entry ("sm_80"): NVRTC must support it.
 bool nvrtcSupportsArch(const std::string& arch);

@@ -19,6 +19,7 @@ struct CompileOptions {
   std::string dump_dir;                  ///< NN-<pass>.ir files, if set
   std::vector<std::string> print_ir_after;  ///< pass names, or "all"
   unsigned jobs = 0;                        ///< NVRTC threads; 0 = one per core
+  std::string cache_dir;                    ///< kernel cache; empty = no cache
 };
 
 struct CompileSummary {
@@ -29,6 +30,10 @@ struct CompileSummary {
   size_t kernels = 0, forward_steps = 0, backward_steps = 0;
   size_t saved = 0;
   int64_t saved_bytes = 0;
+  // --timings
+  double load_ms = 0, engine_ms = 0, codegen_ms = 0, nvrtc_wall_ms = 0, nvrtc_cpu_ms = 0, write_ms = 0, total_ms = 0;
+  size_t cache_hits = 0, cache_misses = 0, modules = 0;
+  std::string timings() const;
   std::string str() const;
 };
 

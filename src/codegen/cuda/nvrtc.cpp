@@ -3,6 +3,11 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <unistd.h>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
@@ -49,6 +54,9 @@ bool nvrtcSupportsArch(const std::string& arch) {
 }
 
 namespace {
+/// The options besides --gpu-architecture, in the cache key.
+constexpr const char* kNvrtcOptions = "--std=c++17 -default-device --include-path=" AOTC_CUDA_INCLUDE_DIR;
+
 /// Compiles one translation unit; nullopt-like empty log on success.
 bool compileSource(const std::string& src, const std::string& file, const std::string& arch, NvrtcOutput& out,
                    std::string& error);
@@ -76,21 +84,84 @@ std::vector<KernelModule> groupKernels(const std::map<std::string, KernelSource>
   return mods;
 }
 
+namespace {
+namespace fs = std::filesystem;
+
+std::string readFileOr(const fs::path& p, bool& ok) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) {
+    ok = false;
+    return "";
+  }
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+/// Writes `data` to `p` atomically (temporary file, then rename).
+void writeAtomic(const fs::path& p, const std::string& data) {
+  fs::path tmp = p;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f) return;  // a cache that cannot be written is only a slower cache
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+}  // namespace
+
 std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelModule>& modules,
                                                      const std::map<std::string, KernelSource>& kernels,
-                                                     const std::vector<std::string>& archs, unsigned jobs) {
+                                                     const std::vector<std::string>& archs, unsigned jobs,
+                                                     const std::string& cache_dir, KernelCacheStats* stats) {
   std::vector<std::vector<NvrtcOutput>> out(modules.size(), std::vector<NvrtcOutput>(archs.size()));
   std::vector<std::string> errors(modules.size() * archs.size());
+  std::vector<char> hit(modules.size() * archs.size(), 0);
+  std::vector<double> ms(modules.size() * archs.size(), 0.0);
+  auto entry = [&](size_t m, size_t a) {
+    std::string key = sha256Hex(modules[m].source + "\n" + kNvrtcOptions + "\n" + nvrtcVersion() + "\n" + archs[a]);
+    return fs::path(cache_dir) / key.substr(0, 2) / key;
+  };
+  if (!cache_dir.empty())
+    for (size_t m = 0; m < modules.size(); ++m)
+      for (size_t a = 0; a < archs.size(); ++a) {
+        fs::path e = entry(m, a);
+        bool ok = true;
+        std::string ptx = readFileOr(e.string() + ".ptx", ok), cubin = readFileOr(e.string() + ".cubin", ok);
+        if (ok && !ptx.empty()) {
+          out[m][a].ptx = std::move(ptx);
+          out[m][a].cubin = std::move(cubin);
+          hit[m * archs.size() + a] = 1;
+        }
+      }
   {
     boost::asio::thread_pool pool(std::max(1u, jobs));
     for (size_t m = 0; m < modules.size(); ++m)
-      for (size_t a = 0; a < archs.size(); ++a)
+      for (size_t a = 0; a < archs.size(); ++a) {
+        if (hit[m * archs.size() + a]) continue;
         boost::asio::post(pool, [&, m, a] {
+          auto t0 = std::chrono::steady_clock::now();
           std::string err;
-          if (!compileSource(modules[m].source, modules[m].name + ".cu", archs[a], out[m][a], err))
+          if (!compileSource(modules[m].source, modules[m].name + ".cu", archs[a], out[m][a], err)) {
             errors[m * archs.size() + a] = err.empty() ? "failed" : err;
+          } else if (!cache_dir.empty()) {
+            fs::path e = entry(m, a);
+            std::error_code ec;
+            fs::create_directories(e.parent_path(), ec);
+            writeAtomic(e.string() + ".cubin", out[m][a].cubin);
+            writeAtomic(e.string() + ".ptx", out[m][a].ptx);  // written last: its presence marks a whole entry
+          }
+          ms[m * archs.size() + a] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         });
+      }
     pool.join();
+  }
+  if (stats) {
+    for (size_t i = 0; i < hit.size(); ++i) {
+      (hit[i] ? stats->hits : stats->misses)++;
+      stats->nvrtc_ms += ms[i];
+    }
   }
   for (size_t i = 0; i < errors.size(); ++i) {
     if (errors[i].empty()) continue;
@@ -115,6 +186,7 @@ bool compileSource(const std::string& src, const std::string& file, const std::s
   // cuda_fp16.h / cuda_bf16.h for half types: the toolkit's headers.
   std::string inc = std::string("--include-path=") + AOTC_CUDA_INCLUDE_DIR;
   const char* opts[] = {archOpt.c_str(), "--std=c++17", "-default-device", inc.c_str()};
+  static_assert(sizeof(opts) / sizeof(opts[0]) == 4);
   nvrtcResult rc = nvrtcCompileProgram(prog, 4, opts);
   size_t n = 0;
   nvrtcGetProgramLogSize(prog, &n);

@@ -216,7 +216,7 @@ TEST(KernelCache, WarmCompileHitsAndChangesNoByte) {
   o.model = (kConformance / "batchnorm2d_train.json").string();
   o.out_dir = scratch("cache-cold").string();
   CompileSummary cold = compileModel(o, quietLogger());
-  EXPECT_EQ(cold.cache_hits + cold.cache_misses, 0u) << "no cache directory: no lookups";
+  EXPECT_EQ(cold.cache_hits, 0u) << "no cache directory: every module is compiled";
   o.cache_dir = cache.string();
   o.out_dir = scratch("cache-a").string();
   CompileSummary first = compileModel(o, quietLogger());

@@ -261,6 +261,9 @@ std::string inspect(const std::string& path) {
     os << "  saved for backward: " << m["saved"].size() << " tensors, " << savedBytes << " bytes\n";
     os << "  forward steps: " << m["forward"]["steps"].size() << ", backward steps: " << m["backward"]["steps"].size()
        << ", kernels: " << m["kernels"].size() << "\n";
+    for (const char* prog : {"forward", "backward"})
+      os << "  " << prog << " arena (peak bytes): " << m[prog].value("arena_bytes", int64_t{0}) << " of "
+         << m[prog].value("alloc_bytes_unplanned", int64_t{0}) << " bytes of intermediates\n";
     return os.str();
   }
   FxModel fx = loadFxGraph(path);

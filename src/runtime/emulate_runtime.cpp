@@ -211,6 +211,10 @@ class EmulateBackend final : public ProgramBackend {
     std::map<std::string, std::vector<unsigned char>> storage;
     std::map<std::string, std::string> root;
     std::map<std::string, Layout> layout;
+    // Owned buffers live in the program's arena at their planned offsets, so
+    // a wrong memory plan shows up as wrong results here.
+    std::vector<unsigned char> arena(static_cast<size_t>(prog.value("arena_bytes", int64_t{0})) + 64, 0);
+    std::map<std::string, unsigned char*> arenaPtr;
     size_t in = 0;
     for (const json& b : prog.at("buffers")) {
       std::string name = b.at("name"), kind = b.at("kind");
@@ -221,6 +225,10 @@ class EmulateBackend final : public ProgramBackend {
         continue;
       }
       root[name] = name;
+      if (kind == "alloc" && b.contains("arena_offset")) {
+        arenaPtr[name] = arena.data() + b["arena_offset"].get<int64_t>();
+        continue;
+      }
       TensorType t{l.dtype, l.sizes, l.strides, l.offset};
       int64_t bytes = kind == "alloc" ? b.at("bytes").get<int64_t>() : t.storageSpan() * dtypeSize(l.dtype);
       storage[name].assign(static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 16, 0);
@@ -230,7 +238,11 @@ class EmulateBackend final : public ProgramBackend {
       }
     }
     AOTC_CHECK(in == inputs.size(), "emulate: ", inputs.size(), " inputs for ", in, " input buffers");
-    auto ptr = [&](const std::string& buf) { return storage.at(root.at(buf)).data(); };
+    auto ptr = [&](const std::string& buf) {
+      const std::string& r = root.at(buf);
+      auto a = arenaPtr.find(r);
+      return a != arenaPtr.end() ? a->second : storage.at(r).data();
+    };
     std::vector<std::pair<std::string, std::string>> epilogues;  // (input, buffer)
     for (const json& st : prog.at("steps")) {
       const std::string op = st.at("op");

@@ -910,6 +910,75 @@ struct Lowering {
   std::map<ValueId, std::string> dense_;
 };
 
+/// Note [Memory plan]: every owned buffer of a program lives in one arena.
+/// A buffer is live from the first step that touches it to the last (to the
+/// end of the program if it is a program output: the forward's saved tensors
+/// stay in the forward arena until the backward has run).  Offsets are
+/// assigned largest-first at the lowest address that no buffer with an
+/// overlapping lifetime occupies; alignment is 256 bytes.
+void planArena(ojson& prog) {
+  std::map<std::string, std::pair<size_t, size_t>> live;  // alloc name -> [first, last] step
+  std::map<std::string, std::string> rootOf;
+  for (auto& b : prog["buffers"]) {
+    const std::string name = b["name"];
+    rootOf[name] = b["kind"] == "view" ? b["base"].get<std::string>() : name;
+  }
+  auto touch = [&](const std::string& buf, size_t step) {
+    std::string r = rootOf.count(buf) ? rootOf[buf] : buf;
+    auto it = live.find(r);
+    if (it == live.end()) live[r] = {step, step};
+    else it->second.second = std::max(it->second.second, step);
+  };
+  const auto& steps = prog["steps"];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const ojson& st = steps[i];
+    if (st["op"] == "launch") {
+      for (auto& a : st["args"]) touch(a, i);
+    } else {
+      for (const char* k : {"A", "B", "C", "x", "w", "y", "dx", "dy", "dw"})
+        if (st.contains(k)) touch(st[k]["buffer"], i);
+    }
+  }
+  for (auto& o : prog["outputs"]) touch(o["buffer"], steps.size());
+  struct Item {
+    std::string name;
+    int64_t bytes;
+    size_t first, last;
+  };
+  std::vector<Item> items;
+  for (auto& b : prog["buffers"])
+    if (b["kind"] == "alloc") {
+      auto it = live.find(b["name"].get<std::string>());
+      auto range = it == live.end() ? std::pair<size_t, size_t>{0, 0} : it->second;
+      items.push_back({b["name"], std::max<int64_t>(b["bytes"].get<int64_t>(), 1), range.first, range.second});
+    }
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bytes > b.bytes; });
+  constexpr int64_t kAlign = 256;
+  std::vector<std::pair<const Item*, int64_t>> placed;
+  std::map<std::string, int64_t> offset;
+  int64_t arena = 0;
+  for (const Item& it : items) {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (auto& [other, off] : placed)
+      if (!(other->last < it.first || it.last < other->first)) busy.push_back({off, off + other->bytes});
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (auto& [b, e] : busy) {
+      if (at + it.bytes <= b) break;
+      at = std::max(at, (e + kAlign - 1) / kAlign * kAlign);
+    }
+    placed.push_back({&it, at});
+    offset[it.name] = at;
+    arena = std::max(arena, at + it.bytes);
+  }
+  for (auto& b : prog["buffers"])
+    if (b["kind"] == "alloc") b["arena_offset"] = offset[b["name"].get<std::string>()];
+  prog["arena_bytes"] = (arena + kAlign - 1) / kAlign * kAlign;
+  int64_t total = 0;
+  for (const Item& it : items) total += it.bytes;
+  prog["alloc_bytes_unplanned"] = total;
+}
+
 ojson lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels) {
   std::vector<std::pair<std::string, ojson>> kinds;
   for (auto& in : g.inputs) kinds.push_back({"input", ojson{{"role", inputRoleName(in.role)}}});
@@ -917,7 +986,9 @@ ojson lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels)
   l.run(kinds);
   ojson outs = ojson::array();
   for (auto& o : g.outputs) outs.push_back(ojson{{"role", outputRoleName(o.role)}, {"buffer", g.values[o.value].name}});
-  return ojson{{"buffers", l.buffers}, {"steps", l.steps}, {"outputs", outs}};
+  ojson prog{{"buffers", l.buffers}, {"steps", l.steps}, {"outputs", outs}};
+  planArena(prog);
+  return prog;
 }
 
 }  // namespace

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""bench_codegen: for resnet18, mobilenet_v2 and the transformer (exported by
+testdata/models/gen_models.py into BUILD/models), prints per training step:
+IR pointwise/reduction ops vs kernel launches (target: at most one launch per
+three ops), cold compile time vs warm (kernel cache hit; target under 10% of
+cold), NVRTC's share of the cold compile, and the peak arena bytes of the
+forward and the backward beside the sum of all their buffers.  Everything is
+measured in this run; ratios are against this run's own baselines.
+
+    /usr/bin/python3 scripts/bench_codegen.py [--build build] [--arch sm_80,sm_90]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+POINTWISE_OR_REDUCTION = set("""add sub mul div neg relu exp log tanh sigmoid gt where sum mean clone sqrt rsqrt abs sign
+sin cos erf pow maximum minimum lt le ge eq ne logical_and logical_or logical_not cast amax amin argmax constant
+rand_mask""".split())
+
+
+def ir_ops(path):
+    ops = 0
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\s+%.* = ([a-z_]+)\(", line)
+            if m and m.group(1) in POINTWISE_OR_REDUCTION:
+                ops += 1
+    return ops
+
+
+def compile_once(aotc, model, out, cache, arch):
+    t0 = time.perf_counter()
+    r = subprocess.run([aotc, "-q", "compile", model, "-o", out, "--arch", arch, "--cache-dir", cache, "--timings"],
+                       capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    m = re.search(r"nvrtc ([0-9.]+) ms", r.stdout)
+    hits = re.search(r"kernel cache: (\d+) hits, (\d+) misses", r.stdout)
+    return wall, float(m.group(1)) / 1000.0, int(hits.group(1)), int(hits.group(2))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--arch", default="sm_80,sm_90")
+    a = ap.parse_args()
+    aotc = os.path.join(a.build, "tools", "aotc")
+    models = os.path.join(a.build, "models")
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "testdata", "models", "gen_models.py"), models], check=True,
+                   capture_output=True)
+    print(f"{'model':14} {'ops':>6} {'launches':>8} {'ops/launch':>10} {'cold s':>7} {'warm s':>7} {'warm/cold':>9} "
+          f"{'nvrtc share':>11} {'fw arena':>10} {'fw sum':>10} {'bw arena':>10} {'bw sum':>10}")
+    for name in ["resnet18", "mobilenet_v2", "transformer"]:
+        tmp = tempfile.mkdtemp()
+        cache = os.path.join(tmp, "cache")
+        try:
+            cold, nvrtc, h0, m0 = compile_once(aotc, os.path.join(models, name + ".json"), os.path.join(tmp, "a"), cache, a.arch)
+            warm, _, h1, m1 = compile_once(aotc, os.path.join(models, name + ".json"), os.path.join(tmp, "b"), cache, a.arch)
+            assert m1 == 0 and h1 == m0, "the warm compile must hit the cache for every module"
+            art = os.path.join(tmp, "a")
+            with open(os.path.join(art, "manifest.json")) as f:
+                man = json.load(f)
+            ops = ir_ops(os.path.join(art, "forward.ir")) + ir_ops(os.path.join(art, "backward.ir"))
+            launches = sum(1 for p in ("forward", "backward") for s in man[p]["steps"] if s["op"] == "launch")
+            print(f"{name:14} {ops:6d} {launches:8d} {ops / launches:10.2f} {cold:7.2f} {warm:7.2f} {warm / cold:9.1%} "
+                  f"{nvrtc / cold:11.1%} {man['forward']['arena_bytes']:10d} {man['forward']['alloc_bytes_unplanned']:10d} "
+                  f"{man['backward']['arena_bytes']:10d} {man['backward']['alloc_bytes_unplanned']:10d}", flush=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("\ntargets: ops/launch >= 3; warm/cold < 10%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -68,7 +68,9 @@ Parsed parseHeader(const std::string& path, std::ifstream& f) {
   return p;
 }
 
-double load(DType d, const unsigned char* p) {
+}  // namespace
+
+double loadElement(DType d, const unsigned char* p) {
   switch (d) {
     case DType::F32: { float v; std::memcpy(&v, p, 4); return v; }
     case DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
@@ -86,7 +88,8 @@ double load(DType d, const unsigned char* p) {
   return 0;
 }
 
-void store(DType d, double x, unsigned char* p) {
+void storeElement(DType d, unsigned char* p, double x) {
+  x = roundTo(d, x);
   switch (d) {
     case DType::F32: { float v = static_cast<float>(x); std::memcpy(p, &v, 4); return; }
     case DType::F64: std::memcpy(p, &x, 8); return;
@@ -105,8 +108,6 @@ void store(DType d, double x, unsigned char* p) {
   }
 }
 
-}  // namespace
-
 std::map<std::string, TensorInfo> readSafetensorsHeader(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return parseHeader(path, f).info;
@@ -123,7 +124,7 @@ std::map<std::string, HostTensor> readSafetensors(const std::string& path) {
     f.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
     HostTensor t = HostTensor::zeros(info.dtype, info.shape);
     int64_t es = dtypeSize(info.dtype);
-    for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = load(info.dtype, buf.data() + i * static_cast<size_t>(es));
+    for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = loadElement(info.dtype, buf.data() + i * static_cast<size_t>(es));
     out.emplace(name, std::move(t));
   }
   return out;
@@ -144,7 +145,7 @@ void writeSafetensors(const std::string& path, const std::map<std::string, HostT
   for (auto& [name, t] : tensors) {
     int64_t es = dtypeSize(t.dtype);
     for (double x : t.data) {
-      store(t.dtype, x, data.data() + pos);
+      storeElement(t.dtype, data.data() + pos, x);
       pos += static_cast<uint64_t>(es);
     }
   }

@@ -27,6 +27,7 @@
 #include "aotc/codegen/codegen.h"
 #include "aotc/ops/ops.h"
 #include "aotc/runtime/emulate_shim_text.h"
+#include "aotc/ir/safetensors.h"
 #include "aotc/runtime/reference_runtime.h"
 
 namespace aotc {
@@ -46,39 +47,6 @@ Layout layoutOf(const json& b) {
   auto d = parseDType(b.at("dtype").get<std::string>());
   AOTC_CHECK(d, "bad dtype in manifest");
   return Layout{*d, b.at("shape").get<Ints>(), b.at("strides").get<Ints>(), b.value("offset", int64_t{0})};
-}
-
-double loadElem(DType d, const unsigned char* p) {
-  switch (d) {
-    case DType::F32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::F16: { _Float16 v; std::memcpy(&v, p, 2); return static_cast<double>(v); }
-    case DType::BF16: { uint32_t u = static_cast<uint32_t>(p[0] | (p[1] << 8)) << 16; float v; std::memcpy(&v, &u, 4); return v; }
-    case DType::I64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case DType::I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::Bool: return p[0] ? 1.0 : 0.0;
-  }
-  return 0;
-}
-
-void storeElem(DType d, unsigned char* p, double x) {
-  x = roundTo(d, x);
-  switch (d) {
-    case DType::F32: { float v = static_cast<float>(x); std::memcpy(p, &v, 4); return; }
-    case DType::F64: std::memcpy(p, &x, 8); return;
-    case DType::F16: { _Float16 v = static_cast<_Float16>(static_cast<float>(x)); std::memcpy(p, &v, 2); return; }
-    case DType::BF16: {
-      float v = static_cast<float>(x);
-      uint32_t u;
-      std::memcpy(&u, &v, 4);
-      p[0] = static_cast<unsigned char>((u >> 16) & 0xff);
-      p[1] = static_cast<unsigned char>(u >> 24);
-      return;
-    }
-    case DType::I64: { int64_t v = static_cast<int64_t>(x); std::memcpy(p, &v, 8); return; }
-    case DType::I32: { int32_t v = static_cast<int32_t>(x); std::memcpy(p, &v, 4); return; }
-    case DType::Bool: p[0] = x != 0.0; return;
-  }
 }
 
 /// Visits each element of a strided layout: (row-major index, storage element offset).
@@ -101,13 +69,13 @@ void forLayout(const Ints& sizes, const Ints& strides, int64_t offset, F f) {
 HostTensor readLayout(const unsigned char* base, DType d, const Ints& sizes, const Ints& strides, int64_t offset) {
   HostTensor t = HostTensor::zeros(d, sizes);
   int64_t es = dtypeSize(d);
-  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { t.data[static_cast<size_t>(e)] = loadElem(d, base + off * es); });
+  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { t.data[static_cast<size_t>(e)] = loadElement(d, base + off * es); });
   return t;
 }
 
 void writeLayout(unsigned char* base, DType d, const Ints& sizes, const Ints& strides, int64_t offset, const HostTensor& t) {
   int64_t es = dtypeSize(d);
-  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { storeElem(d, base + off * es, t.data[static_cast<size_t>(e)]); });
+  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { storeElement(d, base + off * es, t.data[static_cast<size_t>(e)]); });
 }
 
 using Trampoline = void (*)(void**);
@@ -291,12 +259,12 @@ class EmulateBackend final : public ProgramBackend {
         for (int64_t i = 0; i < m; ++i) {
           double s = 0;
           for (int64_t p = 0; p < k; ++p) {
-            double av = loadElem(dt, a + (ta ? p + i * lda : i + p * lda) * es);
-            double bv = loadElem(dt, b + (tb ? j + p * ldb : p + j * ldb) * es);
+            double av = loadElement(dt, a + (ta ? p + i * lda : i + p * lda) * es);
+            double bv = loadElement(dt, b + (tb ? j + p * ldb : p + j * ldb) * es);
             s += av * bv;
           }
           unsigned char* out = c + (i + j * ldc) * es;
-          storeElem(dt, out, alpha * s + (beta != 0 ? beta * loadElem(dt, out) : 0.0));
+          storeElement(dt, out, alpha * s + (beta != 0 ? beta * loadElement(dt, out) : 0.0));
         }
     }
   }

@@ -19,6 +19,11 @@ struct TensorInfo {
   Ints shape;
 };
 
+/// One element of dtype `d` in its little-endian storage bytes, as double
+/// (and back, rounding to the dtype).  Shared by every reader of raw buffers.
+double loadElement(DType d, const unsigned char* p);
+void storeElement(DType d, unsigned char* p, double x);
+
 /// Header only (no data read): name -> dtype/shape.  Throws UserError naming `path`.
 std::map<std::string, TensorInfo> readSafetensorsHeader(const std::string& path);
 /// Whole file, elements converted to double.

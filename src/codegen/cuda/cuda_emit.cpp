@@ -225,9 +225,29 @@ struct Lowering {
   /// a value inlined into several consumers is recomputed by each.
   static constexpr int kMaxInlineTree = 24;
 
+  /// Note [Region epilogues]: an input mutated only through one slice or
+  /// select (x[1:3].add_(...)) reaches its epilogue as
+  /// epilogue_copy(x, slice_scatter(x, v)).  The copy then writes v into that
+  /// region of the caller's buffer, and the full-size scatter is not computed
+  /// when nothing else reads it.  Returns the scatter node, or -1.
+  int32_t regionSource(const Node& copy) const {
+    int32_t d = g.values[copy.inputs[1]].node;
+    if (d < 0) return -1;
+    const Node& sc = g.nodes[static_cast<size_t>(d)];
+    if ((sc.op == OpKind::SliceScatter || sc.op == OpKind::SelectScatter) && sc.inputs[0] == copy.inputs[0]) return d;
+    return -1;
+  }
+
   void planFusion() {
     UseInfo u = UseInfo::compute(g);
     inlined.assign(g.nodes.size(), false);
+    for (const Node& n : g.nodes) {
+      if (n.op != OpKind::EpilogueCopy) continue;
+      int32_t d = regionSource(n);
+      if (d >= 0 && u.users[g.nodes[static_cast<size_t>(d)].outputs[0]].size() == 1 &&
+          !u.is_output[g.nodes[static_cast<size_t>(d)].outputs[0]])
+        inlined[static_cast<size_t>(d)] = true;  // its only reader copies just the region
+    }
     std::vector<int> treeSize(g.nodes.size(), 1);
     auto consumesAsExpression = [&](int32_t user, ValueId v) {
       const Node& c = g.nodes[static_cast<size_t>(user)];
@@ -851,11 +871,22 @@ struct Lowering {
         ValueId dst = n.inputs[0];
         Node c = n;
         c.inputs = {n.inputs[1]};
+        TensorType target = g.type(dst);
+        ojson region;
+        if (int32_t d = regionSource(n); d >= 0) {
+          const Node& sc = g.nodes[static_cast<size_t>(d)];
+          OpKind view = sc.op == OpKind::SliceScatter ? OpKind::Slice : OpKind::Select;
+          target = inferTypes(view, {target}, sc.attrs)[0];  // the region, over the caller's buffer
+          c.inputs = {sc.inputs[1]};
+          region = ojson{{"op", opName(view)}};
+          for (auto& [k, v] : sc.attrs) std::visit([&](auto&& x) { region[k] = x; }, v);
+        }
         std::vector<ValueId> leaves;
-        std::string k = pointwiseKernel(c, g.type(dst), leaves);
-        launch(k, leaves, dst, g.type(dst).numel());
+        std::string k = pointwiseKernel(c, target, leaves);
+        launch(k, leaves, dst, target.numel());
         steps.back()["epilogue"] = {{"input", g.values[dst].name},
                                     {"phase", (n.tags & kMustBeInForward) ? "forward" : "backward"}};
+        if (!region.is_null()) steps.back()["epilogue"]["region"] = region;
         continue;
       }
       ValueId out = n.outputs.at(0);

@@ -1081,6 +1081,8 @@ Graph convertRegion(const json& region, const std::string& path, const std::stri
 
 }  // namespace
 
+FxModel loadFxGraphUnchecked(const std::string& path);
+
 std::vector<std::string> supportedFxTargets() {
   std::vector<std::string> v;
   for (auto& [k, f] : converters()) v.push_back(k);
@@ -1088,6 +1090,15 @@ std::vector<std::string> supportedFxTargets() {
 }
 
 FxModel loadFxGraph(const std::string& path) {
+  // Type errors anywhere in a malformed document are the user's: name the file.
+  try {
+    return loadFxGraphUnchecked(path);
+  } catch (const json::exception& e) {
+    throw UserError(SourceLoc{path, "", ""}, std::string("malformed FX graph: ") + e.what());
+  }
+}
+
+FxModel loadFxGraphUnchecked(const std::string& path) {
   std::string text = readFile(path);
   const SourceLoc fileLoc{path, "", ""};
   json doc;

@@ -10,9 +10,11 @@
 // buffers.  Buffers hold each dtype's real bytes, laid out as the manifest
 // says.
 //
-// Note [Emulated barriers]: aotc's kernels use no __syncthreads or shared
-// memory yet, so each thread runs to completion in turn.  Kernels that need
-// barriers will run one fiber per thread of a block.
+// Note [Emulated barriers]: a kernel without __syncthreads runs its threads
+// to completion one after another.  A kernel with barriers runs each block's
+// threads as fibers (ucontext) on one host thread: __syncthreads switches to
+// the scheduler, which resumes every unfinished thread in order, so all of a
+// block's threads reach a barrier before any passes it.
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "aotc/codegen/codegen.h"
@@ -79,7 +82,69 @@ void writeLayout(unsigned char* base, DType d, const Ints& sizes, const Ints& st
 }
 
 using Trampoline = void (*)(void**);
-using SetIdx = void (*)(unsigned, unsigned, unsigned, unsigned);
+using RunBlock = void (*)(Trampoline, void**, unsigned, unsigned, unsigned, int);
+
+/// The block runner compiled into every kernel library.
+constexpr const char* kBlockRunner = R"aotc(
+#include <ucontext.h>
+extern "C" { thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc_gridDim; }
+namespace {
+struct AotcFiber { ucontext_t ctx; bool done; };
+thread_local ucontext_t aotc_sched;
+thread_local AotcFiber* aotc_current = nullptr;
+thread_local void (*aotc_fn)(void**) = nullptr;
+thread_local void** aotc_args = nullptr;
+void aotc_fiber_main() {
+  aotc_fn(aotc_args);
+  aotc_current->done = true;
+}
+}
+extern "C" void __syncthreads() {
+  if (aotc_current) swapcontext(&aotc_current->ctx, &aotc_sched);
+}
+extern "C" void aotc_run_block(void (*f)(void**), void** args, unsigned bx, unsigned bdx, unsigned gdx, int barriers) {
+  aotc_blockIdx.x = bx; aotc_blockIdx.y = aotc_blockIdx.z = 0;
+  aotc_blockDim.x = bdx; aotc_blockDim.y = aotc_blockDim.z = 1;
+  aotc_gridDim.x = gdx; aotc_gridDim.y = aotc_gridDim.z = 1;
+  aotc_threadIdx.y = aotc_threadIdx.z = 0;
+  if (!barriers) {
+    for (unsigned t = 0; t < bdx; ++t) { aotc_threadIdx.x = t; f(args); }
+    return;
+  }
+  const unsigned long kStack = 1 << 16;
+  static thread_local AotcFiber* fibers = nullptr;
+  static thread_local char* stacks = nullptr;
+  static thread_local unsigned capacity = 0;
+  if (capacity < bdx) {
+    std::free(fibers);
+    std::free(stacks);
+    fibers = static_cast<AotcFiber*>(std::malloc(sizeof(AotcFiber) * bdx));
+    stacks = static_cast<char*>(std::malloc(kStack * bdx));
+    capacity = bdx;
+  }
+  aotc_fn = f;
+  aotc_args = args;
+  for (unsigned t = 0; t < bdx; ++t) {
+    getcontext(&fibers[t].ctx);
+    fibers[t].ctx.uc_stack.ss_sp = stacks + kStack * t;
+    fibers[t].ctx.uc_stack.ss_size = kStack;
+    fibers[t].ctx.uc_link = &aotc_sched;
+    fibers[t].done = false;
+    makecontext(&fibers[t].ctx, aotc_fiber_main, 0);
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (unsigned t = 0; t < bdx; ++t) {
+      if (fibers[t].done) continue;
+      aotc_current = &fibers[t];
+      aotc_threadIdx.x = t;
+      swapcontext(&aotc_sched, &fibers[t].ctx);
+      any = any || !fibers[t].done;
+    }
+  }
+  aotc_current = nullptr;
+}
+)aotc";
 
 /// The host-compiled kernels of one artifact.
 class KernelLibrary {
@@ -111,13 +176,9 @@ class KernelLibrary {
       }
       tramp << "); }\n";
       names.push_back(name);
+      if (src.find("__syncthreads") != std::string::npos) barriers_.insert(name);
     }
-    tu << tramp.str();
-    tu << "extern \"C\" { thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc_gridDim; }\n";
-    tu << "extern \"C\" void aotc_set_index(unsigned bx, unsigned tx, unsigned bdx, unsigned gdx) {\n"
-          "  aotc_blockIdx.x = bx; aotc_threadIdx.x = tx; aotc_blockDim.x = bdx; aotc_gridDim.x = gdx;\n"
-          "  aotc_blockIdx.y = aotc_blockIdx.z = aotc_threadIdx.y = aotc_threadIdx.z = 0;\n"
-          "  aotc_blockDim.y = aotc_blockDim.z = aotc_gridDim.y = aotc_gridDim.z = 1;\n}\n";
+    tu << tramp.str() << kBlockRunner;
     std::string text = tu.str();
     // Content-addressed: the same kernels reuse the same library.
     fs::path cache = opts.emulate_cache_dir.empty() ? fs::temp_directory_path() / "aotc-emulate" : fs::path(opts.emulate_cache_dir);
@@ -142,7 +203,8 @@ class KernelLibrary {
     }
     handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, std::string("dlopen failed: ") + dlerror());
-    setIdx_ = reinterpret_cast<SetIdx>(dlsym(handle_, "aotc_set_index"));
+    runBlock_ = reinterpret_cast<RunBlock>(dlsym(handle_, "aotc_run_block"));
+    if (!runBlock_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, "kernel library has no block runner");
     for (auto& n : names) fns_[n] = reinterpret_cast<Trampoline>(dlsym(handle_, ("aotc_launch_" + n).c_str()));
   }
   ~KernelLibrary() {
@@ -155,16 +217,14 @@ class KernelLibrary {
     Trampoline f = fns_.at(kernel);
     unsigned gx = grid[0].get<unsigned>(), bx = block[0].get<unsigned>();
     AOTC_CHECK(grid[1] == 1 && grid[2] == 1 && block[1] == 1 && block[2] == 1, "emulate: only 1-D launches");
-    for (unsigned b = 0; b < gx; ++b)
-      for (unsigned t = 0; t < bx; ++t) {
-        setIdx_(b, t, bx, gx);
-        f(args.data());
-      }
+    int barriers = barriers_.count(kernel) ? 1 : 0;
+    for (unsigned b = 0; b < gx; ++b) runBlock_(f, args.data(), b, bx, gx, barriers);
   }
 
  private:
   void* handle_ = nullptr;
-  SetIdx setIdx_ = nullptr;
+  RunBlock runBlock_ = nullptr;
+  std::set<std::string> barriers_;
   std::map<std::string, Trampoline> fns_;
 };
 

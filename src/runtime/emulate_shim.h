@@ -1,19 +1,22 @@
 // aotc emulate shim: lets the host C++ compiler build the CUDA C++ that aotc
 // emits.  Grid and block loops are run by the emulator; each kernel sees the
 // current block and thread through these thread-local built-ins.  Kernels
-// aotc emits use no shared memory or barriers yet; when they do, this shim
-// will run one fiber per thread (see Note [Emulated barriers]).
+// that use __syncthreads run one fiber per thread of a block (Note
+// [Emulated barriers]); __shared__ memory is static: blocks run one after
+// another on one host thread, so a block's fibers share it.
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <algorithm>
 
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict
+#define __shared__ static
+extern "C" void __syncthreads();
 
 struct aotc_dim3 { unsigned x = 0, y = 0, z = 0; };
 extern "C" {
@@ -25,10 +28,8 @@ extern thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc
 #define gridDim aotc_gridDim
 
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-using std::min;
-using std::max;
-inline long long min(long long a, long long b) { return a < b ? a : b; }
-inline long long max(long long a, long long b) { return a > b ? a : b; }
+template <typename T> inline T min(T a, T b) { return b < a ? b : a; }
+template <typename T> inline T max(T a, T b) { return a < b ? b : a; }
 inline float expf(float x) { return std::exp(x); }
 inline float logf(float x) { return std::log(x); }
 inline float tanhf(float x) { return std::tanh(x); }

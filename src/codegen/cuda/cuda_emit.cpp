@@ -366,6 +366,19 @@ struct Lowering {
     return addKernel(os.str(), root, x.nodes);
   }
 
+  /// Reductions over at least this many elements get one block per output
+  /// (threads stride over the reduced elements, then a shared-memory tree);
+  /// smaller ones one thread per output.
+  static constexpr int64_t kBlockReduceMin = 256;
+
+  /// Threads to launch for a reduction node (grid x block).
+  static int64_t reductionThreads(const TensorType& in, const Node& n, const TensorType& out) {
+    Ints dims = reductionDims(n.attrs, in.rank());
+    int64_t nred = 1;
+    for (int64_t d : dims) nred *= in.sizes[d];
+    return nred >= kBlockReduceMin ? out.numel() * kBlock : out.numel();
+  }
+
   /// A reduction over `dim`, with its input's expression computed in the loop.
   std::string reductionKernel(const Node& n, std::vector<ValueId>& leaves) {
     const TensorType& it = g.type(n.inputs[0]);
@@ -388,9 +401,15 @@ struct Lowering {
     x.indent = "    ";
     std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
     std::string v = emitValue(n.inputs[0], it.sizes, c, x);
+    const bool blockReduce = nred >= kBlockReduceMin;
     std::ostringstream os;
     os << kernelHeader(x.nodes, ot.dtype, x.leaves);
-    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    if (blockReduce) {
+      // One block per output: the early return is uniform in the block.
+      os << "  aotc_i64 i = blockIdx.x;\n";
+    } else {
+      os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    }
     os << "  if (i >= " << ot.numel() << ") return;\n";
     os << "  aotc_i64 c[" << std::max<int64_t>(it.rank(), 1) << "];\n";
     os << "  { aotc_i64 r = i;\n";
@@ -405,12 +424,24 @@ struct Lowering {
     } else {
       os << "  " << acc << " acc = 0;\n";
     }
-    os << "  for (aotc_i64 j = 0; j < " << nred << "; ++j) {\n    aotc_i64 q = j;\n";
+    if (blockReduce) os << "  for (aotc_i64 j = threadIdx.x; j < " << nred << "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
+    else os << "  for (aotc_i64 j = 0; j < " << nred << "; ++j) {\n    aotc_i64 q = j;\n";
     for (size_t k = redDims.size(); k-- > 0;)
       os << "    c[" << redDims[k] << "] = q % " << it.sizes[redDims[k]] << "; q /= " << it.sizes[redDims[k]] << ";\n";
     os << x.code.str();
-    if (isMax || isMin) os << "    acc = aotc_" << (isMax ? "max" : "min") << "((" << acc << ")" << v << ", acc);\n  }\n";
+    std::string combine = isMax ? "aotc_max" : isMin ? "aotc_min" : "";
+    if (isMax || isMin) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n  }\n";
     else os << "    acc += (" << acc << ")" << v << ";\n  }\n";
+    if (blockReduce) {
+      // A fixed tree over the block's partial results: deterministic.
+      os << "  __shared__ " << acc << " part[" << kBlock << "];\n";
+      os << "  part[threadIdx.x] = acc;\n  __syncthreads();\n";
+      os << "  for (unsigned s = " << kBlock / 2 << "; s > 0; s >>= 1) {\n";
+      os << "    if (threadIdx.x < s) part[threadIdx.x] = "
+         << (combine.empty() ? "part[threadIdx.x] + part[threadIdx.x + s]" : combine + "(part[threadIdx.x], part[threadIdx.x + s])")
+         << ";\n    __syncthreads();\n  }\n";
+      os << "  if (threadIdx.x != 0) return;\n  acc = part[0];\n";
+    }
     if (n.op == OpKind::Mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
     os << "  out[" << (ot.offset ? std::to_string(ot.offset) + " + " : std::string()) << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
     leaves = x.leaves;
@@ -911,8 +942,12 @@ struct Lowering {
         }
         case OpCategory::Reduction: {
           std::vector<ValueId> leaves = n.inputs;
-          std::string k = n.op == OpKind::ArgMax ? argmaxKernel(n) : reductionKernel(n, leaves);
-          launch(k, leaves, out, ot.numel());
+          if (n.op == OpKind::ArgMax) {
+            launch(argmaxKernel(n), leaves, out, ot.numel());
+          } else {
+            std::string k = reductionKernel(n, leaves);
+            launch(k, leaves, out, reductionThreads(g.type(n.inputs[0]), n, ot));
+          }
           break;
         }
         case OpCategory::Creation:

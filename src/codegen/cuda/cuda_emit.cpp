@@ -11,6 +11,7 @@
 // `view` (root buffer + sizes/strides/offset from the IR type).
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -169,7 +170,22 @@ struct Lowering {
 
   std::string addKernel(std::string body, const Node& n) { return addKernel(std::move(body), n, {nodeName(n)}); }
 
+  /// Note [32-bit indexing]: when no value of the program spans 2^31
+  /// elements, every index, coordinate and offset of its kernels fits an int;
+  /// 64-bit integer arithmetic costs several instructions on a GPU.
+  bool wideIndex() {
+    if (!wide_) {
+      bool w = false;
+      for (const Value& v : g.values) w = w || v.type.numel() >= (int64_t{1} << 31) || v.type.storageSpan() >= (int64_t{1} << 31);
+      wide_ = w;
+    }
+    return *wide_;
+  }
+  std::optional<bool> wide_;
+
   std::string addKernel(std::string body, const Node& n, const std::vector<std::string>& who) {
+    if (!wideIndex())
+      for (size_t p = 0; (p = body.find("aotc_i64", p)) != std::string::npos;) body.replace(p, 8, "int");
     std::string src = std::string("#include \"aotc_prelude.cuh\"\n") + body;
     // The name is a hash of the whole text with a placeholder for the name.
     std::string name = "k_" + sha256Hex(src).substr(0, 16);

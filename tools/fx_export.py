@@ -379,7 +379,8 @@ def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
     # handle or refuse them (it refuses when one of them is mutated).
     groups = {}
     for n, t in zip(all_names, originals):
-        groups.setdefault(t.storage().data_ptr(), []).append(n)
+        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()  # 2.x, else 1.13
+        groups.setdefault(st.data_ptr(), []).append(n)
     storage_groups = [g for g in groups.values() if len(g) > 1]
 
     patched = _user_functions()

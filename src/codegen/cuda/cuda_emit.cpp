@@ -857,31 +857,10 @@ struct Lowering {
     // Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T.
     ValueId A = n.inputs[0], B = n.inputs[1];
     const TensorType &ta = g.type(A), &tb = g.type(B), &tc = g.type(n.outputs[0]);
-    auto operand = [&](ValueId v, const TensorType& t, std::string& op, int64_t& ld, std::string& buf, int64_t& off) {
-      // Row-major with unit column stride: no transpose; column-major: transpose.
-      if (t.strides[1] == 1 && t.strides[0] >= std::max<int64_t>(1, t.sizes[1])) {
-        op = "N";
-        ld = t.strides[0];
-      } else if (t.strides[0] == 1 && t.strides[1] >= std::max<int64_t>(1, t.sizes[0])) {
-        op = "T";
-        ld = t.strides[1];
-      } else {
-        denseCopy(v, n);
-        op = "N";
-        ld = std::max<int64_t>(1, t.sizes[1]);
-        buf = dense_[v];
-        off = 0;
-        return;
-      }
-      buf = root[v];
-      off = t.offset;
-    };
     std::string opA, opB, bufA, bufB;
     int64_t ldA = 0, ldB = 0, offA = 0, offB = 0;
-    operand(A, ta, opA, ldA, bufA, offA);
-    operand(B, tb, opB, ldB, bufB, offB);
-    const char* cudaType = cudaDataType(tc.dtype);
-    const char* computeT = cublasCompute(tc.dtype);
+    gemmOperand(A, n, ta.sizes[0], ta.sizes[1], ta.strides[0], ta.strides[1], opA, ldA, bufA, offA);
+    gemmOperand(B, n, tb.sizes[0], tb.sizes[1], tb.strides[0], tb.strides[1], opB, ldB, bufB, offB);
     steps.push_back({{"op", "gemm"},
                      {"library", "cublas"},
                      {"call", "cublasGemmEx"},
@@ -896,10 +875,10 @@ struct Lowering {
                      {"B", {{"buffer", bufA}, {"offset", offA}, {"ld", ldA}}},
                      {"beta", 0.0},
                      {"C", {{"buffer", root[n.outputs[0]]}, {"offset", tc.offset}, {"ld", std::max<int64_t>(1, tc.sizes[1])}}},
-                     {"Atype", cudaType},
-                     {"Btype", cudaType},
-                     {"Ctype", cudaType},
-                     {"computeType", computeT},
+                     {"Atype", cudaDataType(tc.dtype)},
+                     {"Btype", cudaDataType(tc.dtype)},
+                     {"Ctype", cudaDataType(tc.dtype)},
+                     {"computeType", cublasCompute(tc.dtype)},
                      {"algo", "CUBLAS_GEMM_DEFAULT"}});
   }
 

@@ -311,6 +311,11 @@ class EmulateBackend final : public ProgramBackend {
     int64_t es = dtypeSize(dt);
     int64_t lda = A["ld"], ldb = B["ld"], ldc = C["ld"];
     double alpha = st["alpha"], beta = st["beta"];
+    const unsigned char* bias = nullptr;
+    if (st.contains("epilogue")) {
+      AOTC_CHECK(st["epilogue"] == "CUBLASLT_EPILOGUE_BIAS", "emulate: unknown GEMM epilogue");
+      bias = ptr(st["bias"]["buffer"]) + st["bias"]["offset"].get<int64_t>() * es;
+    }
     for (int64_t z = 0; z < batch; ++z) {
       const unsigned char* a = ptr(A["buffer"]) + (A["offset"].get<int64_t>() + z * A.value("stride", int64_t{0})) * es;
       const unsigned char* b = ptr(B["buffer"]) + (B["offset"].get<int64_t>() + z * B.value("stride", int64_t{0})) * es;
@@ -324,7 +329,9 @@ class EmulateBackend final : public ProgramBackend {
             s += av * bv;
           }
           unsigned char* out = c + (i + j * ldc) * es;
-          storeElement(dt, out, alpha * s + (beta != 0 ? beta * loadElement(dt, out) : 0.0));
+          double v = alpha * s + (beta != 0 ? beta * loadElement(dt, out) : 0.0);
+          if (bias) v += loadElement(dt, bias + i * es);  // CUBLASLT_EPILOGUE_BIAS: one value per row (m)
+          storeElement(dt, out, v);
         }
     }
   }

@@ -254,6 +254,37 @@ struct Lowering {
     return -1;
   }
 
+  /// Note [GEMM bias epilogue]: add(mm(a, b), bias) — a Linear layer — with
+  /// the product used nowhere else and a contiguous bias broadcast over rows
+  /// is one cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS: the add writes no
+  /// buffer of its own.  Maps the add's node to (mm node, bias value).
+  std::map<int32_t, std::pair<int32_t, ValueId>> biasAdds;
+  std::map<int32_t, ValueId> gemmBias;  ///< mm node -> bias value
+
+  void planBiasEpilogues(const UseInfo& u) {
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      // Only adds that fusion leaves materialized: an inlined add already
+      // costs no launch of its own.
+      if (n.op != OpKind::Add || inlined[k]) continue;
+      for (int side = 0; side < 2; ++side) {
+        ValueId p = n.inputs[static_cast<size_t>(side)], bias = n.inputs[static_cast<size_t>(1 - side)];
+        int32_t d = g.values[p].node;
+        if (d < 0 || g.nodes[static_cast<size_t>(d)].op != OpKind::Mm || gemmBias.count(d)) continue;
+        int32_t bd = g.values[bias].node;
+        if (bd >= 0 && inlined[static_cast<size_t>(bd)]) continue;  // the bias needs a buffer of its own
+        const TensorType &pt = g.type(p), &bt = g.type(bias), &ot = g.type(n.outputs[0]);
+        bool rowBias = (bt.rank() == 1 && bt.sizes[0] == pt.sizes[1]) || (bt.rank() == 2 && bt.sizes[0] == 1 && bt.sizes[1] == pt.sizes[1]);
+        if (u.users[p].size() != 1 || u.is_output[p] || !rowBias || bt.strides.back() != 1 || bt.dtype != pt.dtype ||
+            ot.sizes != pt.sizes || ot.dtype != pt.dtype)
+          continue;
+        biasAdds[static_cast<int32_t>(k)] = {d, bias};
+        gemmBias[d] = bias;
+        break;
+      }
+    }
+  }
+
   void planFusion() {
     UseInfo u = UseInfo::compute(g);
     inlined.assign(g.nodes.size(), false);
@@ -301,6 +332,7 @@ struct Lowering {
       for (int32_t user : users) all = all && consumesAsExpression(user, v);
       inlined[k] = all;
     }
+    planBiasEpilogues(u);
   }
 
   /// Builds the expression tree of a kernel: leaves become parameters.
@@ -880,6 +912,16 @@ struct Lowering {
                      {"Ctype", cudaDataType(tc.dtype)},
                      {"computeType", cublasCompute(tc.dtype)},
                      {"algo", "CUBLAS_GEMM_DEFAULT"}});
+    int32_t self = g.values[n.outputs[0]].node;
+    if (auto it = gemmBias.find(self); it != gemmBias.end()) {
+      // cuBLASLt in column-major terms: the bias runs along the m dimension.
+      ojson& st = steps.back();
+      st["call"] = "cublasLtMatmul";
+      st["library"] = "cublasLt";
+      st["epilogue"] = "CUBLASLT_EPILOGUE_BIAS";
+      st["bias"] = {{"buffer", root[it->second]}, {"offset", g.type(it->second).offset}};
+      st.erase("algo");
+    }
   }
 
   void run(const std::vector<std::pair<std::string, ojson>>& inputKinds) {
@@ -916,6 +958,13 @@ struct Lowering {
         continue;
       }
       ValueId out = n.outputs.at(0);
+      if (auto it = biasAdds.find(static_cast<int32_t>(idx)); it != biasAdds.end()) {
+        // Computed by the GEMM's bias epilogue, in the GEMM's output buffer.
+        ValueId prod = g.nodes[static_cast<size_t>(it->second.first)].outputs[0];
+        declare(out, "view", ojson{{"base", root[prod]}});
+        root[out] = root[prod];
+        continue;
+      }
       if (info.category == OpCategory::View) {
         ValueId src = n.inputs[0];
         declare(out, "view", ojson{{"base", root[src]}});

@@ -144,7 +144,7 @@ class _Graph:
         self.counts, self.used = {}, set()
 
     def fresh(self, base):
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "v"
+        base = "".join(c if c.isalnum() or c in "_.-" else "_" for c in base) or "v"
         n = self.counts.get(base, 0)
         while True:
             name = base if n == 0 else f"{base}_{n}"

@@ -32,7 +32,7 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;
 bool validName(const std::string& s) {
   if (s.empty() || s.size() > 256) return false;
   for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) return false;
   return true;
 }
 
@@ -471,15 +471,16 @@ V avgPool(Converter& c) {
   return {c.op(OpKind::AvgPool2d, {c.tensor(0, "self")}, a)};
 }
 
-/// adaptive_avg_pool2d: an avg_pool2d when the output size divides the input.
+/// adaptive_avg_pool2d: a mean for 1x1, an avg_pool2d when the output size
+/// divides the input, else its own op (windows of varying size).
 V adaptiveAvgPool(Converter& c) {
   ValueId x = c.tensor(0, "self");
   Ints out = c.ints(1, "output_size");
   if (out.size() == 1) out.push_back(out[0]);
   const Ints& s = c.type(x).sizes;
-  if (s.size() != 4 || s[2] % out[0] || s[3] % out[1])
-    c.fail("adaptive_avg_pool2d is supported when the output size divides the input size");
+  if (s.size() != 4) c.fail("adaptive_avg_pool2d expects a 4-D input");
   if (out[0] == 1 && out[1] == 1) return {reduceOp(c, OpKind::Mean, x, {2, 3}, true)};
+  if (s[2] % out[0] || s[3] % out[1]) return {c.op(OpKind::AdaptiveAvgPool2d, {x}, Attrs{{"output_size", out}})};
   Ints k{s[2] / out[0], s[3] / out[1]};
   return {c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0}}})};
 }
@@ -552,6 +553,11 @@ std::optional<double> optNumber(Converter& c, size_t i, const char* kw) {
 ValueId hardswish(Converter& c, ValueId x) {
   ValueId r6 = clampOp(c, bin(c, OpKind::Add, x, sc(c, 3.0, x)), 0.0, 6.0);
   return bin(c, OpKind::Div, bin(c, OpKind::Mul, x, r6), sc(c, 6.0, x));
+}
+
+/// hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1).
+ValueId hardsigmoid(Converter& c, ValueId x) {
+  return clampOp(c, bin(c, OpKind::Add, bin(c, OpKind::Div, x, sc(c, 6.0, x)), sc(c, 0.5, x)), 0.0, 1.0);
 }
 
 ValueId leakyRelu(Converter& c, ValueId x, double slope) {
@@ -768,6 +774,8 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.hardtanh.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), c.number(1, "min_val", -1), c.number(2, "max_val", 1))}; }},
       {"aten.hardtanh_.default", [](Converter& c) { return inplaceOf(c, clampOp(c, c.tensor(0, "self"), c.number(1, "min_val", -1), c.number(2, "max_val", 1))); }},
       {"aten.hardswish.default", [](Converter& c) -> V { return {hardswish(c, c.tensor(0, "self"))}; }},
+      {"aten.hardsigmoid.default", [](Converter& c) -> V { return {hardsigmoid(c, c.tensor(0, "self"))}; }},
+      {"aten.hardsigmoid_.default", [](Converter& c) { return inplaceOf(c, hardsigmoid(c, c.tensor(0, "self"))); }},
       {"aten.hardswish_.default", [](Converter& c) { return inplaceOf(c, hardswish(c, c.tensor(0, "self"))); }},
       {"aten.clamp.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), optNumber(c, 1, "min"), optNumber(c, 2, "max"))}; }},
       {"aten.clamp_.default", [](Converter& c) { return inplaceOf(c, clampOp(c, c.tensor(0, "self"), optNumber(c, 1, "min"), optNumber(c, 2, "max"))); }},
@@ -983,7 +991,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
   for (auto& n : nodes) {
     std::string name = n["name"].get<std::string>(), target = n["target"].get<std::string>();
     SourceLoc loc{path, name, target};
-    if (!validName(name)) throw UserError(loc, "node name must be 1-256 characters of [A-Za-z0-9_.]");
+    if (!validName(name)) throw UserError(loc, "node name must be 1-256 characters of [A-Za-z0-9_.-]");
     if (!names.insert(name).second) throw UserError(loc, "node name is not unique");
     if (n.contains("kwargs") && !n["kwargs"].is_object()) throw UserError(loc, "kwargs must be an object");
     if (target == "getitem") {
@@ -1140,7 +1148,7 @@ FxModel loadFxGraphUnchecked(const std::string& path) {
   for (auto& in : inputs) {
     std::string name = in.is_object() && in.contains("name") && in["name"].is_string() ? in["name"].get<std::string>() : "";
     SourceLoc loc{path, name, "input"};
-    if (!validName(name)) throw UserError(loc, "input name must be 1-256 characters of [A-Za-z0-9_.]");
+    if (!validName(name)) throw UserError(loc, "input name must be 1-256 characters of [A-Za-z0-9_.-]");
     if (env.count(name)) throw UserError(loc, "input name is not unique");
     auto role = parseInputRole(in.value("role", ""));
     if (!role || *role == InputRole::Tangent || *role == InputRole::Saved)

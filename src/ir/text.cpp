@@ -105,7 +105,7 @@ class Lexer {
       if (pos_ >= src_.size()) break;
       char c = src_[pos_];
       int line = line_;
-      auto isName = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.'; };
+      auto isName = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-'; };
       if (c == '%' || c == '@' || c == '#') {
         size_t b = ++pos_;
         while (pos_ < src_.size() && isName(src_[pos_])) ++pos_;

@@ -254,6 +254,10 @@ constexpr GradRule ruleFor(OpKind k) {
         a["input_size"] = sz(g, g.I(0));
         return {g.op(OpKind::AvgPool2dBackward, {g.contiguous(g.GO(0))}, a)};
       };
+    case OpKind::AdaptiveAvgPool2d:
+      return [](GradCtx& g) -> R {
+        return {g.op(OpKind::AdaptiveAvgPool2dBackward, {g.contiguous(g.GO(0))}, Attrs{{"input_size", sz(g, g.I(0))}})};
+      };
     case OpKind::IndexSelect:
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::IndexAdd, {g.zeros(g.type(g.I(0))), g.I(1), g.contiguous(g.GO(0))}, g.attrs()), kNoValue};

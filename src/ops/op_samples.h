@@ -79,6 +79,7 @@ inline std::vector<Sample> samples() {
       {K::MaxPool2d, {F({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}},
       {K::AvgPool2d, {F({1, 2, 5, 5})},
        Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}},
+      {K::AdaptiveAvgPool2d, {F({1, 2, 5, 7})}, Attrs{{"output_size", Ints{3, 4}}}},
       {K::IndexSelect, {F({4, 3}), I({3}, {2, 0, 2})}, Attrs{{"dim", int64_t{0}}}},
       {K::IndexAdd, {F({4, 3}), I({2}, {1, 3}), F({2, 3})}, Attrs{{"dim", int64_t{0}}}},
       {K::Gather, {F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0})}, Attrs{{"dim", int64_t{1}}}},

@@ -357,6 +357,19 @@ std::vector<TensorType> avgPoolBackRule(const std::vector<TensorType>& in, const
   return one(TensorType::contiguous(in[0].dtype, x));
 }
 
+std::vector<TensorType> adaptivePoolRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints o = attrInts(a, "output_size");
+  if (in[0].rank() != 4 || o.size() != 2 || o[0] <= 0 || o[1] <= 0)
+    shapeError("adaptive_avg_pool2d expects a 4-D input and a 2-value positive output size");
+  return one(TensorType::contiguous(in[0].dtype, {in[0].sizes[0], in[0].sizes[1], o[0], o[1]}));
+}
+std::vector<TensorType> adaptivePoolBackRule(const std::vector<TensorType>& in, const Attrs& a) {
+  Ints x = attrInts(a, "input_size");
+  if (x.size() != 4 || in[0].rank() != 4 || in[0].sizes[0] != x[0] || in[0].sizes[1] != x[1])
+    shapeError("adaptive_avg_pool2d_backward: grad does not match the input size");
+  return one(TensorType::contiguous(in[0].dtype, x));
+}
+
 std::vector<TensorType> indexSelectRule(const std::vector<TensorType>& in, const Attrs& a) {
   if (in[1].rank() > 1 || (in[1].dtype != DType::I64 && in[1].dtype != DType::I32))
     shapeError("index_select: index must be a 1-D integer tensor");
@@ -492,6 +505,8 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::MaxPool2dBackward: return maxPoolBackRule;
     case OpKind::AvgPool2d: return avgPoolRule;
     case OpKind::AvgPool2dBackward: return avgPoolBackRule;
+    case OpKind::AdaptiveAvgPool2d: return adaptivePoolRule;
+    case OpKind::AdaptiveAvgPool2dBackward: return adaptivePoolBackRule;
     case OpKind::IndexSelect: return indexSelectRule;
     case OpKind::IndexAdd: return indexAddRule;
     case OpKind::Gather: return gatherRule;

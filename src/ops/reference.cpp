@@ -407,6 +407,39 @@ Outs avgPoolBackKernel(const Ins& in, const Attrs& a, const std::vector<TensorTy
   return {o};
 }
 
+/// Visits (plane, output index, window) of adaptive average pooling.
+template <typename F>
+void adaptiveWindows(const Ints& x, const Ints& out, F f) {
+  for (int64_t nc = 0; nc < x[0] * x[1]; ++nc)
+    for (int64_t y = 0; y < out[2]; ++y)
+      for (int64_t xx = 0; xx < out[3]; ++xx)
+        f(nc, (nc * out[2] + y) * out[3] + xx, adaptiveStart(y, out[2], x[2]), adaptiveEnd(y, out[2], x[2]),
+          adaptiveStart(xx, out[3], x[3]), adaptiveEnd(xx, out[3], x[3]));
+}
+
+Outs adaptivePoolKernel(const Ins& in, const Attrs&, const std::vector<TensorType>& ot) {
+  const HostTensor& x = *in[0];
+  HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
+  adaptiveWindows(x.sizes, o.sizes, [&](int64_t nc, int64_t oi, int64_t hs, int64_t he, int64_t ws, int64_t we) {
+    double s = 0;
+    for (int64_t i = hs; i < he; ++i)
+      for (int64_t j = ws; j < we; ++j) s += x.data[static_cast<size_t>((nc * x.sizes[2] + i) * x.sizes[3] + j)];
+    o.data[static_cast<size_t>(oi)] = roundTo(o.dtype, s / static_cast<double>((he - hs) * (we - ws)));
+  });
+  return {o};
+}
+Outs adaptivePoolBackKernel(const Ins& in, const Attrs&, const std::vector<TensorType>& ot) {
+  HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
+  std::vector<double> acc(o.data.size(), 0.0);
+  adaptiveWindows(o.sizes, in[0]->sizes, [&](int64_t nc, int64_t oi, int64_t hs, int64_t he, int64_t ws, int64_t we) {
+    double g = in[0]->data[static_cast<size_t>(oi)] / static_cast<double>((he - hs) * (we - ws));
+    for (int64_t i = hs; i < he; ++i)
+      for (int64_t j = ws; j < we; ++j) acc[static_cast<size_t>((nc * o.sizes[2] + i) * o.sizes[3] + j)] += g;
+  });
+  for (size_t i = 0; i < acc.size(); ++i) o.data[i] = roundTo(o.dtype, acc[i]);
+  return {o};
+}
+
 int64_t checkedIndex(double v, int64_t size) {
   int64_t i = static_cast<int64_t>(v);
   if (i < 0) i += size;
@@ -564,6 +597,8 @@ constexpr Kernel kernelFor(OpKind k) {
     case OpKind::MaxPool2dBackward: return maxPoolBackKernel;
     case OpKind::AvgPool2d: return avgPoolKernel;
     case OpKind::AvgPool2dBackward: return avgPoolBackKernel;
+    case OpKind::AdaptiveAvgPool2d: return adaptivePoolKernel;
+    case OpKind::AdaptiveAvgPool2dBackward: return adaptivePoolBackKernel;
     case OpKind::IndexSelect: return indexSelectKernel;
     case OpKind::IndexAdd: return indexAddKernel;
     case OpKind::Gather: return gatherKernel;

@@ -70,6 +70,9 @@ struct Window2d {
   bool ceil;
 };
 Window2d window2d(const Attrs& a);
+/// Adaptive pooling window [start, end) of output index `i` (ATen's rule).
+inline int64_t adaptiveStart(int64_t i, int64_t out, int64_t in) { return (i * in) / out; }
+inline int64_t adaptiveEnd(int64_t i, int64_t out, int64_t in) { return ((i + 1) * in + out - 1) / out; }
 /// Promoted dtype of a binary op (ATen's lattice, simplified).
 DType promoteTypes(DType a, DType b);
 

@@ -614,8 +614,38 @@ struct Lowering {
   }
 
   std::string windowKernel(const Node& n) {
-    Window2d w = window2d(n.attrs);
     std::ostringstream b;
+    if (n.op == OpKind::AdaptiveAvgPool2d || n.op == OpKind::AdaptiveAvgPool2dBackward) {
+      // ATen's windows: [floor(i*in/out), ceil((i+1)*in/out)).
+      bool fw = n.op == OpKind::AdaptiveAvgPool2d;
+      const TensorType& x = fw ? g.type(n.inputs[0]) : g.type(n.outputs[0]);
+      const TensorType& y = fw ? g.type(n.outputs[0]) : g.type(n.inputs[0]);
+      const char* ct = computeType(g.type(n.outputs[0]).dtype);
+      auto win = [&](const std::string& oy, const std::string& ox) {
+        std::ostringstream d;
+        d << "    aotc_i64 hs = (" << oy << " * " << x.sizes[2] << ") / " << y.sizes[2] << ", he = ((" << oy << " + 1) * " << x.sizes[2]
+          << " + " << y.sizes[2] - 1 << ") / " << y.sizes[2] << ";\n";
+        d << "    aotc_i64 ws = (" << ox << " * " << x.sizes[3] << ") / " << y.sizes[3] << ", we = ((" << ox << " + 1) * " << x.sizes[3]
+          << " + " << y.sizes[3] - 1 << ") / " << y.sizes[3] << ";\n";
+        return d.str();
+      };
+      if (fw) {
+        b << "  {\n" << win("c[2]", "c[3]");
+        b << "    " << ct << " acc = 0;\n    for (aotc_i64 p = hs; p < he; ++p) for (aotc_i64 q = ws; q < we; ++q) acc += (" << ct << ")in0["
+          << at(x, {"c[0]", "c[1]", "p", "q"}) << "];\n";
+        b << "    out0[i] = acc / (" << ct << ")((he - hs) * (we - ws));\n  }\n";
+      } else {
+        // Per input element: every output window that contains it.
+        b << "  " << ct << " acc = 0;\n";
+        b << "  for (aotc_i64 oy = 0; oy < " << y.sizes[2] << "; ++oy) for (aotc_i64 ox = 0; ox < " << y.sizes[3] << "; ++ox) {\n";
+        b << win("oy", "ox");
+        b << "    if (c[2] >= hs && c[2] < he && c[3] >= ws && c[3] < we) acc += (" << ct << ")in0[" << at(y, {"c[0]", "c[1]", "oy", "ox"})
+          << "] / (" << ct << ")((he - hs) * (we - ws));\n  }\n";
+        b << "  out0[i] = acc;\n";
+      }
+      return elementKernel(n, b.str());
+    }
+    Window2d w = window2d(n.attrs);
     if (n.op == OpKind::MaxPool2d) {
       const TensorType& x = g.type(n.inputs[0]);
       const char* ct = computeType(x.dtype);

@@ -631,6 +631,22 @@ V sdpa(Converter& c) {
   return {reshapeTo(c, c.op(OpKind::Bmm, {attn, v3}), out)};
 }
 
+/// as_strided(self, size, stride, offset?) when it changes nothing but the
+/// strides of size-1 dims (a memory-format adjustment, as ATen's reductions
+/// emit): every element keeps its place, so it is the value itself.  General
+/// as_strided reinterprets storage, which the IR's value semantics cannot
+/// express: refused.
+V asStrided(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  const TensorType t = c.type(x);
+  Ints size = c.ints(1, "size"), stride = c.ints(2, "stride");
+  int64_t offset = c.has(3, "storage_offset") ? static_cast<int64_t>(c.number(3, "storage_offset")) : t.offset;
+  bool same = size == t.sizes && stride.size() == t.strides.size() && offset == t.offset;
+  for (size_t d = 0; same && d < size.size(); ++d) same = size[d] == 1 || stride[d] == t.strides[d];
+  if (!same) c.fail("as_strided that moves elements is not supported (only restriding size-1 dims)");
+  return {x};
+}
+
 const std::map<std::string, ConvertFn>& converters() {
   static const std::map<std::string, ConvertFn> table = {
       {"aten.add.Tensor", [](Converter& c) { return addLike(c, OpKind::Add, 1); }},
@@ -895,6 +911,8 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.constant_pad_nd.default",
        [](Converter& c) -> V { return {c.op(OpKind::Pad, {c.tensor(0, "self")}, Attrs{{"pad", c.ints(1, "pad")}, {"value", c.number(2, "value", 0.0)}})}; }},
       {"aten.alias.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
+      {"aten.as_strided.default", asStrided},
+      {"aten.as_strided_.default", asStrided},
       {"aten.empty_like.default", [](Converter& c) -> V { return {likeConstant(c, 0.0)}; }},
       {"aten.empty.memory_format", [](Converter& c) -> V { return {filled(c, 0.0, 1)}; }},
       {"aten.full_like.default",

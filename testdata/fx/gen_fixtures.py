@@ -102,6 +102,14 @@ def matmul_chain(a, b, c):
     return torch.sigmoid(torch.mm(h.t(), a)).sum(dim=0)
 
 
+def restride(x):
+    """as_strided_ that only restrides size-1 dims, as ConvNeXt's reductions do."""
+    y = (x * 2).mean((-1, -2), keepdim=True)
+    c = y.shape[1]
+    y.as_strided_(y.shape, (c, 1, c, c))
+    return y.permute(0, 2, 3, 1) * 3
+
+
 def programs():
     g = torch.Generator().manual_seed(0)
 
@@ -116,6 +124,7 @@ def programs():
     yield "view_mutation", ViewMutation(), (rn(2, 3, rg=True),)
     yield "output_view", OutputView(), (rn(2, 3),)
     yield "matmul_chain", matmul_chain, (rn(4, 3, rg=True), rn(3, 5, rg=True), rn(6, 5, rg=True))
+    yield "restride", restride, (rn(2, 4, 3, 3, rg=True),)
 
 
 def main():

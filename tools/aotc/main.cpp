@@ -60,6 +60,16 @@ int main(int argc, char** argv) {
   compile->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
   compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
 
+  std::vector<std::string> batchModels;
+  std::string batchOut, batchReport, batchArch = "sm_80,sm_90";
+  auto* batch = app.add_subcommand("batch", "compile many models (a model zoo), one artifact each, going on past failures");
+  batch->add_option("models", batchModels, "model files")->required();
+  batch->add_option("-o,--output", batchOut, "directory for the artifacts (one per model, named after the file)")->required();
+  batch->add_option("--arch", batchArch, "comma-separated GPU architectures")->capture_default_str();
+  batch->add_option("--partitioner", copts.partitioner, "min-cut or default")->capture_default_str()->check(CLI::IsMember({"min-cut", "default"}));
+  batch->add_option("--report", batchReport, "write a JSON report (status, errors, kernels, saved bytes, time per model)");
+  batch->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)");
+
   std::string inspectPath;
   auto* insp = app.add_subcommand("inspect", "summarize a model file or an artifact directory");
   insp->add_option("path", inspectPath, "model file or artifact directory")->required();
@@ -90,6 +100,10 @@ int main(int argc, char** argv) {
       auto summary = aotc::compileModel(copts, log);
       if (!quiet) std::printf("%s", summary.str().c_str());
       if (timings) std::printf("%s", summary.timings().c_str());
+    } else if (*batch) {
+      copts.archs = splitList(batchArch);
+      copts.cache_dir = userCacheDir("kernels");
+      return aotc::batchCompile(batchModels, batchOut, copts, batchReport, log) == 0 ? 0 : 1;
     } else if (*insp) {
       std::printf("%s", aotc::inspect(inspectPath).c_str());
     } else if (*run) {

@@ -45,6 +45,12 @@ using Logger = std::shared_ptr<spdlog::logger>;
 /// only when complete.  Throws UserError on bad input.
 CompileSummary compileModel(const CompileOptions& opts, const Logger& log);
 
+/// `aotc batch`: compiles every model into out_root/<model file stem>, going
+/// on past failures.  Prints one line per model; writes a JSON report if
+/// `report` is set.  Returns the number of models that failed.
+int batchCompile(const std::vector<std::string>& models, const std::string& out_root, const CompileOptions& base,
+                 const std::string& report, const Logger& log);
+
 /// A human-readable report of a model file or an artifact directory.
 std::string inspect(const std::string& path);
 

@@ -342,6 +342,11 @@ V autogradFunction(Converter& c) {
 }
 
 // ------------------------------------------------------------ decompositions
+ValueId reshapeTo(Converter& c, ValueId x, Ints size) {
+  if (!viewStrides(c.type(x).sizes, c.type(x).strides, inferViewSize(size, c.type(x).numel()))) x = c.op(OpKind::Clone, {x});
+  return c.op(OpKind::View, {x}, Attrs{{"size", inferViewSize(size, c.type(x).numel())}});
+}
+
 // Composite ATen ops become the IR's primitives here, so their gradients are
 // autodiff's and codegen sees few distinct ops.
 
@@ -409,8 +414,7 @@ V groupNorm(Converter& c) {
   double eps = c.number(7, "eps", 1e-5);
   if (G <= 0 || C % G) c.fail("group_norm: channels must divide into groups");
   Ints shape = c.type(x).sizes;
-  ValueId xg = c.op(OpKind::View, {c.type(x).isContiguous() ? x : c.op(OpKind::Clone, {x})}, Attrs{{"size", Ints{N, G, -1}}});
-  xg = c.op(OpKind::View, {xg}, Attrs{{"size", inferViewSize(Ints{N, G, -1}, c.type(x).numel())}});
+  ValueId xg = reshapeTo(c, x, {N, G, -1});
   ValueId mean = reduceOp(c, OpKind::Mean, xg, {2}, true);
   ValueId dlt = bin(c, OpKind::Sub, xg, mean);
   ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, dlt, dlt), {2}, true);
@@ -593,11 +597,6 @@ V dropout(Converter& c) {
   return {bin(c, OpKind::Mul, bin(c, OpKind::Mul, x, m), scale), keep};
 }
 
-ValueId reshapeTo(Converter& c, ValueId x, Ints size) {
-  if (!viewStrides(c.type(x).sizes, c.type(x).strides, inferViewSize(size, c.type(x).numel()))) x = c.op(OpKind::Clone, {x});
-  return c.op(OpKind::View, {x}, Attrs{{"size", inferViewSize(size, c.type(x).numel())}});
-}
-
 /// scaled_dot_product_attention, math form: softmax(q k^T * scale + mask) v,
 /// with the leading dims flattened into one batch dim for bmm.
 V sdpa(Converter& c) {
@@ -731,6 +730,7 @@ const std::map<std::string, ConvertFn>& converters() {
                       Attrs{{"dim", static_cast<int64_t>(c.number(1, "dim"))}, {"index", static_cast<int64_t>(c.number(2, "index"))}})};
        }},
       {"aten.lift_fresh_copy.default", [](Converter& c) { return unary(c, OpKind::Clone); }},
+      {"aten.lift_fresh.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
       {"aten.zero_.default", [](Converter& c) -> V { return fillInplace(c, 0.0); }},
       {"aten.fill_.Scalar", [](Converter& c) -> V { return fillInplace(c, c.number(1, "value")); }},
       {"aten.zeros_like.default", [](Converter& c) -> V { return {likeConstant(c, 0.0)}; }},

@@ -110,6 +110,47 @@ def restride(x):
     return y.permute(0, 2, 3, 1) * 3
 
 
+class Decompositions(torch.nn.Module):
+    """Front-end decompositions against eager: norms, losses, activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(7, 6)
+        self.gn = torch.nn.GroupNorm(2, 6)
+        self.ln = torch.nn.LayerNorm(6)
+
+    def forward(self, idx, x, target):
+        e = self.emb(idx)                                   # [4, 6]
+        h = self.ln(e + x)
+        g = self.gn(h.view(2, 6, 2).contiguous()).view(4, 6)
+        a = torch.nn.functional.leaky_relu(g, 0.2) + torch.nn.functional.hardswish(h) + torch.nn.functional.silu(h)
+        a = a + torch.clamp(h, -0.5, 0.7) + torch.nn.functional.gelu(h, approximate="tanh") + torch.nn.functional.gelu(h)
+        a = a + torch.nn.functional.hardsigmoid(h) + torch.where(h > 0, h, 0.1) + h.abs().sqrt() + torch.sin(h) * torch.cos(h)
+        a = a + (h * h + 1).pow(1.5)
+        v = a.var(dim=1, keepdim=True) + a.std(dim=0).sum() + torch.logsumexp(a, dim=1, keepdim=True)
+        logp = torch.log_softmax(a, dim=1)
+        loss = torch.nn.functional.nll_loss(logp, target) + torch.nn.functional.mse_loss(a, x)
+        return loss + v.mean() + a.amax(dim=1).mean() - a.amin(dim=0).sum() * 0.1, a.argmax(dim=1)
+
+
+def shape_ops(x, y, idx):
+    """cat/stack/split/chunk/narrow/pad/permute/gather/scatter_add/index_select, and pooling."""
+    z = torch.cat([x, y], dim=1)                            # [2, 5, 4]
+    s = torch.stack([x[:, 0], y[:, 1]], dim=0)              # [2, 2, 4]
+    a, b = torch.split(z, [2, 3], dim=1)
+    c1, c2 = torch.chunk(z.permute(0, 2, 1), 2, dim=1)      # [2, 2, 5] each
+    p = torch.nn.functional.pad(a, (1, 2, 0, 1), value=0.5)
+    g = torch.gather(z, 2, idx)                             # idx [2, 5, 2]
+    sa = torch.zeros(2, 5, 4).scatter_add(2, idx, g)
+    sel = torch.index_select(b, 2, torch.tensor([3, 0, 3]))
+    img = z.reshape(2, 1, 5, 4)
+    pools = torch.nn.functional.avg_pool2d(img, 3, 2, 1, count_include_pad=False).sum() + \
+        torch.nn.functional.max_pool2d(img, 2, 1, ceil_mode=True).sum() + \
+        torch.nn.functional.adaptive_avg_pool2d(img, (3, 3)).sum()
+    return (p.sum() + s.sum() * 2 + c1.sum() - c2.mean() + g.sum() + sa.pow(2).sum() + sel.sum() + pools
+            + z.narrow(2, 1, 2).sum())
+
+
 def programs():
     g = torch.Generator().manual_seed(0)
 
@@ -125,6 +166,10 @@ def programs():
     yield "output_view", OutputView(), (rn(2, 3),)
     yield "matmul_chain", matmul_chain, (rn(4, 3, rg=True), rn(3, 5, rg=True), rn(6, 5, rg=True))
     yield "restride", restride, (rn(2, 4, 3, 3, rg=True),)
+    torch.manual_seed(2)
+    yield "decompositions", Decompositions(), (torch.tensor([1, 3, 0, 6]), rn(4, 6, rg=True), torch.tensor([0, 5, 2, 1]))
+    yield "shape_ops", shape_ops, (rn(2, 2, 4, rg=True), rn(2, 3, 4, rg=True),
+                                   torch.tensor([[[0, 3], [1, 1], [2, 0], [3, 3], [1, 2]]] * 2))
 
 
 def main():

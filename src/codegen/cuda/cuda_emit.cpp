@@ -724,10 +724,11 @@ struct Lowering {
     auto wrap = [](const std::string& v, int64_t size) {
       return "(" + v + " < 0 ? " + v + " + " + std::to_string(size) + " : " + v + ")";
     };
+    // The dim every op of this family works along (not Pad, which has none).
+    const size_t d = hasAttr(n.attrs, "dim") ? static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1))) : 0;
     switch (n.op) {
       case OpKind::IndexSelect: {
         const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
-        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
         b << "  aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{c[d]} : std::vector<std::string>{}) << "];\n";
         b << "  k = " << wrap("k", x.sizes[d]) << ";\n";
         b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
@@ -735,7 +736,6 @@ struct Lowering {
       }
       case OpKind::IndexAdd: {
         const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
-        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
         b << "  " << ct << " acc = (" << ct << ")in0[" << at(base, c) << "];\n";
         b << "  for (aotc_i64 j = 0; j < " << ix.numel() << "; ++j) {\n";
         b << "    aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{"j"} : std::vector<std::string>{}) << "];\n";
@@ -745,14 +745,12 @@ struct Lowering {
       }
       case OpKind::Gather: {
         const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
-        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
         b << "  aotc_i64 k = in1[" << at(ix, c) << "];\n  k = " << wrap("k", x.sizes[d]) << ";\n";
         b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
         break;
       }
       case OpKind::ScatterAdd: {
         const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
-        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1)));
         b << "  " << ct << " acc = (" << ct << ")in0[" << at(base, c) << "];\n  bool inside = true;\n";
         for (size_t q = 0; q < r; ++q)
           if (q != d) b << "  inside = inside && " << c[q] << " < " << ix.sizes[q] << ";\n";
@@ -763,7 +761,6 @@ struct Lowering {
         break;
       }
       case OpKind::Cat: {
-        size_t d = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), ot.rank()));
         int64_t start = 0;
         for (size_t k = 0; k < n.inputs.size(); ++k) {
           const TensorType& t = g.type(n.inputs[k]);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <random>
 #include <sstream>
@@ -277,6 +278,24 @@ int batchCompile(const std::vector<std::string>& models, const std::string& out_
   }
   log->info("{} of {} models compiled", models.size() - static_cast<size_t>(failed), models.size());
   return failed;
+}
+
+std::string graphOf(const std::string& model, const std::string& stage, const std::string& partitioner, bool dot) {
+  FxModel fx = loadFxGraph(model);
+  std::optional<Graph> pick;
+  if (stage == "captured") pick = fx.graph;
+  PipelineOptions po;
+  po.partitioner = partitioner;
+  po.after_pass = [&](const std::string& name, const Graph& g) {
+    if (name == stage || (stage == "forward" && name == "partition.forward") || (stage == "backward" && name == "partition.backward"))
+      pick = g;
+  };
+  if (!pick) runPipeline(fx.graph, po);
+  if (!pick)
+    throw UserError(SourceLoc{}, "unknown stage '" + stage +
+                                     "' (captured, functionalize, dce, autodiff, strip-autograd-markers, functionalize-joint, "
+                                     "dce-joint, forward, backward)");
+  return dot ? printDot(*pick) : printGraph(*pick);
 }
 
 std::string inspect(const std::string& path) {

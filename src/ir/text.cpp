@@ -82,6 +82,47 @@ std::string printGraphIndented(const Graph& g, const std::string& ind) {
 }
 }  // namespace
 
+std::string printDot(const Graph& g) {
+  auto esc = [](std::string t) {
+    std::string o;
+    for (char c : t) {
+      if (c == '"' || c == '\\') o += '\\';
+      o += c;
+    }
+    return o;
+  };
+  std::string s = "digraph \"" + esc(g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n";
+  auto producer = [&](ValueId v) {
+    const Value& val = g.values[v];
+    return val.node < 0 ? "v" + std::to_string(v) : "n" + std::to_string(val.node);
+  };
+  for (const GraphInput& in : g.inputs)
+    s += "  v" + std::to_string(in.value) + " [shape=box, style=rounded, label=\"%" + esc(g.values[in.value].name) + "\\n" +
+         esc(g.type(in.value).str()) + " " + inputRoleName(in.role) + (in.requires_grad ? " rg" : "") + "\"];\n";
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    std::string label = opName(n.op);
+    for (ValueId o : n.outputs) label += "\\n%" + esc(g.values[o].name) + " : " + esc(g.type(o).str());
+    if (n.tags & kMustSave) label += "\\n#must_save";
+    if (n.tags & kMustBeInForward) label += "\\n#must_be_in_forward";
+    if (n.tags & kMustBeInBackward) label += "\\n#must_be_in_backward";
+    s += "  n" + std::to_string(k) + " [shape=box, label=\"" + label + "\"" +
+         (n.phase == Phase::Backward ? ", style=filled, fillcolor=\"#dddddd\"" : "") + "];\n";
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.op == OpKind::EpilogueCopy && i == 0) continue;
+      s += "  " + producer(n.inputs[i]) + " -> n" + std::to_string(k) + ";\n";
+    }
+    if (n.op == OpKind::EpilogueCopy) s += "  n" + std::to_string(k) + " -> " + producer(n.inputs[0]) + " [style=dashed, label=\"copy\"];\n";
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const GraphOutput& o = g.outputs[i];
+    std::string label = std::string(outputRoleName(o.role)) + (o.target.empty() ? "" : " " + esc(o.target));
+    s += "  out" + std::to_string(i) + " [shape=plaintext, label=\"" + label + "\"];\n";
+    s += "  " + producer(o.value) + " -> out" + std::to_string(i) + ";\n";
+  }
+  return s + "}\n";
+}
+
 // ---------------------------------------------------------------- parser
 
 namespace {

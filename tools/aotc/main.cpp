@@ -70,6 +70,15 @@ int main(int argc, char** argv) {
   batch->add_option("--report", batchReport, "write a JSON report (status, errors, kernels, saved bytes, time per model)");
   batch->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)");
 
+  std::string graphModel, graphStage = "functionalize", graphFormat = "dot", graphOut;
+  auto* graph = app.add_subcommand("graph", "the model's graph at a pipeline stage, as Graphviz DOT or IR text");
+  graph->add_option("model", graphModel, "model file")->required();
+  graph->add_option("--stage", graphStage,
+                    "captured, functionalize, autodiff, functionalize-joint, forward, backward, ...")->capture_default_str();
+  graph->add_option("--format", graphFormat, "dot or ir")->capture_default_str()->check(CLI::IsMember({"dot", "ir"}));
+  graph->add_option("--partitioner", copts.partitioner, "for the forward/backward stages")->capture_default_str();
+  graph->add_option("-o,--output", graphOut, "file to write (default: standard output)");
+
   std::string inspectPath;
   auto* insp = app.add_subcommand("inspect", "summarize a model file or an artifact directory");
   insp->add_option("path", inspectPath, "model file or artifact directory")->required();
@@ -104,6 +113,15 @@ int main(int argc, char** argv) {
       copts.archs = splitList(batchArch);
       copts.cache_dir = userCacheDir("kernels");
       return aotc::batchCompile(batchModels, batchOut, copts, batchReport, log) == 0 ? 0 : 1;
+    } else if (*graph) {
+      std::string text = aotc::graphOf(graphModel, graphStage, copts.partitioner, graphFormat == "dot");
+      if (graphOut.empty()) {
+        std::fputs(text.c_str(), stdout);
+      } else {
+        std::FILE* f = std::fopen(graphOut.c_str(), "wb");
+        if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size()) throw aotc::UserError(aotc::SourceLoc{graphOut, "", ""}, "cannot write file");
+        std::fclose(f);
+      }
     } else if (*insp) {
       std::printf("%s", aotc::inspect(inspectPath).c_str());
     } else if (*run) {

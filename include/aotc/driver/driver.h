@@ -51,6 +51,10 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log);
 int batchCompile(const std::vector<std::string>& models, const std::string& out_root, const CompileOptions& base,
                  const std::string& report, const Logger& log);
 
+/// `aotc graph`: the model's graph at `stage` (captured, functionalize,
+/// autodiff, functionalize-joint, forward, backward) as DOT or IR text.
+std::string graphOf(const std::string& model, const std::string& stage, const std::string& partitioner, bool dot);
+
 /// A human-readable report of a model file or an artifact directory.
 std::string inspect(const std::string& path);
 

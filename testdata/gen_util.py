@@ -7,7 +7,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from fx_export import _input_names, write_safetensors  # noqa: E402
+from fx_export import _input_names, export, write_safetensors  # noqa: E402
 
 
 def flat_outputs(out):
@@ -74,3 +74,15 @@ def reference(name, model, args, outdir, seed=1234, float64=False):
             expected[f"after_backward.{n}"] = t.detach().clone()
     write_safetensors(os.path.join(outdir, name + ".inputs.safetensors"), inputs)
     write_safetensors(os.path.join(outdir, name + ".expected.safetensors"), expected)
+
+
+def write_fixture(name, model, args, outdir):
+    """Exports `model` as NAME.json/.safetensors, checks that the export left
+    the module's state as it was, and writes eager's reference beside it."""
+    is_module = isinstance(model, torch.nn.Module)
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()} if is_module else {}
+    export(model, args, os.path.join(outdir, name))
+    if is_module:
+        for k, v in model.state_dict().items():
+            assert torch.equal(v, before[k]), f"{name}: export changed {k}"
+    reference(name, model, args, outdir)

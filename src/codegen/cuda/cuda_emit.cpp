@@ -231,7 +231,6 @@ struct Lowering {
   // materialized once rather than recomputed.
 
   std::vector<bool> inlined;          ///< per node: computed inside its consumer
-  std::vector<std::string> fusedInto;  ///< per node: kernel nodes, for banners
 
   static bool inlinableConstant(const Node& n) {
     return n.op == OpKind::Constant && (!hasAttr(n.attrs, "shape") || attrInts(n.attrs, "shape").empty());

@@ -8,7 +8,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
-  libgtest-dev libgmock-dev libssl-dev libboost-dev
+  libgtest-dev libgmock-dev libssl-dev libboost-dev libboost-context-dev
   llvm-14-tools
   python3-torch python3-torchvision python3-numpy python3-networkx python3-jsonschema
 )

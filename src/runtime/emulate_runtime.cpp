@@ -12,7 +12,7 @@
 //
 // Note [Emulated barriers]: a kernel without __syncthreads runs its threads
 // to completion one after another.  A kernel with barriers runs each block's
-// threads as fibers (ucontext) on one host thread: __syncthreads switches to
+// threads as fibers (Boost.Context) on one host thread: __syncthreads switches to
 // the scheduler, which resumes every unfinished thread in order, so all of a
 // block's threads reach a barrier before any passes it.
 //===----------------------------------------------------------------------===//
@@ -86,21 +86,23 @@ using RunBlock = void (*)(Trampoline, void**, unsigned, unsigned, unsigned, int)
 
 /// The block runner compiled into every kernel library.
 constexpr const char* kBlockRunner = R"aotc(
-#include <ucontext.h>
+#include <boost/context/fiber.hpp>
+#include <vector>
 extern "C" { thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc_gridDim; }
 namespace {
-struct AotcFiber { ucontext_t ctx; bool done; };
-thread_local ucontext_t aotc_sched;
-thread_local AotcFiber* aotc_current = nullptr;
-thread_local void (*aotc_fn)(void**) = nullptr;
-thread_local void** aotc_args = nullptr;
-void aotc_fiber_main() {
-  aotc_fn(aotc_args);
-  aotc_current->done = true;
-}
+namespace bctx = boost::context;
+/// Stacks are slices of one region kept for the thread's lifetime.
+struct AotcStack {
+  char* top;
+  std::size_t size;
+  bctx::stack_context allocate() { bctx::stack_context sc; sc.size = size; sc.sp = top; return sc; }
+  void deallocate(bctx::stack_context&) noexcept {}
+};
+struct AotcThread { bctx::fiber self, sched; bool done = false; };
+thread_local AotcThread* aotc_current = nullptr;
 }
 extern "C" void __syncthreads() {
-  if (aotc_current) swapcontext(&aotc_current->ctx, &aotc_sched);
+  if (aotc_current) aotc_current->sched = std::move(aotc_current->sched).resume();
 }
 extern "C" void aotc_run_block(void (*f)(void**), void** args, unsigned bx, unsigned bdx, unsigned gdx, int barriers) {
   aotc_blockIdx.x = bx; aotc_blockIdx.y = aotc_blockIdx.z = 0;
@@ -111,35 +113,32 @@ extern "C" void aotc_run_block(void (*f)(void**), void** args, unsigned bx, unsi
     for (unsigned t = 0; t < bdx; ++t) { aotc_threadIdx.x = t; f(args); }
     return;
   }
-  const unsigned long kStack = 1 << 16;
-  static thread_local AotcFiber* fibers = nullptr;
-  static thread_local char* stacks = nullptr;
-  static thread_local unsigned capacity = 0;
-  if (capacity < bdx) {
-    std::free(fibers);
-    std::free(stacks);
-    fibers = static_cast<AotcFiber*>(std::malloc(sizeof(AotcFiber) * bdx));
-    stacks = static_cast<char*>(std::malloc(kStack * bdx));
-    capacity = bdx;
+  const std::size_t kStack = 1 << 16;
+  static thread_local std::vector<char> stacks;
+  static thread_local std::vector<AotcThread> threads;
+  if (threads.size() < bdx) {
+    stacks.assign(kStack * bdx, 0);
+    threads.resize(bdx);
   }
-  aotc_fn = f;
-  aotc_args = args;
   for (unsigned t = 0; t < bdx; ++t) {
-    getcontext(&fibers[t].ctx);
-    fibers[t].ctx.uc_stack.ss_sp = stacks + kStack * t;
-    fibers[t].ctx.uc_stack.ss_size = kStack;
-    fibers[t].ctx.uc_link = &aotc_sched;
-    fibers[t].done = false;
-    makecontext(&fibers[t].ctx, aotc_fiber_main, 0);
+    AotcThread& th = threads[t];
+    th.done = false;
+    th.self = bctx::fiber(std::allocator_arg, AotcStack{stacks.data() + kStack * (t + 1), kStack},
+                          [f, args, &th](bctx::fiber&& sched) {
+                            th.sched = std::move(sched);
+                            f(args);
+                            th.done = true;
+                            return std::move(th.sched);
+                          });
   }
   for (bool any = true; any;) {
     any = false;
     for (unsigned t = 0; t < bdx; ++t) {
-      if (fibers[t].done) continue;
-      aotc_current = &fibers[t];
+      if (threads[t].done) continue;
+      aotc_current = &threads[t];
       aotc_threadIdx.x = t;
-      swapcontext(&aotc_sched, &fibers[t].ctx);
-      any = any || !fibers[t].done;
+      threads[t].self = std::move(threads[t].self).resume();
+      any = any || !threads[t].done;
     }
   }
   aotc_current = nullptr;
@@ -188,7 +187,7 @@ class KernelLibrary {
     if (!fs::exists(lib)) {
       std::string tmp = (cache / ("emu_" + key + "." + std::to_string(::getpid()))).string();
       { std::ofstream(tmp + ".cpp") << text; }
-      std::string cmd = opts.host_compiler + " -std=c++17 -O2 -fPIC -shared -w -o " + tmp + ".so " + tmp + ".cpp > " + tmp +
+      std::string cmd = opts.host_compiler + " -std=c++17 -O2 -fPIC -shared -w -o " + tmp + ".so " + tmp + ".cpp -lboost_context > " + tmp +
                         ".log 2>&1";
       int rc = std::system(cmd.c_str());
       if (rc != 0) {

@@ -150,6 +150,30 @@ def shape_ops(x, y, idx):
             + z.narrow(2, 1, 2).sum())
 
 
+class RowFusion(torch.nn.Module):
+    """Reductions fused with the pointwise work around them (Note [Row groups]):
+    layer norm whose output is also returned, softmax over a middle dim, a
+    keepdim=False mean broadcast back, log_softmax, amax, batch norm in
+    training (statistics over dims 0, 2, 3), and a split whose backward is
+    slice_scatter (Note [Scatter expressions])."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(8)
+        self.bn = torch.nn.BatchNorm2d(3)
+        self.lin = torch.nn.Linear(8, 24)
+
+    def forward(self, x, img):
+        h = self.ln(x)                                      # [4, 8]
+        q, k, v = self.lin(h).split(8, dim=1)
+        att = torch.softmax(q.unsqueeze(2) * k.unsqueeze(1), dim=1)   # [4, 8, 8]
+        y = (att * v.unsqueeze(1)).sum(2)                   # [4, 8]
+        z = y - y.mean(1).unsqueeze(1)
+        lp = torch.log_softmax(z, dim=1)
+        b = self.bn(img)                                    # [2, 3, 4, 4]
+        return lp.sum() + (b * b).mean() + z.amax(1).sum(), h
+
+
 def programs():
     g = torch.Generator().manual_seed(0)
 
@@ -169,6 +193,8 @@ def programs():
     yield "decompositions", Decompositions(), (torch.tensor([1, 3, 0, 6]), rn(4, 6, rg=True), torch.tensor([0, 5, 2, 1]))
     yield "shape_ops", shape_ops, (rn(2, 2, 4, rg=True), rn(2, 3, 4, rg=True),
                                    torch.tensor([[[0, 3], [1, 1], [2, 0], [3, 3], [1, 2]]] * 2))
+    torch.manual_seed(3)
+    yield "row_fusion", RowFusion(), (rn(4, 8, rg=True), rn(2, 3, 4, 4, rg=True))
 
 
 def main():

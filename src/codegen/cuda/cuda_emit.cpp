@@ -232,6 +232,8 @@ struct Lowering {
 
   std::vector<bool> inlined;          ///< per node: computed inside its consumer
 
+  static bool isScatterExpr(OpKind k) { return k == OpKind::SliceScatter || k == OpKind::SelectScatter; }
+
   static bool inlinableConstant(const Node& n) {
     return n.op == OpKind::Constant && (!hasAttr(n.attrs, "shape") || attrInts(n.attrs, "shape").empty());
   }
@@ -300,6 +302,7 @@ struct Lowering {
       const Ints& vs = g.type(v).sizes;
       if (c.op == OpKind::EpilogueCopy) return c.inputs[1] == v && g.type(c.inputs[0]).sizes == vs;
       if (opInfo(c.op).category == OpCategory::Pointwise) return g.type(c.outputs[0]).sizes == vs;
+      if (isScatterExpr(c.op)) return c.inputs[1] == v || g.type(c.outputs[0]).sizes == vs;  // the source, or the base
       if (c.op == OpKind::Sum || c.op == OpKind::Mean || c.op == OpKind::Amax || c.op == OpKind::Amin) return c.inputs[0] == v;
       return false;
     };
@@ -320,49 +323,343 @@ struct Lowering {
           const Node& c = g.nodes[static_cast<size_t>(user)];
           OpCategory cat = opInfo(c.op).category;
           all = all && (cat == OpCategory::Pointwise || (c.op == OpKind::EpilogueCopy && c.inputs[1] == v) ||
+                        (isScatterExpr(c.op) && c.inputs[0] == v && g.type(c.outputs[0]).sizes == g.type(v).sizes) ||
                         ((c.op == OpKind::Sum || c.op == OpKind::Mean || c.op == OpKind::Amax || c.op == OpKind::Amin) && c.inputs[0] == v));
         }
         inlined[k] = all;
         treeSize[k] = 0;
         continue;
       }
-      if (opInfo(n.op).category != OpCategory::Pointwise || treeSize[k] > kMaxInlineTree) continue;
+      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) || treeSize[k] > kMaxInlineTree) continue;
       bool all = true;
       for (int32_t user : users) all = all && consumesAsExpression(user, v);
       inlined[k] = all;
     }
     planBiasEpilogues(u);
+    planRowGroups(u);
+  }
+
+  // ------------------------------------------------------------ row groups
+  // Note [Row groups]: a reduction, the reductions over the same dims of the
+  // same shape that follow it, and the pointwise work around them -- softmax,
+  // log_softmax, layer norm and its backward, batch-norm statistics and
+  // normalization -- run as one kernel with one block per row (a row is one
+  // coordinate of the kept dims).  The block computes each reduction in turn
+  // (a deterministic shared-memory tree, accumulated in double), keeps row
+  // results in registers, and writes only the values something outside the
+  // group reads.  Full-size values of the group are expressions, recomputed
+  // in each pass over the row instead of going through memory.
+  // The kernel runs where the first reduction stood, so a node joins only
+  // if everything it reads from outside the group exists by then.
+
+  struct RowGroup {
+    int32_t seed = -1;
+    Ints shape, dims, rowShape;
+    int64_t rows = 0, nred = 0;
+    std::vector<int32_t> members;  ///< program order, alias views included
+    std::set<int32_t> memberSet;
+    std::set<int32_t> exprNodes;   ///< full-size pointwise members
+    std::set<ValueId> rowLevel;    ///< one value per row: registers
+    std::set<ValueId> full;        ///< full-size values: expressions
+    std::map<ValueId, ValueId> aliases;  ///< alias view value -> the value it aliases
+    std::set<ValueId> materialized;
+    std::set<int32_t> lowerViews;  ///< alias views something outside reads
+  };
+  std::vector<RowGroup> groups;
+  std::vector<int32_t> groupOf;  ///< per node, -1 when in none
+
+  /// Row groups look this many nodes past their first reduction.
+  static constexpr size_t kRowGroupWindow = 256;
+
+  static bool isRowReduction(OpKind k) {
+    return k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Amax || k == OpKind::Amin;
+  }
+
+  /// Whether `v` can be read by a member computed at shape S (`fullCtx`) or
+  /// at the row shape; `touches` is set when it depends on the group.
+  bool rowOperandOk(ValueId v, const RowGroup& G, bool fullCtx, bool& touches, int depth = 0) const {
+    if (G.rowLevel.count(v)) {
+      touches = true;
+      const Ints& vs = g.type(v).sizes;
+      return vs == G.rowShape || (fullCtx && vs == G.shape);
+    }
+    if (G.full.count(v)) {
+      touches = true;
+      return fullCtx;
+    }
+    int32_t d = g.values[v].node;
+    if (d < 0) return true;
+    const Node& n = g.nodes[static_cast<size_t>(d)];
+    if (inlined[static_cast<size_t>(d)]) {
+      if (depth > kMaxInlineTree) return false;
+      if (n.op == OpKind::Constant) return true;
+      if (isScatterExpr(n.op)) {  // read at shifted coordinates: only values that exist already
+        bool t = false;
+        for (ValueId in : n.inputs)
+          if (!rowOperandOk(in, G, fullCtx, t, depth + 1) || t) return false;
+        return true;
+      }
+      for (ValueId in : n.inputs)
+        if (!rowOperandOk(in, G, fullCtx, touches, depth + 1)) return false;
+      return true;
+    }
+    return d < G.seed;
+  }
+
+  bool joinRowGroup(int32_t k, RowGroup& G) {
+    const Node& n = g.nodes[static_cast<size_t>(k)];
+    if (groupOf[static_cast<size_t>(k)] >= 0 || inlined[static_cast<size_t>(k)] || biasAdds.count(k) || n.outputs.size() != 1) return false;
+    ValueId out = n.outputs[0];
+    const TensorType& ot = g.type(out);
+    bool touches = false;
+    if (isRowReduction(n.op)) {
+      const TensorType& it = g.type(n.inputs[0]);
+      if (it.sizes != G.shape || reductionDims(n.attrs, it.rank()) != G.dims || !isFloating(ot.dtype)) return false;
+      if (!rowOperandOk(n.inputs[0], G, true, touches)) return false;
+      G.rowLevel.insert(out);
+    } else if (opInfo(n.op).category == OpCategory::Pointwise) {
+      bool fullSize = ot.sizes == G.shape;
+      if (!fullSize && ot.sizes != G.rowShape) return false;
+      for (ValueId in : n.inputs)
+        if (!rowOperandOk(in, G, fullSize, touches)) return false;
+      if (!touches) return false;  // unrelated work stays out of the row loop
+      if (fullSize) {
+        G.full.insert(out);
+        G.exprNodes.insert(k);
+      } else {
+        if (!ot.isContiguous()) return false;
+        G.rowLevel.insert(out);
+      }
+    } else if (opInfo(n.op).category == OpCategory::View) {
+      ValueId in = n.inputs[0];
+      const TensorType& inT = g.type(in);
+      if (G.rowLevel.count(in) && (ot.sizes == G.rowShape || (n.op == OpKind::Expand && inT.sizes == G.rowShape && ot.sizes == G.shape))) {
+        G.rowLevel.insert(out);
+      } else if (G.full.count(in) && ot.sizes == inT.sizes && ot.strides == inT.strides && ot.offset == inT.offset) {
+        G.full.insert(out);
+      } else {
+        return false;
+      }
+      G.aliases[out] = in;
+    } else {
+      return false;
+    }
+    G.members.push_back(k);
+    G.memberSet.insert(k);
+    return true;
+  }
+
+  /// Whether something outside the group reads `v` (through alias views).
+  bool readOutsideGroup(ValueId v, const RowGroup& G, const UseInfo& u) const {
+    if (u.is_output[v]) return true;
+    for (int32_t user : u.users[v]) {
+      if (!G.memberSet.count(user)) return true;
+      const Node& c = g.nodes[static_cast<size_t>(user)];
+      if (opInfo(c.op).category == OpCategory::View && readOutsideGroup(c.outputs[0], G, u)) return true;
+    }
+    return false;
+  }
+
+  void planRowGroups(const UseInfo& u) {
+    groupOf.assign(g.nodes.size(), -1);
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      if (!isRowReduction(n.op) || groupOf[k] >= 0 || !isFloating(g.type(n.outputs[0]).dtype)) continue;
+      const TensorType& it = g.type(n.inputs[0]);
+      RowGroup G;
+      G.seed = static_cast<int32_t>(k);
+      G.shape = it.sizes;
+      G.dims = reductionDims(n.attrs, it.rank());
+      G.rowShape = it.sizes;
+      G.nred = 1;
+      for (int64_t d : G.dims) {
+        G.rowShape[static_cast<size_t>(d)] = 1;
+        G.nred *= it.sizes[static_cast<size_t>(d)];
+      }
+      G.rows = it.numel() / std::max<int64_t>(G.nred, 1);
+      if (G.nred < 2 || G.rows < 1 || it.rank() == 0) continue;
+      if (!joinRowGroup(G.seed, G)) continue;
+      for (size_t j = k + 1; j < std::min(g.nodes.size(), k + kRowGroupWindow); ++j) joinRowGroup(static_cast<int32_t>(j), G);
+      int launches = 0;
+      for (int32_t m : G.members) launches += opInfo(g.nodes[static_cast<size_t>(m)].op).category != OpCategory::View;
+      if (launches < 2) continue;
+      for (int32_t m : G.members) {
+        const Node& mn = g.nodes[static_cast<size_t>(m)];
+        ValueId v = mn.outputs[0];
+        if (!readOutsideGroup(v, G, u)) continue;
+        if (opInfo(mn.op).category == OpCategory::View) {
+          G.lowerViews.insert(m);
+        } else {
+          G.materialized.insert(v);
+        }
+      }
+      for (int32_t m : G.members) groupOf[static_cast<size_t>(m)] = static_cast<int32_t>(groups.size());
+      groups.push_back(std::move(G));
+    }
+  }
+
+  /// The kernel of a row group (Note [Row groups]), launched at its seed.
+  void emitRowGroup(const RowGroup& G) {
+    std::vector<ValueId> outs;
+    for (int32_t m : G.members) {
+      ValueId v = g.nodes[static_cast<size_t>(m)].outputs[0];
+      if (!G.materialized.count(v)) continue;
+      const TensorType& t = g.type(v);
+      declare(v, "alloc", ojson{{"bytes", t.storageSpan() * dtypeSize(t.dtype)}});
+      root[v] = bufName[v];
+      outs.push_back(v);
+    }
+    const int64_t rank = static_cast<int64_t>(G.shape.size());
+    int64_t block = 32;
+    while (block < G.nred && block < kBlock) block *= 2;
+    ExprCtx x;
+    x.exprNodes = &G.exprNodes;
+    x.aliases = &G.aliases;
+    std::vector<std::string> c = coords(static_cast<size_t>(rank));
+    std::ostringstream body;
+    body << "  aotc_i64 i = blockIdx.x;\n  if (i >= " << G.rows << ") return;\n";
+    body << "  aotc_i64 c[" << rank << "];\n  { aotc_i64 r = i;\n";
+    for (int64_t d = rank; d-- > 0;)
+      if (G.rowShape[static_cast<size_t>(d)] != 1) body << "    c[" << d << "] = r % " << G.rowShape[static_cast<size_t>(d)] << "; r /= " << G.rowShape[static_cast<size_t>(d)] << ";\n";
+      else body << "    c[" << d << "] = 0;\n";
+    body << "  }\n  __shared__ double part[" << block << "];\n";
+    auto rowLoop = [&]() {
+      std::ostringstream l;
+      l << "  for (aotc_i64 j = threadIdx.x; j < " << G.nred << "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
+      for (size_t k = G.dims.size(); k-- > 0;) {
+        int64_t d = G.dims[k];
+        l << "    c[" << d << "] = q % " << G.shape[static_cast<size_t>(d)] << "; q /= " << G.shape[static_cast<size_t>(d)] << ";\n";
+      }
+      return l.str();
+    };
+    auto takeCode = [&]() {
+      std::string code = x.code.str();
+      x.code.str("");
+      x.memo.clear();
+      return code;
+    };
+    int reg = 0;
+    for (int32_t m : G.members) {
+      const Node& n = g.nodes[static_cast<size_t>(m)];
+      ValueId v = n.outputs[0];
+      const std::string who = nodeName(n);
+      if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
+      const char* ct = computeType(g.type(v).dtype);
+      std::string r = "r" + std::to_string(reg++);
+      if (isRowReduction(n.op)) {
+        const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
+        x.indent = "    ";
+        std::string e = emitValue(n.inputs[0], G.shape, c, x);
+        body << "  " << ct << " " << r << ";\n  {\n  double acc = " << (isMax ? "-AOTC_INF" : isMin ? "AOTC_INF" : "0") << ";\n";
+        body << rowLoop() << takeCode();
+        std::string combine = isMax ? "aotc_max" : isMin ? "aotc_min" : "";
+        if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
+        else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
+        body << "  part[threadIdx.x] = acc;\n  __syncthreads();\n";
+        body << "  for (unsigned s = " << block / 2 << "; s > 0; s >>= 1) {\n";
+        body << "    if (threadIdx.x < s) part[threadIdx.x] = "
+             << (combine.empty() ? "part[threadIdx.x] + part[threadIdx.x + s]" : combine + "(part[threadIdx.x], part[threadIdx.x + s])")
+             << ";\n    __syncthreads();\n  }\n";
+        body << "  " << r << " = (" << ct << ")" << (n.op == OpKind::Mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
+             << ";\n  __syncthreads();\n  }\n";
+        x.registers[v] = r;
+      } else if (G.rowLevel.count(v) && opInfo(n.op).category == OpCategory::Pointwise) {
+        x.indent = "  ";
+        std::vector<std::string> args;
+        for (ValueId in : n.inputs) args.push_back(emitValue(in, G.rowShape, c, x));
+        body << takeCode() << "  const " << ct << " " << r << " = (" << ct << ")" << pointwiseExpr(n.op, args) << ";\n";
+        x.registers[v] = r;
+      }
+    }
+    // The full-size values something outside reads, then the row-level ones.
+    std::ostringstream stores;
+    x.memo.clear();
+    x.indent = "    ";
+    bool anyFull = false;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      if (!G.full.count(outs[o])) continue;
+      anyFull = true;
+      const TensorType& t = g.type(outs[o]);
+      std::string e = emitValue(outs[o], G.shape, c, x);
+      stores << x.code.str() << "    out" << o << "[" << at(t, c) << "] = (" << storageType(t.dtype) << ")" << e << ";\n";
+      x.code.str("");
+    }
+    if (anyFull) body << rowLoop() << stores.str() << "  }\n";
+    x.memo.clear();
+    for (size_t o = 0; o < outs.size(); ++o) {
+      if (G.full.count(outs[o])) continue;
+      const TensorType& t = g.type(outs[o]);
+      body << "  if (threadIdx.x == 0) out" << o << "[" << t.offset << " + i] = (" << storageType(t.dtype) << ")" << x.registers.at(outs[o]) << ";\n";
+    }
+    std::ostringstream os;
+    os << "// aotc kernel for";
+    for (size_t k = 0; k < x.nodes.size(); ++k) os << (k ? ", " : " ") << "'" << x.nodes[k] << "'";
+    os << "\nextern \"C\" __global__ void @KERNEL@(";
+    for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
+    for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
+    os << ") {\n" << body.str() << "}\n";
+    const Node& seed = g.nodes[static_cast<size_t>(G.seed)];
+    std::string kernel = addKernel(os.str(), seed, x.nodes);
+    ojson a = ojson::array();
+    for (ValueId o : outs) a.push_back(root[o]);
+    for (ValueId l : x.leaves) a.push_back(root[l]);
+    steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {G.rows, 1, 1}}, {"block", {block, 1, 1}},
+                     {"shared_bytes", 0}, {"args", a}});
   }
 
   /// Builds the expression tree of a kernel: leaves become parameters.
   struct ExprCtx {
     std::vector<ValueId> leaves;
-    std::map<ValueId, std::string> memo;
+    /// (value, coordinates) -> variable: a value read at several coordinate
+    /// sets (a scatter's source) is computed once per set.
+    std::map<std::pair<ValueId, std::string>, std::string> memo;
     std::ostringstream code;
     int tmp = 0;
     std::vector<std::string> nodes;
     std::string indent = "  ";
+    /// Row groups: nodes computed as expressions besides the inlined ones,
+    /// values held in registers (row-level results), and views that alias
+    /// another value of the group.
+    const std::set<int32_t>* exprNodes = nullptr;
+    std::map<ValueId, std::string> registers;
+    const std::map<ValueId, ValueId>* aliases = nullptr;
   };
+
+  static std::string joinCoords(const std::vector<std::string>& c) {
+    std::string k;
+    for (const std::string& s : c) k += s + ",";
+    return k;
+  }
+
+  bool computedInline(int32_t node, const ExprCtx& x) const {
+    return node >= 0 && (inlined[static_cast<size_t>(node)] || (x.exprNodes && x.exprNodes->count(node)));
+  }
 
   /// The variable holding `v` at coordinates `c` of a tensor of shape `shape`.
   std::string emitValue(ValueId v, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x) {
-    auto it = x.memo.find(v);
+    if (x.aliases)
+      for (auto it = x.aliases->find(v); it != x.aliases->end(); it = x.aliases->find(v)) v = it->second;
+    if (auto r = x.registers.find(v); r != x.registers.end()) return r->second;
+    const std::pair<ValueId, std::string> key{v, joinCoords(c)};
+    auto it = x.memo.find(key);
     if (it != x.memo.end()) return it->second;
     const Value& val = g.values[v];
     std::string var;
-    if (val.node >= 0 && inlined[static_cast<size_t>(val.node)]) {
+    const char* ct = computeType(val.type.dtype);
+    if (computedInline(val.node, x)) {
       const Node& n = g.nodes[static_cast<size_t>(val.node)];
+      std::string who = n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node;
+      if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end() && n.op != OpKind::Constant) x.nodes.push_back(who);
       if (n.op == OpKind::Constant) {
         var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
-        var = "((" + std::string(computeType(val.type.dtype)) + ")" + var + ")";
+        var = "((" + std::string(ct) + ")" + var + ")";
+      } else if (n.op == OpKind::SliceScatter || n.op == OpKind::SelectScatter) {
+        var = scatterExpr(n, shape, c, x);
       } else {
         std::vector<std::string> args;
         for (ValueId in : n.inputs) args.push_back(emitValue(in, shape, c, x));
         var = "t" + std::to_string(x.tmp++);
-        const char* ct = computeType(val.type.dtype);
         x.code << x.indent << ct << " " << var << " = (" << ct << ")" << pointwiseExpr(n.op, args) << ";\n";
-        std::string who = n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node;
-        if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
       }
     } else {
       size_t p = std::find(x.leaves.begin(), x.leaves.end(), v) - x.leaves.begin();
@@ -371,10 +668,40 @@ struct Lowering {
       b.strides = broadcastStrides(val.type, shape);
       b.sizes = shape;
       var = "t" + std::to_string(x.tmp++);
-      const char* ct = computeType(val.type.dtype);
       x.code << x.indent << ct << " " << var << " = (" << ct << ")in" << p << "[" << at(b, c) << "];\n";
     }
-    x.memo[v] = var;
+    x.memo[key] = var;
+    return var;
+  }
+
+  /// Note [Scatter expressions]: slice_scatter / select_scatter computed
+  /// inside their consumer: an element inside the region reads the source,
+  /// any other the base.  The source's coordinates are clamped to 0 outside
+  /// the region, so both loads stay in bounds and the choice is a select.
+  std::string scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x) {
+    const TensorType& ot = g.type(n.outputs[0]);
+    const int64_t rank = ot.rank();
+    const size_t dim = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(rank, 1)));
+    std::string base = emitValue(n.inputs[0], shape, c, x);
+    std::string inside = "q" + std::to_string(x.tmp++);
+    std::vector<std::string> sc;
+    if (n.op == OpKind::SliceScatter) {
+      SliceBounds b = sliceBounds(n.attrs, ot.sizes[dim]);
+      x.code << x.indent << "bool " << inside << " = " << c[dim] << " >= " << b.start << " && " << c[dim] << " < " << b.end
+             << " && (" << c[dim] << " - " << b.start << ") % " << b.step << " == 0;\n";
+      sc = c;
+      sc[dim] = "(" + inside + " ? (" + c[dim] + " - " + std::to_string(b.start) + ") / " + std::to_string(b.step) + " : 0)";
+    } else {
+      int64_t idx = attrInt(n.attrs, "index");
+      if (idx < 0) idx += ot.sizes[dim];
+      x.code << x.indent << "bool " << inside << " = " << c[dim] << " == " << idx << ";\n";
+      for (size_t d = 0; d < c.size(); ++d)
+        if (d != dim) sc.push_back(c[d]);
+    }
+    std::string src = emitValue(n.inputs[1], g.type(n.inputs[1]).sizes, sc, x);
+    const char* ct = computeType(ot.dtype);
+    std::string var = "t" + std::to_string(x.tmp++);
+    x.code << x.indent << ct << " " << var << " = " << inside << " ? (" << ct << ")" << src << " : (" << ct << ")" << base << ";\n";
     return var;
   }
 
@@ -397,10 +724,14 @@ struct Lowering {
     ExprCtx x;
     x.nodes.push_back(nodeName(root));
     std::vector<std::string> c = coords(static_cast<size_t>(ot.rank()));
-    std::vector<std::string> args;
-    for (ValueId in : root.inputs) args.push_back(emitValue(in, ot.sizes, c, x));
-    OpKind op = root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op;
-    std::string e = pointwiseExpr(op, args);
+    std::string e;
+    if (isScatterExpr(root.op)) {
+      e = scatterExpr(root, ot.sizes, c, x);
+    } else {
+      std::vector<std::string> args;
+      for (ValueId in : root.inputs) args.push_back(emitValue(in, ot.sizes, c, x));
+      e = pointwiseExpr(root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op, args);
+    }
     std::ostringstream os;
     os << kernelHeader(x.nodes, ot.dtype, x.leaves);
     os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
@@ -495,59 +826,11 @@ struct Lowering {
     return addKernel(os.str(), n, x.nodes);
   }
 
-  /// out = base with the region view(base) replaced by src: one thread per
-  /// output element; elements inside the region read src.
-  std::string scatterKernel(const Node& n) {
-    const TensorType& ot = g.type(n.outputs[0]);
-    const TensorType& bt = g.type(n.inputs[0]);
-    const TensorType& st = g.type(n.inputs[1]);
-    OpKind viewOp = n.op == OpKind::SliceScatter ? OpKind::Slice : OpKind::Select;
-    int64_t rank = ot.rank();
-    int64_t dim = wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(rank, 1));
-    std::ostringstream os;
-    os << banner(n, g);
-    os << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, const "
-       << storageType(bt.dtype) << "* __restrict__ in0, const " << storageType(st.dtype) << "* __restrict__ in1) {\n";
-    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
-    os << "  if (i >= " << ot.numel() << ") return;\n";
-    // Coordinates of i in the output; the scatter dim's coordinate decides.
-    os << "  aotc_i64 r = i, c[" << std::max<int64_t>(rank, 1) << "];\n";
-    for (int64_t d = rank; d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
-    os << "  aotc_i64 ob = " << bt.offset;
-    for (int64_t d = 0; d < rank; ++d) os << " + c[" << d << "] * " << bt.strides[d];
-    os << ";\n";
-    (void)viewOp;
-    std::string inside, srcIdx;
-    if (n.op == OpKind::SliceScatter) {
-      SliceBounds b = sliceBounds(n.attrs, ot.sizes[dim]);
-      inside = "c[" + std::to_string(dim) + "] >= " + std::to_string(b.start) + " && c[" + std::to_string(dim) + "] < " +
-               std::to_string(b.end) + " && (c[" + std::to_string(dim) + "] - " + std::to_string(b.start) + ") % " +
-               std::to_string(b.step) + " == 0";
-      srcIdx = std::to_string(st.offset);
-      for (int64_t d = 0; d < rank; ++d) {
-        std::string cd = d == dim ? "((c[" + std::to_string(d) + "] - " + std::to_string(b.start) + ") / " + std::to_string(b.step) + ")"
-                                  : "c[" + std::to_string(d) + "]";
-        srcIdx += " + " + cd + " * " + std::to_string(st.strides[d]);
-      }
-    } else {
-      int64_t idx = attrInt(n.attrs, "index");
-      if (idx < 0) idx += ot.sizes[dim];
-      inside = "c[" + std::to_string(dim) + "] == " + std::to_string(idx);
-      srcIdx = std::to_string(st.offset);
-      for (int64_t d = 0, sd = 0; d < rank; ++d) {
-        if (d == dim) continue;
-        srcIdx += " + c[" + std::to_string(d) + "] * " + std::to_string(st.strides[sd++]);
-      }
-    }
-    os << "  out[i] = (" << inside << ") ? in1[" << srcIdx << "] : in0[ob];\n}\n";
-    return addKernel(os.str(), n);
-  }
-
   /// Element `c[...]` of an operand with layout `t`: "(off + c0*s0 + ...)".
   static std::string at(const TensorType& t, const std::vector<std::string>& c) {
     std::string e = "(" + std::to_string(t.offset);
     for (size_t d = 0; d < c.size(); ++d)
-      if (t.sizes[d] != 1) e += " + (" + c[d] + ") * " + std::to_string(t.strides[d]);
+      if (t.sizes[d] != 1 && t.strides[d] != 0) e += " + (" + c[d] + ") * " + std::to_string(t.strides[d]);
     return e + ")";
   }
   static std::vector<std::string> coords(size_t rank, const char* var = "c") {
@@ -960,6 +1243,11 @@ struct Lowering {
     for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
       const Node& n = g.nodes[idx];
       if (inlined[idx]) continue;  // computed inside its consumer's kernel
+      if (int32_t gi = groupOf[idx]; gi >= 0) {
+        const RowGroup& G = groups[static_cast<size_t>(gi)];
+        if (static_cast<int32_t>(idx) == G.seed) emitRowGroup(G);
+        if (!G.lowerViews.count(static_cast<int32_t>(idx))) continue;  // computed by the group's kernel
+      }
       const OpInfo& info = opInfo(n.op);
       if (n.op == OpKind::EpilogueCopy) {
         ValueId dst = n.inputs[0];
@@ -1028,7 +1316,12 @@ struct Lowering {
           else if (n.op == OpKind::Bmm) bmm(n);
           else conv(n);
           break;
-        case OpCategory::Scatter: launch(scatterKernel(n), n.inputs, out, ot.numel()); break;
+        case OpCategory::Scatter: {
+          std::vector<ValueId> leaves;
+          std::string k = pointwiseKernel(n, ot, leaves);
+          launch(k, leaves, out, ot.numel());
+          break;
+        }
         case OpCategory::Window: launchAll(windowKernel(n), n, ot.numel()); break;
         case OpCategory::Gather: launchAll(gatherKernel(n), n, ot.numel()); break;
         case OpCategory::Random: {

@@ -234,5 +234,36 @@ TEST(KernelCache, WarmCompileHitsAndChangesNoByte) {
       }
 }
 
+/// Note [Kernel cache]: the cache is per kernel, so programs that emit some
+/// of the same kernels share them; and a module assembled from cached and
+/// fresh kernels is the same bytes as one compiled with no cache at all.
+TEST(KernelCache, KernelsAreSharedAcrossModels) {
+  fs::path cache = scratch("kernel-cache-zoo");
+  CompileOptions o;
+  o.archs = {"sm_90"};
+  o.cache_dir = cache.string();
+  for (const char* other : {"batchnorm2d_train", "batchnorm_eval"}) {
+    o.model = (kConformance / (std::string(other) + ".json")).string();
+    o.out_dir = scratch(std::string("zoo-") + other).string();
+    compileModel(o, quietLogger());
+  }
+  o.model = (kConformance / "batchnorm_train.json").string();
+  o.out_dir = scratch("zoo-warm").string();
+  CompileSummary warm = compileModel(o, quietLogger());
+  EXPECT_GT(warm.cache_hits, 0u) << "batchnorm_train shares kernels with the two programs before it";
+  EXPECT_GT(warm.cache_misses, 0u);
+  o.cache_dir.clear();
+  o.out_dir = scratch("zoo-cold").string();
+  compileModel(o, quietLogger());
+  size_t files = 0;
+  for (auto& e : fs::recursive_directory_iterator(fs::path(AOTC_BINARY_DIR) / "e2e" / "zoo-cold"))
+    if (e.is_regular_file()) {
+      ++files;
+      fs::path rel = fs::relative(e.path(), fs::path(AOTC_BINARY_DIR) / "e2e" / "zoo-cold");
+      EXPECT_EQ(readAll(e.path()), readAll(fs::path(AOTC_BINARY_DIR) / "e2e" / "zoo-warm" / rel)) << rel;
+    }
+  EXPECT_GT(files, 3u);
+}
+
 }  // namespace
 }  // namespace aotc

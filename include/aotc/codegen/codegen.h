@@ -46,11 +46,13 @@ struct NvrtcOutput {
 /// UserError carrying the kernel's nodes, NVRTC's log and the source.
 NvrtcOutput nvrtcCompile(const KernelSource& k, const std::string& arch);
 
-/// Note [Kernel modules]: NVRTC's fixed cost per program (~19 ms here) dwarfs
-/// the ~2 ms per kernel when many share one program, so kernels are compiled
-/// in modules: fixed-size groups of kernels, sorted by name, one NVRTC
-/// program per (module, arch).  A module's name is a hash of its sources and
-/// options, so the grouping and the files are deterministic.
+/// Note [Kernel modules]: an artifact ships its kernels in modules:
+/// fixed-size groups of kernels, sorted by name, one PTX and one cubin per
+/// (module, arch), so a runtime loads a few modules rather than one per
+/// kernel.  A module's name is a hash of its sources, so the grouping and the
+/// files are deterministic.  (NVRTC's fixed cost per program -- ~19 ms here,
+/// against ~2 ms per kernel when many share one -- is why kernels that miss
+/// the cache are also compiled many to a program: Note [Kernel cache].)
 struct KernelModule {
   std::string name;                  ///< m_<16 hex>
   std::vector<std::string> kernels;  ///< kernel names, sorted
@@ -58,16 +60,30 @@ struct KernelModule {
 };
 std::vector<KernelModule> groupKernels(const std::map<std::string, KernelSource>& kernels, size_t perModule);
 
+/// Kernels that miss the cache are compiled this many to an NVRTC program.
+constexpr size_t kKernelsPerProgram = 48;
+
 /// Compiles every module for every arch on `jobs` threads.  Results are
-/// indexed [module][arch] and do not depend on `jobs`.  A failing module is
-/// recompiled kernel by kernel so the error names the failing kernel.
-/// Note [Kernel cache]: content-addressed on disk.  An entry is keyed by the
-/// SHA-256 of (module source, NVRTC options, NVRTC version, arch) and holds
-/// the PTX and cubin; entries are written to a temporary name and renamed
-/// into place, so concurrent aotc processes never see half an entry.
+/// indexed [module][arch] and do not depend on `jobs` or on the cache.
+/// Note [Kernel cache]: content-addressed on disk, in two levels.
+///  * ptx/: one entry per kernel and arch, keyed by the SHA-256 of (kernel
+///    source, NVRTC options, NVRTC version, virtual arch), holding the
+///    kernel's PTX (Note [PTX splitting]).  This is NVRTC's front end, most of
+///    the cost, and it is shared by every model that emits the same kernel:
+///    a model zoo compiled into one cache compiles each distinct kernel once.
+///    Kernels that miss are compiled kKernelsPerProgram to an NVRTC program.
+///  * cubin/: one entry per module and arch, keyed by the SHA-256 of (the
+///    module's PTX, nvJitLink version, arch), holding the cubin nvJitLink
+///    made from that PTX.
+/// A module's PTX is assembled from its kernels' PTX, so the artifact is the
+/// same bytes whatever the cache held.  Entries are written to a temporary
+/// name and renamed into place: concurrent aotc processes never see half an
+/// entry.
 struct KernelCacheStats {
-  size_t hits = 0, misses = 0;
-  double nvrtc_ms = 0;  ///< summed over threads
+  size_t hits = 0, misses = 0;            ///< kernel PTX entries, per arch
+  size_t link_hits = 0, link_misses = 0;  ///< module cubin entries, per arch
+  size_t nvrtc_programs = 0;
+  double nvrtc_ms = 0, link_ms = 0;       ///< summed over threads
 };
 
 std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelModule>& modules,

@@ -1,4 +1,5 @@
 //===- nvrtc.cpp - NVRTC wrapper -------------------------------------------===//
+#include <nvJitLink.h>
 #include <nvrtc.h>
 #include <openssl/evp.h>
 
@@ -11,6 +12,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "aotc/codegen/codegen.h"
 
@@ -111,65 +116,288 @@ void writeAtomic(const fs::path& p, const std::string& data) {
 }
 }  // namespace
 
+namespace {
+/// Note [PTX splitting]: NVRTC's PTX for a program is a header (.version,
+/// .target, .address_size), module-scope items (.global/.const data such as
+/// the sin/cos range-reduction table, .func bodies and declarations) and one
+/// .entry per kernel.  A kernel's own PTX is the header, the items its entry
+/// references (transitively, by name, in name order) and its entry: the same
+/// text whichever program the kernel was compiled in, so it can be cached per
+/// kernel and modules can be assembled from any mix of cached and fresh
+/// kernels.  Labels and local depots, numbered by the function's index in
+/// the program, are renumbered as if each kernel were alone.  Anything the
+/// parser does not recognize makes it refuse (the kernels are then compiled
+/// one per program).
+struct PtxParts {
+  std::string header;
+  std::map<std::string, std::string> items;                  ///< name -> text
+  std::vector<std::pair<std::string, std::string>> entries;  ///< (name, text), in order
+};
+
+bool parsePtx(const std::string& ptx, PtxParts& out) {
+  static const std::regex entryName(R"(\.entry\s+([A-Za-z_$%][\w$]*))");
+  static const std::regex funcName(R"(\.func\s*(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$]*))");
+  static const std::regex varName(R"(^\s*(?:\.(?:visible|extern|weak|global|const|shared|align\s+\d+|[usbf]\d+|v\d)\s+)+([A-Za-z_$%][\w$]*)\s*(?:\[|=|;))");
+  std::istringstream in(ptx);
+  std::string line, item;
+  int depth = 0;
+  auto trim = [](const std::string& l) {
+    size_t b = l.find_first_not_of(" \t\r"), e = l.find_last_not_of(" \t\r");
+    return b == std::string::npos ? std::string() : l.substr(b, e - b + 1);
+  };
+  while (std::getline(in, line)) {
+    std::string t = trim(line);
+    if (item.empty()) {
+      if (t.empty() || t.rfind("//", 0) == 0) continue;
+      if (t.rfind(".version", 0) == 0 || t.rfind(".target", 0) == 0 || t.rfind(".address_size", 0) == 0) {
+        out.header += t + "\n";
+        continue;
+      }
+      if (t[0] != '.') return false;
+    }
+    item += line + "\n";
+    for (char c : line) depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    if (depth < 0) return false;
+    if (depth != 0 || t.empty() || (t.back() != ';' && t.back() != '}')) continue;
+    std::smatch m;
+    if (std::regex_search(item, m, entryName)) {
+      // Local names carry the function's index in the program: make them
+      // the same wherever the kernel was compiled.
+      static const std::regex label(R"(\$L__BB\d+_)"), depot(R"(__local_depot\d+)");
+      std::string name = m[1];
+      out.entries.push_back({name, std::regex_replace(std::regex_replace(item, label, "$$L__BB0_"), depot, "__local_depot0")});
+    } else if (std::regex_search(item, m, funcName) || std::regex_search(item, m, varName)) {
+      std::string name = m[1];
+      auto it = out.items.find(name);
+      // A declaration then a definition of one function: keep both.
+      if (it != out.items.end()) it->second += item;
+      else out.items[name] = item;
+    } else {
+      return false;
+    }
+    item.clear();
+  }
+  return item.empty() && depth == 0 && !out.header.empty();
+}
+
+bool mentions(const std::string& text, const std::string& name) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; };
+  for (size_t p = text.find(name); p != std::string::npos; p = text.find(name, p + 1)) {
+    bool startOk = p == 0 || !ident(text[p - 1]);
+    bool endOk = p + name.size() >= text.size() || !ident(text[p + name.size()]);
+    if (startOk && endOk) return true;
+  }
+  return false;
+}
+
+/// Per-kernel PTX (Note [PTX splitting]); false if the PTX is not understood.
+bool splitPtx(const std::string& ptx, std::map<std::string, std::string>& perKernel) {
+  PtxParts parts;
+  if (!parsePtx(ptx, parts)) return false;
+  for (auto& [name, entry] : parts.entries) {
+    std::set<std::string> need;
+    std::vector<const std::string*> todo{&entry};
+    while (!todo.empty()) {
+      const std::string* text = todo.back();
+      todo.pop_back();
+      for (auto& [iname, itext] : parts.items)
+        if (!need.count(iname) && mentions(*text, iname)) {
+          need.insert(iname);
+          todo.push_back(&itext);
+        }
+    }
+    std::string k = parts.header;
+    for (const std::string& iname : need) k += parts.items.at(iname);
+    perKernel[name] = k + entry;
+  }
+  return true;
+}
+
+/// A module's PTX from its kernels' PTX: header, items in name order, entries.
+std::string assemblePtx(const std::vector<const std::string*>& kernelPtx) {
+  std::string header;
+  std::map<std::string, std::string> items;
+  std::string entries;
+  for (const std::string* k : kernelPtx) {
+    PtxParts parts;
+    AOTC_CHECK(parsePtx(*k, parts), "cached kernel PTX does not parse");
+    if (header.empty()) header = parts.header;
+    for (auto& [n, t] : parts.items) items.emplace(n, t);
+    for (auto& [n, t] : parts.entries) entries += t;
+  }
+  std::string out = header;
+  for (auto& [n, t] : items) out += t;
+  return out + entries;
+}
+
+std::string nvJitLinkVersionString() {
+  unsigned major = 0, minor = 0;
+  nvJitLinkVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+/// PTX -> cubin for `arch` with nvJitLink (ptxas inside).
+bool linkCubin(const std::string& ptx, const std::string& name, const std::string& arch, std::string& cubin, std::string& error) {
+  nvJitLinkHandle h;
+  std::string archOpt = "-arch=" + arch;
+  const char* opts[] = {archOpt.c_str()};
+  if (nvJitLinkCreate(&h, 1, opts) != NVJITLINK_SUCCESS) {
+    error = "nvJitLinkCreate failed";
+    return false;
+  }
+  std::unique_ptr<nvJitLinkHandle, void (*)(nvJitLinkHandle*)> guard(&h, [](nvJitLinkHandle* p) { nvJitLinkDestroy(p); });
+  bool ok = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), name.c_str()) == NVJITLINK_SUCCESS &&
+            nvJitLinkComplete(h) == NVJITLINK_SUCCESS;
+  if (!ok) {
+    size_t n = 0;
+    nvJitLinkGetErrorLogSize(h, &n);
+    error.assign(n, '\0');
+    if (n) nvJitLinkGetErrorLog(h, error.data());
+    while (!error.empty() && (error.back() == '\0' || error.back() == '\n')) error.pop_back();
+    error = "nvJitLink failed: " + error;
+    return false;
+  }
+  size_t n = 0;
+  nvJitLinkGetLinkedCubinSize(h, &n);
+  cubin.assign(n, '\0');
+  nvJitLinkGetLinkedCubin(h, cubin.data());
+  return true;
+}
+
+/// "sm_90" -> "compute_90": NVRTC stops at PTX, nvJitLink makes the cubin.
+std::string virtualArch(const std::string& arch) { return "compute_" + arch.substr(3); }
+}  // namespace
+
 std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelModule>& modules,
                                                      const std::map<std::string, KernelSource>& kernels,
                                                      const std::vector<std::string>& archs, unsigned jobs,
                                                      const std::string& cache_dir, KernelCacheStats* stats) {
-  std::vector<std::vector<NvrtcOutput>> out(modules.size(), std::vector<NvrtcOutput>(archs.size()));
-  std::vector<std::string> errors(modules.size() * archs.size());
-  std::vector<char> hit(modules.size() * archs.size(), 0);
-  std::vector<double> ms(modules.size() * archs.size(), 0.0);
-  auto entry = [&](size_t m, size_t a) {
-    std::string key = sha256Hex(modules[m].source + "\n" + kNvrtcOptions + "\n" + nvrtcVersion() + "\n" + archs[a]);
-    return fs::path(cache_dir) / key.substr(0, 2) / key;
+  using clock = std::chrono::steady_clock;
+  const bool cached = !cache_dir.empty();
+  const std::string nvrtcKey = std::string(kNvrtcOptions) + "\n" + nvrtcVersion();
+  const std::string linkKey = nvJitLinkVersionString();
+  auto entry = [&](const char* kind, const std::string& key) { return fs::path(cache_dir) / kind / key.substr(0, 2) / key; };
+  auto store = [&](const fs::path& e, const std::string& data) {
+    std::error_code ec;
+    fs::create_directories(e.parent_path(), ec);
+    writeAtomic(e, data);
   };
-  if (!cache_dir.empty())
-    for (size_t m = 0; m < modules.size(); ++m)
-      for (size_t a = 0; a < archs.size(); ++a) {
-        fs::path e = entry(m, a);
-        bool ok = true;
-        std::string ptx = readFileOr(e.string() + ".ptx", ok), cubin = readFileOr(e.string() + ".cubin", ok);
-        if (ok && !ptx.empty()) {
-          out[m][a].ptx = std::move(ptx);
-          out[m][a].cubin = std::move(cubin);
-          hit[m * archs.size() + a] = 1;
-        }
+  KernelCacheStats st;
+  std::mutex mu;  // guards st and the error list
+
+  // 1. Every kernel's PTX per arch: from the cache, else from NVRTC.
+  std::vector<std::map<std::string, std::string>> ptx(archs.size());  // [arch] kernel -> PTX
+  std::vector<std::vector<std::string>> missing(archs.size());
+  std::vector<std::string> kernelKeys;
+  for (size_t a = 0; a < archs.size(); ++a)
+    for (auto& [name, k] : kernels) {
+      std::string key = sha256Hex(k.source + "\n" + nvrtcKey + "\n" + virtualArch(archs[a]));
+      bool ok = cached;
+      std::string text = cached ? readFileOr(entry("ptx", key).string() + ".ptx", ok) : "";
+      if (ok && !text.empty()) {
+        ptx[a][name] = std::move(text);
+        ++st.hits;
+      } else {
+        missing[a].push_back(name);
+        ++st.misses;
       }
+    }
+  std::vector<std::string> errors;
   {
     boost::asio::thread_pool pool(std::max(1u, jobs));
-    for (size_t m = 0; m < modules.size(); ++m)
-      for (size_t a = 0; a < archs.size(); ++a) {
-        if (hit[m * archs.size() + a]) continue;
-        boost::asio::post(pool, [&, m, a] {
-          auto t0 = std::chrono::steady_clock::now();
+    for (size_t a = 0; a < archs.size(); ++a)
+      for (size_t b = 0; b < missing[a].size(); b += kKernelsPerProgram) {
+        std::vector<std::string> group(missing[a].begin() + static_cast<std::ptrdiff_t>(b),
+                                       missing[a].begin() + static_cast<std::ptrdiff_t>(std::min(missing[a].size(), b + kKernelsPerProgram)));
+        boost::asio::post(pool, [&, a, group] {
+          auto t0 = clock::now();
+          auto compileGroup = [&](const std::vector<std::string>& names, std::map<std::string, std::string>& got, std::string& err) {
+            std::string src;
+            for (const std::string& n : names) src += "// ---- " + n + "\n" + kernels.at(n).source;
+            NvrtcOutput o;
+            if (!compileSource(src, names.size() == 1 ? names[0] + ".cu" : "group.cu", virtualArch(archs[a]), o, err)) return false;
+            return splitPtx(o.ptx, got);
+          };
+          std::map<std::string, std::string> got;
           std::string err;
-          if (!compileSource(modules[m].source, modules[m].name + ".cu", archs[a], out[m][a], err)) {
-            errors[m * archs.size() + a] = err.empty() ? "failed" : err;
-          } else if (!cache_dir.empty()) {
-            fs::path e = entry(m, a);
-            std::error_code ec;
-            fs::create_directories(e.parent_path(), ec);
-            writeAtomic(e.string() + ".cubin", out[m][a].cubin);
-            writeAtomic(e.string() + ".ptx", out[m][a].ptx);  // written last: its presence marks a whole entry
+          size_t programs = 1;
+          if (!compileGroup(group, got, err) || got.size() != group.size()) {
+            // Find the failing kernel, or PTX the splitter does not know:
+            // one program per kernel.
+            got.clear();
+            for (const std::string& n : group) {
+              std::map<std::string, std::string> one;
+              ++programs;
+              if (!compileGroup({n}, one, err) || !one.count(n)) {
+                std::lock_guard<std::mutex> lk(mu);
+                errors.push_back(n + "\n" + archs[a] + "\n" + err);
+                return;
+              }
+              got[n] = one[n];
+            }
           }
-          ms[m * archs.size() + a] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+          if (cached)
+            for (auto& [n, text] : got)
+              store(entry("ptx", sha256Hex(kernels.at(n).source + "\n" + nvrtcKey + "\n" + virtualArch(archs[a]))).string() + ".ptx", text);
+          std::lock_guard<std::mutex> lk(mu);
+          for (auto& [n, text] : got) ptx[a][n] = std::move(text);
+          st.nvrtc_ms += ms;
+          st.nvrtc_programs += programs;
         });
       }
     pool.join();
   }
-  if (stats) {
-    for (size_t i = 0; i < hit.size(); ++i) {
-      (hit[i] ? stats->hits : stats->misses)++;
-      stats->nvrtc_ms += ms[i];
-    }
+  if (!errors.empty()) {
+    std::sort(errors.begin(), errors.end());
+    std::string name = errors[0].substr(0, errors[0].find('\n'));
+    std::string rest = errors[0].substr(errors[0].find('\n') + 1);
+    std::string arch = rest.substr(0, rest.find('\n'));
+    const KernelSource& k = kernels.at(name);
+    std::string nodes;
+    for (auto& s : k.nodes) nodes += (nodes.empty() ? "" : ", ") + s;
+    std::vector<Diagnostic> d{{SourceLoc{k.name + ".cu", nodes, "kernel"}, cat("NVRTC failed for ", arch, ": ", rest.substr(rest.find('\n') + 1))}};
+    d.push_back({SourceLoc{k.name + ".cu", "", ""}, "kernel source: " + k.source});
+    throw UserError(d);
   }
-  for (size_t i = 0; i < errors.size(); ++i) {
-    if (errors[i].empty()) continue;
-    // Find the kernel to blame, for a diagnostic that names its nodes.
-    for (const std::string& k : modules[i / archs.size()].kernels) nvrtcCompile(kernels.at(k), archs[i % archs.size()]);
-    throw UserError(SourceLoc{modules[i / archs.size()].name + ".cu", "", "kernel module"},
-                    "NVRTC failed for " + archs[i % archs.size()] + ": " + errors[i]);
+
+  // 2. Each module's PTX, assembled from its kernels', and its cubin: from
+  //    the cache, else from nvJitLink.
+  std::vector<std::vector<NvrtcOutput>> out(modules.size(), std::vector<NvrtcOutput>(archs.size()));
+  {
+    boost::asio::thread_pool pool(std::max(1u, jobs));
+    for (size_t m = 0; m < modules.size(); ++m)
+      for (size_t a = 0; a < archs.size(); ++a) {
+        std::vector<const std::string*> parts;
+        for (const std::string& k : modules[m].kernels) parts.push_back(&ptx[a].at(k));
+        out[m][a].ptx = assemblePtx(parts);
+        std::string key = sha256Hex(out[m][a].ptx + "\n" + linkKey + "\n" + archs[a]);
+        bool ok = cached;
+        std::string cubin = cached ? readFileOr(entry("cubin", key).string() + ".cubin", ok) : "";
+        if (ok && !cubin.empty()) {
+          out[m][a].cubin = std::move(cubin);
+          ++st.link_hits;
+          continue;
+        }
+        ++st.link_misses;
+        boost::asio::post(pool, [&, m, a, key] {
+          auto t0 = clock::now();
+          std::string err;
+          bool linked = linkCubin(out[m][a].ptx, modules[m].name, archs[a], out[m][a].cubin, err);
+          double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+          if (linked && cached) store(entry("cubin", key).string() + ".cubin", out[m][a].cubin);
+          std::lock_guard<std::mutex> lk(mu);
+          st.link_ms += ms;
+          if (!linked) errors.push_back(modules[m].name + " " + archs[a] + ": " + err);
+        });
+      }
+    pool.join();
   }
+  if (!errors.empty()) {
+    std::sort(errors.begin(), errors.end());
+    throw UserError(SourceLoc{errors[0].substr(0, errors[0].find(' ')) + ".ptx", "", "kernel module"}, errors[0]);
+  }
+  if (stats) *stats = st;
   return out;
 }
 

@@ -128,10 +128,10 @@ std::string CompileSummary::timings() const {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "timings: load %.1f ms, engine %.1f ms, codegen %.1f ms, nvrtc %.1f ms (%.1f ms on all threads), write %.1f ms, "
-                "total %.1f ms\nkernel cache: %zu hits, %zu misses (kernels, each per arch; %zu NVRTC programs)\n"
-                "cubin cache: %zu hits, %zu misses (%zu modules, each per arch; nvJitLink %.1f ms on all threads)\n",
-                load_ms, engine_ms, codegen_ms, nvrtc_wall_ms, nvrtc_cpu_ms, write_ms, total_ms, cache_hits, cache_misses,
-                nvrtc_programs, link_hits, link_misses, modules, link_cpu_ms);
+                "total %.1f ms\nmodule cache: %zu hits, %zu misses (%zu modules, each per arch; nvJitLink %.1f ms on all threads)\n"
+                "kernel cache: %zu hits, %zu misses (PTX of the kernels of the modules that missed, per arch; %zu NVRTC programs)\n",
+                load_ms, engine_ms, codegen_ms, nvrtc_wall_ms, nvrtc_cpu_ms, write_ms, total_ms, link_hits, link_misses, modules,
+                link_cpu_ms, cache_hits, cache_misses, nvrtc_programs);
   return buf;
 }
 
@@ -260,8 +260,8 @@ int batchCompile(const std::vector<std::string>& models, const std::string& out_
       row["compile_ms"] = std::round(s.total_ms * 10) / 10;
       row["cache_hits"] = s.cache_hits;
       row["cache_misses"] = s.cache_misses;
-      row["cubin_cache_hits"] = s.link_hits;
-      row["cubin_cache_misses"] = s.link_misses;
+      row["module_cache_hits"] = s.link_hits;
+      row["module_cache_misses"] = s.link_misses;
       std::printf("ok     %s -> %s (%zu kernels, %.0f ms)\n", model.c_str(), o.out_dir.c_str(), s.kernels, s.total_ms);
     } catch (const UserError& e) {
       ++failed;

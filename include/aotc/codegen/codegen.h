@@ -66,22 +66,25 @@ constexpr size_t kKernelsPerProgram = 48;
 /// Compiles every module for every arch on `jobs` threads.  Results are
 /// indexed [module][arch] and do not depend on `jobs` or on the cache.
 /// Note [Kernel cache]: content-addressed on disk, in two levels.
+///  * module/: one entry per module and arch, keyed by the SHA-256 of (module
+///    source, NVRTC options and version, nvJitLink version, arch), holding
+///    the module's PTX and cubin.  Compiling a model again hits here only.
 ///  * ptx/: one entry per kernel and arch, keyed by the SHA-256 of (kernel
 ///    source, NVRTC options, NVRTC version, virtual arch), holding the
-///    kernel's PTX (Note [PTX splitting]).  This is NVRTC's front end, most of
-///    the cost, and it is shared by every model that emits the same kernel:
-///    a model zoo compiled into one cache compiles each distinct kernel once.
-///    Kernels that miss are compiled kKernelsPerProgram to an NVRTC program.
-///  * cubin/: one entry per module and arch, keyed by the SHA-256 of (the
-///    module's PTX, nvJitLink version, arch), holding the cubin nvJitLink
-///    made from that PTX.
+///    kernel's PTX (Note [PTX splitting]).  NVRTC's front end is most of the
+///    cost, and kernel texts name ops, not layers (Note [Kernel text]), so
+///    this level is shared by every layer and every model that emits the
+///    same kernel: a model zoo compiled into one cache compiles each distinct
+///    kernel once.  Kernels that miss are compiled kKernelsPerProgram to an
+///    NVRTC program; a module that missed is assembled from its kernels' PTX
+///    and linked to cubin by nvJitLink.
 /// A module's PTX is assembled from its kernels' PTX, so the artifact is the
 /// same bytes whatever the cache held.  Entries are written to a temporary
-/// name and renamed into place: concurrent aotc processes never see half an
-/// entry.
+/// name and renamed into place (a module's PTX last: its presence marks a
+/// whole entry), so concurrent aotc processes never see half an entry.
 struct KernelCacheStats {
-  size_t hits = 0, misses = 0;            ///< kernel PTX entries, per arch
-  size_t link_hits = 0, link_misses = 0;  ///< module cubin entries, per arch
+  size_t hits = 0, misses = 0;            ///< kernel PTX entries, per arch (modules that missed only)
+  size_t link_hits = 0, link_misses = 0;  ///< module entries, per arch
   size_t nvrtc_programs = 0;
   double nvrtc_ms = 0, link_ms = 0;       ///< summed over threads
 };

@@ -135,10 +135,11 @@ Ints broadcastStrides(const TensorType& in, const Ints& out) {
   return st;
 }
 
+/// Note [Kernel text]: a kernel's text names ops, never user node names (those
+/// are in the manifest's kernel entries), so the same work in two layers or
+/// two models is the same kernel: one compile, one cache entry.
 std::string banner(const Node& n, const Graph& g) {
-  std::string s = "// aotc kernel for " + std::string(opName(n.op));
-  if (!n.loc.node.empty()) s += " (node '" + n.loc.node + "'" + (n.loc.op.empty() ? "" : " " + n.loc.op) + ")";
-  s += ": ";
+  std::string s = "// aotc kernel: " + std::string(opName(n.op)) + ": ";
   for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + g.type(n.inputs[i]).str();
   return s + "\n";
 }
@@ -544,6 +545,7 @@ struct Lowering {
       ValueId v = n.outputs[0];
       const std::string who = nodeName(n);
       if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
+      noteOp(x, n.op);
       const char* ct = computeType(g.type(v).dtype);
       std::string r = "r" + std::to_string(reg++);
       if (isRowReduction(n.op)) {
@@ -592,8 +594,8 @@ struct Lowering {
       body << "  if (threadIdx.x == 0) out" << o << "[" << t.offset << " + i] = (" << storageType(t.dtype) << ")" << x.registers.at(outs[o]) << ";\n";
     }
     std::ostringstream os;
-    os << "// aotc kernel for";
-    for (size_t k = 0; k < x.nodes.size(); ++k) os << (k ? ", " : " ") << "'" << x.nodes[k] << "'";
+    os << "// aotc kernel:";
+    for (size_t k = 0; k < x.ops.size(); ++k) os << (k ? ", " : " ") << x.ops[k];
     os << "\nextern \"C\" __global__ void @KERNEL@(";
     for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
     for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
@@ -616,6 +618,7 @@ struct Lowering {
     std::ostringstream code;
     int tmp = 0;
     std::vector<std::string> nodes;
+    std::vector<std::string> ops;  ///< op names, for the kernel's banner
     std::string indent = "  ";
     /// Row groups: nodes computed as expressions besides the inlined ones,
     /// values held in registers (row-level results), and views that alias
@@ -650,6 +653,7 @@ struct Lowering {
       const Node& n = g.nodes[static_cast<size_t>(val.node)];
       std::string who = n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node;
       if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end() && n.op != OpKind::Constant) x.nodes.push_back(who);
+      if (n.op != OpKind::Constant) noteOp(x, n.op);
       if (n.op == OpKind::Constant) {
         var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
         var = "((" + std::string(ct) + ")" + var + ")";
@@ -705,10 +709,15 @@ struct Lowering {
     return var;
   }
 
-  std::string kernelHeader(const std::vector<std::string>& nodes, DType outType, const std::vector<ValueId>& leaves) {
+  static void noteOp(ExprCtx& x, OpKind k) {
+    std::string op = opName(k);
+    if (std::find(x.ops.begin(), x.ops.end(), op) == x.ops.end()) x.ops.push_back(op);
+  }
+
+  std::string kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves) {
     std::ostringstream os;
-    os << "// aotc kernel for";
-    for (size_t i = 0; i < nodes.size(); ++i) os << (i ? ", " : " ") << "'" << nodes[i] << "'";
+    os << "// aotc kernel:";
+    for (size_t i = 0; i < ops.size(); ++i) os << (i ? ", " : " ") << ops[i];
     os << "\nextern \"C\" __global__ void @KERNEL@(" << storageType(outType) << "* __restrict__ out";
     for (size_t i = 0; i < leaves.size(); ++i)
       os << ", const " << storageType(g.type(leaves[i]).dtype) << "* __restrict__ in" << i;
@@ -723,6 +732,7 @@ struct Lowering {
   std::string pointwiseKernel(const Node& root, const TensorType& ot, std::vector<ValueId>& leaves) {
     ExprCtx x;
     x.nodes.push_back(nodeName(root));
+    noteOp(x, root.op);
     std::vector<std::string> c = coords(static_cast<size_t>(ot.rank()));
     std::string e;
     if (isScatterExpr(root.op)) {
@@ -733,7 +743,7 @@ struct Lowering {
       e = pointwiseExpr(root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op, args);
     }
     std::ostringstream os;
-    os << kernelHeader(x.nodes, ot.dtype, x.leaves);
+    os << kernelHeader(x.ops, ot.dtype, x.leaves);
     os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
     os << "  if (i >= " << ot.numel() << ") return;\n";
     os << "  aotc_i64 r = i, c[" << std::max<int64_t>(ot.rank(), 1) << "];\n";
@@ -776,12 +786,13 @@ struct Lowering {
     const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
     ExprCtx x;
     x.nodes.push_back(nodeName(n));
+    noteOp(x, n.op);
     x.indent = "    ";
     std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
     std::string v = emitValue(n.inputs[0], it.sizes, c, x);
     const bool blockReduce = nred >= kBlockReduceMin;
     std::ostringstream os;
-    os << kernelHeader(x.nodes, ot.dtype, x.leaves);
+    os << kernelHeader(x.ops, ot.dtype, x.leaves);
     if (blockReduce) {
       // One block per output: the early return is uniform in the block.
       os << "  aotc_i64 i = blockIdx.x;\n";

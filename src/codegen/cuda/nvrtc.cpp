@@ -285,12 +285,31 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
   KernelCacheStats st;
   std::mutex mu;  // guards st and the error list
 
-  // 1. Every kernel's PTX per arch: from the cache, else from NVRTC.
+  // 0. Whole modules (the same model compiled again): PTX and cubin.
+  std::vector<std::vector<NvrtcOutput>> out(modules.size(), std::vector<NvrtcOutput>(archs.size()));
+  std::vector<std::vector<char>> moduleHit(modules.size(), std::vector<char>(archs.size(), 0));
+  auto moduleKey = [&](size_t m, size_t a) { return sha256Hex(modules[m].source + "\n" + nvrtcKey + "\n" + linkKey + "\n" + archs[a]); };
+  std::vector<std::set<std::string>> needed(archs.size());  // [arch] kernels of the modules that missed
+  for (size_t m = 0; m < modules.size(); ++m)
+    for (size_t a = 0; a < archs.size(); ++a) {
+      bool ok = cached;
+      fs::path e = entry("module", moduleKey(m, a));
+      std::string p = cached ? readFileOr(e.string() + ".ptx", ok) : "", c = ok ? readFileOr(e.string() + ".cubin", ok) : "";
+      if (ok && !p.empty() && !c.empty()) {
+        out[m][a] = NvrtcOutput{std::move(p), std::move(c), ""};
+        moduleHit[m][a] = 1;
+        ++st.link_hits;
+      } else {
+        needed[a].insert(modules[m].kernels.begin(), modules[m].kernels.end());
+      }
+    }
+
+  // 1. The PTX of every kernel those need: from the cache, else from NVRTC.
   std::vector<std::map<std::string, std::string>> ptx(archs.size());  // [arch] kernel -> PTX
   std::vector<std::vector<std::string>> missing(archs.size());
-  std::vector<std::string> kernelKeys;
   for (size_t a = 0; a < archs.size(); ++a)
-    for (auto& [name, k] : kernels) {
+    for (const std::string& name : needed[a]) {
+      const KernelSource& k = kernels.at(name);
       std::string key = sha256Hex(k.source + "\n" + nvrtcKey + "\n" + virtualArch(archs[a]));
       bool ok = cached;
       std::string text = cached ? readFileOr(entry("ptx", key).string() + ".ptx", ok) : "";
@@ -361,31 +380,27 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
     throw UserError(d);
   }
 
-  // 2. Each module's PTX, assembled from its kernels', and its cubin: from
-  //    the cache, else from nvJitLink.
-  std::vector<std::vector<NvrtcOutput>> out(modules.size(), std::vector<NvrtcOutput>(archs.size()));
+  // 2. Each module that missed: its PTX assembled from its kernels', its
+  //    cubin from nvJitLink.
   {
     boost::asio::thread_pool pool(std::max(1u, jobs));
     for (size_t m = 0; m < modules.size(); ++m)
       for (size_t a = 0; a < archs.size(); ++a) {
+        if (moduleHit[m][a]) continue;
         std::vector<const std::string*> parts;
         for (const std::string& k : modules[m].kernels) parts.push_back(&ptx[a].at(k));
         out[m][a].ptx = assemblePtx(parts);
-        std::string key = sha256Hex(out[m][a].ptx + "\n" + linkKey + "\n" + archs[a]);
-        bool ok = cached;
-        std::string cubin = cached ? readFileOr(entry("cubin", key).string() + ".cubin", ok) : "";
-        if (ok && !cubin.empty()) {
-          out[m][a].cubin = std::move(cubin);
-          ++st.link_hits;
-          continue;
-        }
         ++st.link_misses;
-        boost::asio::post(pool, [&, m, a, key] {
+        boost::asio::post(pool, [&, m, a] {
           auto t0 = clock::now();
           std::string err;
           bool linked = linkCubin(out[m][a].ptx, modules[m].name, archs[a], out[m][a].cubin, err);
           double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-          if (linked && cached) store(entry("cubin", key).string() + ".cubin", out[m][a].cubin);
+          if (linked && cached) {
+            fs::path e = entry("module", moduleKey(m, a));
+            store(e.string() + ".cubin", out[m][a].cubin);
+            store(e.string() + ".ptx", out[m][a].ptx);
+          }
           std::lock_guard<std::mutex> lk(mu);
           st.link_ms += ms;
           if (!linked) errors.push_back(modules[m].name + " " + archs[a] + ": " + err);

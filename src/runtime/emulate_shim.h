@@ -7,6 +7,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,6 +42,20 @@ inline float sinf(float x) { return std::sin(x); }
 inline float cosf(float x) { return std::cos(x); }
 inline float erff(float x) { return std::erf(x); }
 inline float powf(float a, float b) { return std::pow(a, b); }
+
+// Note [Vectorized access]: a float4 access must be 16-byte aligned on the
+// device; the emulator refuses one that is not, so every emulate run checks
+// the code generator's alignment reasoning.
+struct float4 { float x, y, z, w; };
+inline void aotc_check_align16(const void* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+    std::fprintf(stderr, "aotc emulate: misaligned float4 access at %p\n", p);
+    std::abort();
+  }
+}
+inline float4 aotc_ld4(const float* p) { aotc_check_align16(p); float4 v; std::memcpy(&v, p, 16); return v; }
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline void aotc_st4(float* p, float4 v) { aotc_check_align16(p); std::memcpy(p, &v, 16); }
 
 // Half types: storage only; arithmetic happens in float, as on the device.
 struct __half {

@@ -138,7 +138,10 @@ ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std
     const std::string& n = fn.values[fn.inputs[i].value].name;
     if (fn.inputs[i].requires_grad && phase.count(n) && phase[n] != "forward") checks.push_back(i);
   }
-  m["runtime_checks"] = {{"no_create_graph_inputs", checks}};
+  // Note [Vectorized access]: kernels read and write caller buffers with
+  // 16-byte accesses; a runtime copies an input whose data pointer is not
+  // 16-byte aligned into one that is (and mutations back) or refuses it.
+  m["runtime_checks"] = {{"no_create_graph_inputs", checks}, {"input_alignment_bytes", 16}};
   return m;
 }
 

@@ -626,6 +626,8 @@ struct Lowering {
     const std::set<int32_t>* exprNodes = nullptr;
     std::map<ValueId, std::string> registers;
     const std::map<ValueId, ValueId>* aliases = nullptr;
+    /// Vectorized kernels: the coordinates of each lane (Note [Vectorized access]).
+    std::vector<std::vector<std::string>> lanes;
   };
 
   static std::string joinCoords(const std::vector<std::string>& c) {
@@ -671,8 +673,32 @@ struct Lowering {
       TensorType b = val.type;
       b.strides = broadcastStrides(val.type, shape);
       b.sizes = shape;
-      var = "t" + std::to_string(x.tmp++);
-      x.code << x.indent << ct << " " << var << " = (" << ct << ")in" << p << "[" << at(b, c) << "];\n";
+      int lane = -1;
+      for (size_t k = 0; k < x.lanes.size(); ++k)
+        if (x.lanes[k] == c) lane = static_cast<int>(k);
+      if (lane >= 0 && vectorLoadable(b)) {
+        // One 16-byte load serves the four lanes.
+        const std::pair<ValueId, std::string> vkey{v, "#vec"};
+        auto vit = x.memo.find(vkey);
+        if (vit == x.memo.end()) {
+          std::string vv = "v" + std::to_string(x.tmp++);
+          x.code << x.indent << "float4 " << vv << " = aotc_ld4(in" << p << " + " << at(b, x.lanes[0]) << ");\n";
+          vit = x.memo.emplace(vkey, vv).first;
+        }
+        var = vit->second + "." + "xyzw"[lane];
+      } else {
+        // Lanes that read the same element (a broadcast dim) share the load.
+        std::string idx = at(b, c);
+        const std::pair<ValueId, std::string> ikey{v, "@" + idx};
+        auto iit = x.memo.find(ikey);
+        if (iit != x.memo.end()) {
+          var = iit->second;
+        } else {
+          var = "t" + std::to_string(x.tmp++);
+          x.code << x.indent << ct << " " << var << " = (" << ct << ")in" << p << "[" << idx << "];\n";
+          x.memo[ikey] = var;
+        }
+      }
     }
     x.memo[key] = var;
     return var;
@@ -727,29 +753,68 @@ struct Lowering {
 
   std::string nodeName(const Node& n) { return n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node; }
 
+  /// Note [Vectorized access]: a float32 elementwise kernel whose output is
+  /// dense, starts at a multiple of four elements and whose innermost size is
+  /// a multiple of four computes four consecutive elements per thread and
+  /// stores them with one 16-byte store.  An operand whose four elements are
+  /// consecutive and 16-byte aligned (innermost stride 1, every other stride
+  /// and the offset multiples of four; buffers start 256-byte aligned) is
+  /// read with one 16-byte load; a broadcast operand with one load; any
+  /// other with four.
+  static constexpr int64_t kVec = 4;
+  static bool vectorStore(const TensorType& ot) {
+    return ot.dtype == DType::F32 && ot.rank() >= 1 && ot.isContiguous() && ot.offset % kVec == 0 && ot.sizes.back() % kVec == 0 &&
+           ot.numel() >= kVec;
+  }
+  static bool vectorLoadable(const TensorType& b) {
+    if (b.dtype != DType::F32 || b.strides.back() != 1 || b.offset % kVec != 0) return false;
+    for (size_t d = 0; d + 1 < b.sizes.size(); ++d)
+      if (b.sizes[d] != 1 && b.strides[d] % kVec != 0) return false;
+    return true;
+  }
+
   /// A (fused) elementwise kernel: out, with its own layout, = root's value.
-  /// Returns the kernel name; `leaves` are its operands after `out`.
-  std::string pointwiseKernel(const Node& root, const TensorType& ot, std::vector<ValueId>& leaves) {
+  /// Returns the kernel name; `leaves` are its operands after `out`;
+  /// `threads` the threads to launch.
+  std::string pointwiseKernel(const Node& root, const TensorType& ot, std::vector<ValueId>& leaves, int64_t& threads) {
     ExprCtx x;
     x.nodes.push_back(nodeName(root));
     noteOp(x, root.op);
-    std::vector<std::string> c = coords(static_cast<size_t>(ot.rank()));
-    std::string e;
-    if (isScatterExpr(root.op)) {
-      e = scatterExpr(root, ot.sizes, c, x);
-    } else {
+    const size_t rank = static_cast<size_t>(ot.rank());
+    std::vector<std::string> c = coords(rank);
+    const bool vec = vectorStore(ot);
+    if (vec)
+      for (int64_t k = 0; k < kVec; ++k) {
+        std::vector<std::string> l = c;
+        if (k) l.back() = "(" + c.back() + " + " + std::to_string(k) + ")";
+        x.lanes.push_back(l);
+      }
+    auto value = [&](const std::vector<std::string>& at) {
+      if (isScatterExpr(root.op)) return scatterExpr(root, ot.sizes, at, x);
       std::vector<std::string> args;
-      for (ValueId in : root.inputs) args.push_back(emitValue(in, ot.sizes, c, x));
-      e = pointwiseExpr(root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op, args);
-    }
+      for (ValueId in : root.inputs) args.push_back(emitValue(in, ot.sizes, at, x));
+      return pointwiseExpr(root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op, args);
+    };
+    std::vector<std::string> e;
+    if (vec)
+      for (auto& l : x.lanes) e.push_back(value(l));
+    else
+      e.push_back(value(c));
+    threads = vec ? ot.numel() / kVec : ot.numel();
     std::ostringstream os;
     os << kernelHeader(x.ops, ot.dtype, x.leaves);
     os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
-    os << "  if (i >= " << ot.numel() << ") return;\n";
-    os << "  aotc_i64 r = i, c[" << std::max<int64_t>(ot.rank(), 1) << "];\n";
+    os << "  if (i >= " << threads << ") return;\n";
+    os << "  aotc_i64 r = i" << (vec ? " * " + std::to_string(kVec) : std::string()) << ", c[" << std::max<size_t>(rank, 1) << "];\n";
     for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
     os << x.code.str();
-    os << "  out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e << ";\n}\n";
+    if (vec) {
+      os << "  aotc_st4(out + " << at(ot, c) << ", make_float4(";
+      for (size_t k = 0; k < e.size(); ++k) os << (k ? ", " : "") << "(float)" << e[k];
+      os << "));\n}\n";
+    } else {
+      os << "  out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e[0] << ";\n}\n";
+    }
     leaves = x.leaves;
     return addKernel(os.str(), root, x.nodes);
   }
@@ -1199,8 +1264,9 @@ struct Lowering {
     buffers.push_back(ojson{{"name", name}, {"kind", "alloc"}, {"dtype", dtypeName(t.dtype)}, {"shape", t.sizes},
                             {"strides", t.strides}, {"offset", 0}, {"bytes", t.numel() * dtypeSize(t.dtype)}});
     std::vector<ValueId> leaves;
-    std::string k = pointwiseKernel(c, t, leaves);
-    launch(k, leaves, kNoValue, t.numel(), name);
+    int64_t threads = 0;
+    std::string k = pointwiseKernel(c, t, leaves, threads);
+    launch(k, leaves, kNoValue, threads, name);
     dense_[v] = name;
     return v;
   }
@@ -1275,8 +1341,9 @@ struct Lowering {
           for (auto& [k, v] : sc.attrs) std::visit([&](auto&& x) { region[k] = x; }, v);
         }
         std::vector<ValueId> leaves;
-        std::string k = pointwiseKernel(c, target, leaves);
-        launch(k, leaves, dst, target.numel());
+        int64_t threads = 0;
+        std::string k = pointwiseKernel(c, target, leaves, threads);
+        launch(k, leaves, dst, threads);
         steps.back()["epilogue"] = {{"input", g.values[dst].name},
                                     {"phase", (n.tags & kMustBeInForward) ? "forward" : "backward"}};
         if (!region.is_null()) steps.back()["epilogue"]["region"] = region;
@@ -1305,8 +1372,9 @@ struct Lowering {
       switch (info.category) {
         case OpCategory::Pointwise: {
           std::vector<ValueId> leaves;
-          std::string k = pointwiseKernel(n, ot, leaves);
-          launch(k, leaves, out, ot.numel());
+          int64_t threads = 0;
+          std::string k = pointwiseKernel(n, ot, leaves, threads);
+          launch(k, leaves, out, threads);
           break;
         }
         case OpCategory::Reduction: {
@@ -1329,8 +1397,9 @@ struct Lowering {
           break;
         case OpCategory::Scatter: {
           std::vector<ValueId> leaves;
-          std::string k = pointwiseKernel(n, ot, leaves);
-          launch(k, leaves, out, ot.numel());
+          int64_t threads = 0;
+          std::string k = pointwiseKernel(n, ot, leaves, threads);
+          launch(k, leaves, out, threads);
           break;
         }
         case OpCategory::Window: launchAll(windowKernel(n), n, ot.numel()); break;

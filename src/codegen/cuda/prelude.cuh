@@ -7,6 +7,11 @@
 #include <cuda_bf16.h>
 #endif
 typedef long long aotc_i64;
+#ifndef AOTC_EMULATE  // the emulator's shim checks the alignment
+// Note [Vectorized access]: 16-byte loads and stores of four floats.
+__device__ __forceinline__ float4 aotc_ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ void aotc_st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+#endif
 #define AOTC_INF (__int_as_float(0x7f800000))
 
 __device__ __forceinline__ float aotc_exp(float x) { return expf(x); }

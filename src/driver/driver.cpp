@@ -139,8 +139,10 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   auto ms = [&] { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  // Whether NVRTC supports the archs is checked when NVRTC is needed
+  // (Note [Lazy NVRTC]); a misspelling is refused now.
   for (auto& a : opts.archs)
-    if (!nvrtcSupportsArch(a))
+    if (!archSpelling(a) || (opts.cache_dir.empty() && !nvrtcSupportsArch(a)))
       throw UserError(SourceLoc{}, "--arch: '" + a + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports");
   std::string ext = fs::path(opts.model).extension().string();
   if (ext == ".onnx")
@@ -176,6 +178,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.source_file = fs::path(opts.model).filename().string();
   mi.archs = opts.archs;
   mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
+  mi.nvrtc_version = nvrtcVersionCached(opts.cache_dir);
   std::vector<KernelModule> modules = groupKernels(cg.kernels, kKernelsPerModule);
   ojson manifest = buildManifest(pr, cg, modules, mi);
   double tCodegen = ms();

@@ -28,7 +28,7 @@ ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std
   ojson m;
   m["format"] = "aotc.manifest";
   m["version"] = kManifestVersion;
-  m["compiler"] = {{"name", "aotc"}, {"version", kCompilerVersion}, {"nvrtc", nvrtcVersion()}, {"flags", info.flags}};
+  m["compiler"] = {{"name", "aotc"}, {"version", kCompilerVersion}, {"nvrtc", info.nvrtc_version}, {"flags", info.flags}};
   m["model"] = {{"name", info.model_name}, {"source", info.source_file}};
   m["archs"] = info.archs;
 

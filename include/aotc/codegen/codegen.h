@@ -93,8 +93,14 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
                                                      const std::map<std::string, KernelSource>& kernels,
                                                      const std::vector<std::string>& archs, unsigned jobs,
                                                      const std::string& cache_dir = "", KernelCacheStats* stats = nullptr);
+/// NVRTC's version ("13.0"); loads NVRTC (Note [Lazy NVRTC]).
 std::string nvrtcVersion();
-/// Checks an --arch entry ("sm_80"): NVRTC must support it.
+/// The same, remembered in the cache per toolchain so that a compile that
+/// hits the cache does not load NVRTC.
+std::string nvrtcVersionCached(const std::string& cache_dir);
+/// Checks an --arch entry ("sm_80"): NVRTC must support it.  Loads NVRTC.
 bool nvrtcSupportsArch(const std::string& arch);
+/// Whether an --arch entry is spelled sm_<digits> (no NVRTC needed).
+bool archSpelling(const std::string& arch);
 
 }  // namespace aotc

@@ -16,6 +16,7 @@ struct ManifestInfo {
   std::string source_file;  ///< base name of the model file
   std::vector<std::string> archs;
   nlohmann::ordered_json flags;  ///< the compile options that shape the artifact
+  std::string nvrtc_version;     ///< NVRTC's version ("13.0")
 };
 
 /// Builds the manifest: inputs (roles, layouts, mutation phase), outputs

@@ -1,4 +1,5 @@
 //===- nvrtc.cpp - NVRTC wrapper -------------------------------------------===//
+#include <dlfcn.h>
 #include <nvJitLink.h>
 #include <nvrtc.h>
 #include <openssl/evp.h>
@@ -38,24 +39,143 @@ std::string sha256Hex(const std::string& data) {
   return s;
 }
 
+namespace {
+namespace fs = std::filesystem;
+
+/// Note [Lazy NVRTC]: NVRTC and nvJitLink are ~200 MB of shared libraries;
+/// mapping and relocating them at start-up costs more than a whole compile
+/// that hits the kernel cache.  They are opened with dlopen the first time a
+/// kernel must really be compiled (PyTorch's LazyNVRTC does the same), so a
+/// warm compile, `aotc run` and `aotc inspect` never load them.  The table
+/// is built once and never changes after.
+struct CudaCompilers {
+  decltype(&::nvrtcVersion) version = nullptr;
+  decltype(&::nvrtcGetNumSupportedArchs) numArchs = nullptr;
+  decltype(&::nvrtcGetSupportedArchs) archs = nullptr;
+  decltype(&::nvrtcCreateProgram) create = nullptr;
+  decltype(&::nvrtcDestroyProgram) destroy = nullptr;
+  decltype(&::nvrtcCompileProgram) compile = nullptr;
+  decltype(&::nvrtcGetProgramLogSize) logSize = nullptr;
+  decltype(&::nvrtcGetProgramLog) log = nullptr;
+  decltype(&::nvrtcGetPTXSize) ptxSize = nullptr;
+  decltype(&::nvrtcGetPTX) ptx = nullptr;
+  decltype(&::nvrtcGetCUBINSize) cubinSize = nullptr;
+  decltype(&::nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&::nvrtcGetErrorString) errorString = nullptr;
+  decltype(&::nvJitLinkVersion) jlVersion = nullptr;
+  decltype(&::__nvJitLinkCreate_13_0) jlCreate = nullptr;
+  decltype(&::__nvJitLinkDestroy_13_0) jlDestroy = nullptr;
+  decltype(&::__nvJitLinkAddData_13_0) jlAddData = nullptr;
+  decltype(&::__nvJitLinkComplete_13_0) jlComplete = nullptr;
+  decltype(&::__nvJitLinkGetLinkedCubinSize_13_0) jlCubinSize = nullptr;
+  decltype(&::__nvJitLinkGetLinkedCubin_13_0) jlCubin = nullptr;
+  decltype(&::__nvJitLinkGetErrorLogSize_13_0) jlLogSize = nullptr;
+  decltype(&::__nvJitLinkGetErrorLog_13_0) jlLog = nullptr;
+};
+
+/// The library files aotc was built against, else the loader's search path.
+void* openLibrary(const char* path, const char* soname) {
+  void* h = fs::exists(path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
+  if (!h) h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw UserError(SourceLoc{soname, "", ""}, std::string("cannot load the CUDA compiler library: ") + dlerror());
+  return h;
+}
+
+template <typename F>
+void bind(void* lib, const char* name, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (!fn) throw UserError(SourceLoc{name, "", ""}, "the CUDA compiler library lacks this function");
+}
+
+CudaCompilers loadCompilers() {
+  CudaCompilers c;
+  void* rtc = openLibrary(AOTC_NVRTC_LIBRARY, "libnvrtc.so.13");
+  bind(rtc, "nvrtcVersion", c.version);
+  bind(rtc, "nvrtcGetNumSupportedArchs", c.numArchs);
+  bind(rtc, "nvrtcGetSupportedArchs", c.archs);
+  bind(rtc, "nvrtcCreateProgram", c.create);
+  bind(rtc, "nvrtcDestroyProgram", c.destroy);
+  bind(rtc, "nvrtcCompileProgram", c.compile);
+  bind(rtc, "nvrtcGetProgramLogSize", c.logSize);
+  bind(rtc, "nvrtcGetProgramLog", c.log);
+  bind(rtc, "nvrtcGetPTXSize", c.ptxSize);
+  bind(rtc, "nvrtcGetPTX", c.ptx);
+  bind(rtc, "nvrtcGetCUBINSize", c.cubinSize);
+  bind(rtc, "nvrtcGetCUBIN", c.cubin);
+  bind(rtc, "nvrtcGetErrorString", c.errorString);
+  void* jl = openLibrary(AOTC_NVJITLINK_LIBRARY, "libnvJitLink.so.13");
+  bind(jl, "nvJitLinkVersion", c.jlVersion);
+  bind(jl, "__nvJitLinkCreate_13_0", c.jlCreate);
+  bind(jl, "__nvJitLinkDestroy_13_0", c.jlDestroy);
+  bind(jl, "__nvJitLinkAddData_13_0", c.jlAddData);
+  bind(jl, "__nvJitLinkComplete_13_0", c.jlComplete);
+  bind(jl, "__nvJitLinkGetLinkedCubinSize_13_0", c.jlCubinSize);
+  bind(jl, "__nvJitLinkGetLinkedCubin_13_0", c.jlCubin);
+  bind(jl, "__nvJitLinkGetErrorLogSize_13_0", c.jlLogSize);
+  bind(jl, "__nvJitLinkGetErrorLog_13_0", c.jlLog);
+  return c;
+}
+
+const CudaCompilers& compilers() {
+  static const CudaCompilers c = loadCompilers();
+  return c;
+}
+
+/// Identifies the compiler libraries without loading them (path, size and
+/// modification time, as ccache identifies a compiler): part of every
+/// cache key.
+std::string toolchainId() {
+  std::string id;
+  for (const char* p : {AOTC_NVRTC_LIBRARY, AOTC_NVJITLINK_LIBRARY}) {
+    std::error_code ec;
+    fs::path real = fs::canonical(p, ec);
+    auto size = ec ? 0 : fs::file_size(real, ec);
+    auto when = ec ? fs::file_time_type{} : fs::last_write_time(real, ec);
+    id += real.string() + ":" + std::to_string(size) + ":" + std::to_string(when.time_since_epoch().count()) + ";";
+  }
+  return id;
+}
+}  // namespace
+
 std::string nvrtcVersion() {
   int major = 0, minor = 0;
-  ::nvrtcVersion(&major, &minor);
+  compilers().version(&major, &minor);
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string nvrtcVersionCached(const std::string& cache_dir) {
+  if (cache_dir.empty()) return nvrtcVersion();
+  std::string key = sha256Hex(toolchainId());
+  fs::path p = fs::path(cache_dir) / "toolchain" / (key.substr(0, 16) + ".txt");
+  std::ifstream f(p);
+  std::string v;
+  if (f && std::getline(f, v) && !v.empty()) return v;
+  v = nvrtcVersion();
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  fs::path tmp = p;
+  tmp += ".tmp." + std::to_string(::getpid());
+  { std::ofstream(tmp) << v << "\n"; }
+  fs::rename(tmp, p, ec);
+  return v;
 }
 
 bool nvrtcSupportsArch(const std::string& arch) {
   if (arch.rfind("sm_", 0) != 0) return false;
   int n = 0;
-  if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS) return false;
+  if (compilers().numArchs(&n) != NVRTC_SUCCESS) return false;
   std::vector<int> archs(static_cast<size_t>(n));
-  nvrtcGetSupportedArchs(archs.data());
+  compilers().archs(archs.data());
   try {
     int want = std::stoi(arch.substr(3));
     return std::find(archs.begin(), archs.end(), want) != archs.end();
   } catch (...) {
     return false;
   }
+}
+
+bool archSpelling(const std::string& arch) {
+  return arch.size() > 3 && arch.rfind("sm_", 0) == 0 && arch.find_first_not_of("0123456789", 3) == std::string::npos;
 }
 
 namespace {
@@ -90,8 +210,6 @@ std::vector<KernelModule> groupKernels(const std::map<std::string, KernelSource>
 }
 
 namespace {
-namespace fs = std::filesystem;
-
 std::string readFileOr(const fs::path& p, bool& ok) {
   std::ifstream f(p, std::ios::binary);
   if (!f) {
@@ -230,37 +348,32 @@ std::string assemblePtx(const std::vector<const std::string*>& kernelPtx) {
   return out + entries;
 }
 
-std::string nvJitLinkVersionString() {
-  unsigned major = 0, minor = 0;
-  nvJitLinkVersion(&major, &minor);
-  return std::to_string(major) + "." + std::to_string(minor);
-}
 
 /// PTX -> cubin for `arch` with nvJitLink (ptxas inside).
 bool linkCubin(const std::string& ptx, const std::string& name, const std::string& arch, std::string& cubin, std::string& error) {
   nvJitLinkHandle h;
   std::string archOpt = "-arch=" + arch;
   const char* opts[] = {archOpt.c_str()};
-  if (nvJitLinkCreate(&h, 1, opts) != NVJITLINK_SUCCESS) {
+  if (compilers().jlCreate(&h, 1, opts) != NVJITLINK_SUCCESS) {
     error = "nvJitLinkCreate failed";
     return false;
   }
-  std::unique_ptr<nvJitLinkHandle, void (*)(nvJitLinkHandle*)> guard(&h, [](nvJitLinkHandle* p) { nvJitLinkDestroy(p); });
-  bool ok = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), name.c_str()) == NVJITLINK_SUCCESS &&
-            nvJitLinkComplete(h) == NVJITLINK_SUCCESS;
+  std::unique_ptr<nvJitLinkHandle, void (*)(nvJitLinkHandle*)> guard(&h, [](nvJitLinkHandle* p) { compilers().jlDestroy(p); });
+  bool ok = compilers().jlAddData(h, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), name.c_str()) == NVJITLINK_SUCCESS &&
+            compilers().jlComplete(h) == NVJITLINK_SUCCESS;
   if (!ok) {
     size_t n = 0;
-    nvJitLinkGetErrorLogSize(h, &n);
+    compilers().jlLogSize(h, &n);
     error.assign(n, '\0');
-    if (n) nvJitLinkGetErrorLog(h, error.data());
+    if (n) compilers().jlLog(h, error.data());
     while (!error.empty() && (error.back() == '\0' || error.back() == '\n')) error.pop_back();
     error = "nvJitLink failed: " + error;
     return false;
   }
   size_t n = 0;
-  nvJitLinkGetLinkedCubinSize(h, &n);
+  compilers().jlCubinSize(h, &n);
   cubin.assign(n, '\0');
-  nvJitLinkGetLinkedCubin(h, cubin.data());
+  compilers().jlCubin(h, cubin.data());
   return true;
 }
 
@@ -274,8 +387,8 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
                                                      const std::string& cache_dir, KernelCacheStats* stats) {
   using clock = std::chrono::steady_clock;
   const bool cached = !cache_dir.empty();
-  const std::string nvrtcKey = std::string(kNvrtcOptions) + "\n" + nvrtcVersion();
-  const std::string linkKey = nvJitLinkVersionString();
+  const std::string nvrtcKey = std::string(kNvrtcOptions) + "\n" + toolchainId();
+  const std::string linkKey = "nvJitLink";  // the library is in toolchainId()
   auto entry = [&](const char* kind, const std::string& key) { return fs::path(cache_dir) / kind / key.substr(0, 2) / key; };
   auto store = [&](const fs::path& e, const std::string& data) {
     std::error_code ec;
@@ -303,6 +416,11 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
         needed[a].insert(modules[m].kernels.begin(), modules[m].kernels.end());
       }
     }
+
+  // Whatever missed needs NVRTC (Note [Lazy NVRTC]): check the archs now.
+  for (size_t a = 0; a < archs.size(); ++a)
+    if (!needed[a].empty() && !nvrtcSupportsArch(archs[a]))
+      throw UserError(SourceLoc{}, "--arch: '" + archs[a] + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports");
 
   // 1. The PTX of every kernel those need: from the cache, else from NVRTC.
   std::vector<std::map<std::string, std::string>> ptx(archs.size());  // [arch] kernel -> PTX
@@ -422,31 +540,32 @@ bool compileSource(const std::string& src, const std::string& file, const std::s
   nvrtcProgram prog;
   const char* headers[] = {devicePrelude()};
   const char* headerNames[] = {"aotc_prelude.cuh"};
-  AOTC_CHECK(nvrtcCreateProgram(&prog, src.c_str(), file.c_str(), 1, headers, headerNames) == NVRTC_SUCCESS,
+  const CudaCompilers& cc = compilers();
+  AOTC_CHECK(cc.create(&prog, src.c_str(), file.c_str(), 1, headers, headerNames) == NVRTC_SUCCESS,
              "nvrtcCreateProgram failed");
-  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { compilers().destroy(p); });
   std::string archOpt = "--gpu-architecture=" + arch;
   // cuda_fp16.h / cuda_bf16.h for half types: the toolkit's headers.
   std::string inc = std::string("--include-path=") + AOTC_CUDA_INCLUDE_DIR;
   const char* opts[] = {archOpt.c_str(), "--std=c++17", "-default-device", inc.c_str()};
   static_assert(sizeof(opts) / sizeof(opts[0]) == 4);
-  nvrtcResult rc = nvrtcCompileProgram(prog, 4, opts);
+  nvrtcResult rc = cc.compile(prog, 4, opts);
   size_t n = 0;
-  nvrtcGetProgramLogSize(prog, &n);
+  cc.logSize(prog, &n);
   out.log.resize(n);
-  if (n) nvrtcGetProgramLog(prog, out.log.data());
+  if (n) cc.log(prog, out.log.data());
   while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
   if (rc != NVRTC_SUCCESS) {
-    error = std::string(nvrtcGetErrorString(rc)) + "; log: " + out.log;
+    error = std::string(cc.errorString(rc)) + "; log: " + out.log;
     return false;
   }
-  nvrtcGetPTXSize(prog, &n);
+  cc.ptxSize(prog, &n);
   out.ptx.resize(n);
-  nvrtcGetPTX(prog, out.ptx.data());
+  cc.ptx(prog, out.ptx.data());
   if (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
-  nvrtcGetCUBINSize(prog, &n);
+  cc.cubinSize(prog, &n);
   out.cubin.resize(n);
-  if (n) nvrtcGetCUBIN(prog, out.cubin.data());
+  if (n) cc.cubin(prog, out.cubin.data());
   return true;
 }
 }  // namespace

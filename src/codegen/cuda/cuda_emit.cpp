@@ -821,15 +821,27 @@ struct Lowering {
 
   /// Reductions over at least this many elements get one block per output
   /// (threads stride over the reduced elements, then a shared-memory tree);
-  /// smaller ones one thread per output.
+  /// smaller ones one thread per output.  Note [Column reductions]: when the
+  /// innermost dim is kept (a bias gradient's sum over rows), neighbouring
+  /// threads of a block would read elements a row apart; one thread per
+  /// output instead reads neighbouring columns at each step: coalesced.
   static constexpr int64_t kBlockReduceMin = 256;
+  static constexpr int64_t kColumnOutputsMin = 32;
+
+  static bool blockReduction(const TensorType& in, const Ints& dims, int64_t nred, int64_t outputs) {
+    if (nred < kBlockReduceMin) return false;
+    int64_t inner = in.rank() - 1;
+    while (inner >= 0 && in.sizes[static_cast<size_t>(inner)] == 1) --inner;
+    bool columnWise = inner >= 0 && !std::binary_search(dims.begin(), dims.end(), inner) && in.strides[static_cast<size_t>(inner)] == 1;
+    return !(columnWise && outputs >= kColumnOutputsMin);
+  }
 
   /// Threads to launch for a reduction node (grid x block).
   static int64_t reductionThreads(const TensorType& in, const Node& n, const TensorType& out) {
     Ints dims = reductionDims(n.attrs, in.rank());
     int64_t nred = 1;
     for (int64_t d : dims) nred *= in.sizes[d];
-    return nred >= kBlockReduceMin ? out.numel() * kBlock : out.numel();
+    return blockReduction(in, dims, nred, out.numel()) ? out.numel() * kBlock : out.numel();
   }
 
   /// A reduction over `dim`, with its input's expression computed in the loop.
@@ -855,7 +867,7 @@ struct Lowering {
     x.indent = "    ";
     std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
     std::string v = emitValue(n.inputs[0], it.sizes, c, x);
-    const bool blockReduce = nred >= kBlockReduceMin;
+    const bool blockReduce = blockReduction(it, dims, nred, ot.numel());
     std::ostringstream os;
     os << kernelHeader(x.ops, ot.dtype, x.leaves);
     if (blockReduce) {

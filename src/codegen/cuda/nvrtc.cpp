@@ -157,6 +157,7 @@ std::string nvrtcVersionCached(const std::string& cache_dir) {
   tmp += ".tmp." + std::to_string(::getpid());
   { std::ofstream(tmp) << v << "\n"; }
   fs::rename(tmp, p, ec);
+  if (ec) fs::remove(tmp, ec);  // a cache that cannot be written is only a slower cache
   return v;
 }
 

@@ -376,13 +376,38 @@ struct Lowering {
     return k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Amax || k == OpKind::Amin;
   }
 
-  /// Whether `v` can be read by a member computed at shape S (`fullCtx`) or
-  /// at the row shape; `touches` is set when it depends on the group.
-  bool rowOperandOk(ValueId v, const RowGroup& G, bool fullCtx, bool& touches, int depth = 0) const {
+  /// A row-level shape: one element per row, in the rows' order -- the row
+  /// shape itself ([2,10,1]) or a compact spelling of it ([3] for the rows of
+  /// a batch norm over [2,3,4,4], from a keepdim=false reduction).
+  static bool compactRow(const Ints& t, const RowGroup& G) {
+    Ints a, b;
+    for (int64_t s : t)
+      if (s != 1) a.push_back(s);
+    for (int64_t s : G.rowShape)
+      if (s != 1) b.push_back(s);
+    return a == b;
+  }
+
+  /// Whether a row-level value of shape `t`, broadcast (right-aligned) to
+  /// the group's full shape, is the row's value: its non-1 dims land on kept
+  /// dims of the same sizes.
+  static bool rowBroadcasts(const Ints& t, const RowGroup& G) {
+    if (t.size() > G.shape.size() || !compactRow(t, G)) return false;
+    size_t lead = G.shape.size() - t.size();
+    for (size_t d = 0; d < t.size(); ++d)
+      if (t[d] != 1 && (G.rowShape[lead + d] != t[d])) return false;
+    return true;
+  }
+
+  /// Whether `v` can be read by a member computed at shape `ctx` (the
+  /// group's full shape, or a row-level shape); `touches` is set when it
+  /// depends on the group.
+  bool rowOperandOk(ValueId v, const RowGroup& G, const Ints& ctx, bool& touches, int depth = 0) const {
+    const bool fullCtx = ctx == G.shape;
     if (G.rowLevel.count(v)) {
       touches = true;
       const Ints& vs = g.type(v).sizes;
-      return vs == G.rowShape || (fullCtx && vs == G.shape);
+      return fullCtx ? (vs == G.shape || rowBroadcasts(vs, G)) : vs == ctx;
     }
     if (G.full.count(v)) {
       touches = true;
@@ -397,14 +422,32 @@ struct Lowering {
       if (isScatterExpr(n.op)) {  // read at shifted coordinates: only values that exist already
         bool t = false;
         for (ValueId in : n.inputs)
-          if (!rowOperandOk(in, G, fullCtx, t, depth + 1) || t) return false;
+          if (!rowOperandOk(in, G, ctx, t, depth + 1) || t) return false;
         return true;
       }
       for (ValueId in : n.inputs)
-        if (!rowOperandOk(in, G, fullCtx, touches, depth + 1)) return false;
+        if (!rowOperandOk(in, G, ctx, touches, depth + 1)) return false;
       return true;
     }
+    if (opInfo(n.op).category == OpCategory::View && !G.memberSet.count(d)) {
+      // A view (a bias reshaped to [1,C,1,1]) of something that exists by
+      // then: the group's kernel declares it early (ensureView).
+      bool t = false;
+      return rowOperandOk(n.inputs[0], G, ctx, t, depth + 1) && !t;
+    }
     return d < G.seed;
+  }
+
+  /// Declares the buffer of a view (and of the views it is a view of) ahead
+  /// of its place in the program, for a row group's kernel that reads it.
+  void ensureView(ValueId v) {
+    if (!root[v].empty()) return;
+    int32_t d = g.values[v].node;
+    AOTC_CHECK(d >= 0 && opInfo(g.nodes[static_cast<size_t>(d)].op).category == OpCategory::View, "row group reads a value with no buffer yet");
+    ValueId src = g.nodes[static_cast<size_t>(d)].inputs[0];
+    ensureView(src);
+    declare(v, "view", ojson{{"base", root[src]}});
+    root[v] = root[src];
   }
 
   bool joinRowGroup(int32_t k, RowGroup& G) {
@@ -416,13 +459,13 @@ struct Lowering {
     if (isRowReduction(n.op)) {
       const TensorType& it = g.type(n.inputs[0]);
       if (it.sizes != G.shape || reductionDims(n.attrs, it.rank()) != G.dims || !isFloating(ot.dtype)) return false;
-      if (!rowOperandOk(n.inputs[0], G, true, touches)) return false;
+      if (!rowOperandOk(n.inputs[0], G, G.shape, touches)) return false;
       G.rowLevel.insert(out);
     } else if (opInfo(n.op).category == OpCategory::Pointwise) {
       bool fullSize = ot.sizes == G.shape;
-      if (!fullSize && ot.sizes != G.rowShape) return false;
+      if (!fullSize && !compactRow(ot.sizes, G)) return false;
       for (ValueId in : n.inputs)
-        if (!rowOperandOk(in, G, fullSize, touches)) return false;
+        if (!rowOperandOk(in, G, ot.sizes, touches)) return false;
       if (!touches) return false;  // unrelated work stays out of the row loop
       if (fullSize) {
         G.full.insert(out);
@@ -434,7 +477,7 @@ struct Lowering {
     } else if (opInfo(n.op).category == OpCategory::View) {
       ValueId in = n.inputs[0];
       const TensorType& inT = g.type(in);
-      if (G.rowLevel.count(in) && (ot.sizes == G.rowShape || (n.op == OpKind::Expand && inT.sizes == G.rowShape && ot.sizes == G.shape))) {
+      if (G.rowLevel.count(in) && (compactRow(ot.sizes, G) || (n.op == OpKind::Expand && rowBroadcasts(inT.sizes, G) && ot.sizes == G.shape))) {
         G.rowLevel.insert(out);
       } else if (G.full.count(in) && ot.sizes == inT.sizes && ot.strides == inT.strides && ot.offset == inT.offset) {
         G.full.insert(out);
@@ -568,7 +611,15 @@ struct Lowering {
       } else if (G.rowLevel.count(v) && opInfo(n.op).category == OpCategory::Pointwise) {
         x.indent = "  ";
         std::vector<std::string> args;
-        for (ValueId in : n.inputs) args.push_back(emitValue(in, G.rowShape, c, x));
+        // Coordinates in the member's own (compact) shape: its non-1 dims
+        // are the kept dims, in order.
+        const Ints& ts = g.type(v).sizes;
+        std::vector<std::string> rc;
+        for (size_t d = 0, k = 0; d < ts.size(); ++d) {
+          while (ts[d] != 1 && k < G.rowShape.size() && G.rowShape[k] == 1) ++k;
+          rc.push_back(ts[d] == 1 ? std::string("0") : c[k++]);
+        }
+        for (ValueId in : n.inputs) args.push_back(emitValue(in, ts, rc, x));
         body << takeCode() << "  const " << ct << " " << r << " = (" << ct << ")" << pointwiseExpr(n.op, args) << ";\n";
         x.registers[v] = r;
       }
@@ -604,7 +655,10 @@ struct Lowering {
     std::string kernel = addKernel(os.str(), seed, x.nodes);
     ojson a = ojson::array();
     for (ValueId o : outs) a.push_back(root[o]);
-    for (ValueId l : x.leaves) a.push_back(root[l]);
+    for (ValueId l : x.leaves) {
+      ensureView(l);
+      a.push_back(root[l]);
+    }
     steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {G.rows, 1, 1}}, {"block", {block, 1, 1}},
                      {"shared_bytes", 0}, {"args", a}});
   }
@@ -1370,6 +1424,7 @@ struct Lowering {
         continue;
       }
       if (info.category == OpCategory::View) {
+        if (!root[out].empty()) continue;  // declared early for a row group
         ValueId src = n.inputs[0];
         declare(out, "view", ojson{{"base", root[src]}});
         root[out] = root[src];

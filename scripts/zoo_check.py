@@ -4,7 +4,8 @@
 Each model (train mode, batch 2, dropout and stochastic depth 0, 10 classes)
 is exported with tools/fx_export.py, compiled, and run on both backends:
 the reference runtime against eager in float64, `--backend emulate` against
-eager in float32.  Prints the worst per-tensor error (relative to the
+eager in float32.  Prints the worst per-tensor error, and eager float32's
+own distance from float64 (the model's conditioning), (relative to the
 tensor's max, floored at 1e-3 of the largest tensor of its kind).  A smoke
 test of generality, not part of the suite: train-mode BatchNorm on small
 maps is ill-conditioned, so some models' gradients differ from float64 by
@@ -79,6 +80,9 @@ def main():
                     continue
                 (err, key), missing = worst(load(out), load(os.path.join(tmp, ref + ".expected.safetensors")))
                 line += f"  {backend} {err:.1e} ({key}){' missing ' + str(missing) if missing else ''}"
+            # How far eager float32 itself is from float64: the conditioning.
+            (err, key), _ = worst(load(os.path.join(tmp, "m32.expected.safetensors")), load(os.path.join(tmp, "m.expected.safetensors")))
+            line += f"  [eager f32 vs f64 {err:.1e}]"
             print(line, flush=True)
     return 0
 

@@ -1437,7 +1437,8 @@ struct Lowering {
         root[o] = bufName[o];
       }
       switch (info.category) {
-        case OpCategory::Pointwise: {
+        case OpCategory::Pointwise:
+        case OpCategory::Scatter: {  // Note [Scatter expressions]
           std::vector<ValueId> leaves;
           int64_t threads = 0;
           std::string k = pointwiseKernel(n, ot, leaves, threads);
@@ -1462,13 +1463,6 @@ struct Lowering {
           else if (n.op == OpKind::Bmm) bmm(n);
           else conv(n);
           break;
-        case OpCategory::Scatter: {
-          std::vector<ValueId> leaves;
-          int64_t threads = 0;
-          std::string k = pointwiseKernel(n, ot, leaves, threads);
-          launch(k, leaves, out, threads);
-          break;
-        }
         case OpCategory::Window: launchAll(windowKernel(n), n, ot.numel()); break;
         case OpCategory::Gather: launchAll(gatherKernel(n), n, ot.numel()); break;
         case OpCategory::Random: {

@@ -174,6 +174,18 @@ class RowFusion(torch.nn.Module):
         return lp.sum() + (b * b).mean() + z.amax(1).sum(), h
 
 
+class RowFusionWide(torch.nn.Module):
+    """Rows of 320 elements: row groups with one block per row and a
+    shared-memory tree (layer norm, then log_softmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(320)
+
+    def forward(self, x):
+        return torch.log_softmax(self.ln(x) * 2.0, dim=1)
+
+
 def programs():
     g = torch.Generator().manual_seed(0)
 
@@ -195,6 +207,7 @@ def programs():
                                    torch.tensor([[[0, 3], [1, 1], [2, 0], [3, 3], [1, 2]]] * 2))
     torch.manual_seed(3)
     yield "row_fusion", RowFusion(), (rn(4, 8, rg=True), rn(2, 3, 4, 4, rg=True))
+    yield "row_fusion_wide", RowFusionWide(), (rn(3, 320, rg=True),)
 
 
 def main():

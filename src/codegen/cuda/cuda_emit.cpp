@@ -554,22 +554,30 @@ struct Lowering {
       outs.push_back(v);
     }
     const int64_t rank = static_cast<int64_t>(G.shape.size());
+    // Note [Row groups]: short rows, and rows whose elements are a row apart
+    // in memory (the innermost dim kept: column sums), are one thread per
+    // row -- serial, in order, no barriers -- like plain reductions.
+    const bool perThread = !blockReduction(TensorType::contiguous(DType::F32, G.shape), G.dims, G.nred, G.rows);
     int64_t block = 32;
     while (block < G.nred && block < kBlock) block *= 2;
+    if (perThread) block = kBlock;
     ExprCtx x;
     x.exprNodes = &G.exprNodes;
     x.aliases = &G.aliases;
     std::vector<std::string> c = coords(static_cast<size_t>(rank));
     std::ostringstream body;
-    body << "  aotc_i64 i = blockIdx.x;\n  if (i >= " << G.rows << ") return;\n";
+    if (perThread) body << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= " << G.rows << ") return;\n";
+    else body << "  aotc_i64 i = blockIdx.x;\n  if (i >= " << G.rows << ") return;\n";
     body << "  aotc_i64 c[" << rank << "];\n  { aotc_i64 r = i;\n";
     for (int64_t d = rank; d-- > 0;)
       if (G.rowShape[static_cast<size_t>(d)] != 1) body << "    c[" << d << "] = r % " << G.rowShape[static_cast<size_t>(d)] << "; r /= " << G.rowShape[static_cast<size_t>(d)] << ";\n";
       else body << "    c[" << d << "] = 0;\n";
-    body << "  }\n  __shared__ double part[" << block << "];\n";
+    body << "  }\n";
+    if (!perThread) body << "  __shared__ double part[" << block << "];\n";
     auto rowLoop = [&]() {
       std::ostringstream l;
-      l << "  for (aotc_i64 j = threadIdx.x; j < " << G.nred << "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
+      if (perThread) l << "  for (aotc_i64 j = 0; j < " << G.nred << "; ++j) {\n    aotc_i64 q = j;\n";
+      else l << "  for (aotc_i64 j = threadIdx.x; j < " << G.nred << "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
       for (size_t k = G.dims.size(); k-- > 0;) {
         int64_t d = G.dims[k];
         l << "    c[" << d << "] = q % " << G.shape[static_cast<size_t>(d)] << "; q /= " << G.shape[static_cast<size_t>(d)] << ";\n";
@@ -600,6 +608,11 @@ struct Lowering {
         std::string combine = isMax ? "aotc_max" : isMin ? "aotc_min" : "";
         if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
         else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
+        if (perThread) {
+          body << "  " << r << " = (" << ct << ")" << (n.op == OpKind::Mean ? "(acc / " + std::to_string(G.nred) + ".0)" : "acc") << ";\n  }\n";
+          x.registers[v] = r;
+          continue;
+        }
         body << "  part[threadIdx.x] = acc;\n  __syncthreads();\n";
         body << "  for (unsigned s = " << block / 2 << "; s > 0; s >>= 1) {\n";
         body << "    if (threadIdx.x < s) part[threadIdx.x] = "
@@ -642,7 +655,7 @@ struct Lowering {
     for (size_t o = 0; o < outs.size(); ++o) {
       if (G.full.count(outs[o])) continue;
       const TensorType& t = g.type(outs[o]);
-      body << "  if (threadIdx.x == 0) out" << o << "[" << t.offset << " + i] = (" << storageType(t.dtype) << ")" << x.registers.at(outs[o]) << ";\n";
+      body << (perThread ? "  " : "  if (threadIdx.x == 0) ") << "out" << o << "[" << t.offset << " + i] = (" << storageType(t.dtype) << ")" << x.registers.at(outs[o]) << ";\n";
     }
     std::ostringstream os;
     os << "// aotc kernel:";
@@ -659,7 +672,8 @@ struct Lowering {
       ensureView(l);
       a.push_back(root[l]);
     }
-    steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {G.rows, 1, 1}}, {"block", {block, 1, 1}},
+    const int64_t grid = perThread ? (G.rows + block - 1) / block : G.rows;
+    steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {grid, 1, 1}}, {"block", {block, 1, 1}},
                      {"shared_bytes", 0}, {"args", a}});
   }
 

@@ -576,7 +576,9 @@ struct Lowering {
     if (!perThread) body << "  __shared__ double part[" << block << "];\n";
     auto rowLoop = [&]() {
       std::ostringstream l;
-      if (perThread) l << "  for (aotc_i64 j = 0; j < " << G.nred << "; ++j) {\n    aotc_i64 q = j;\n";
+      // Not unrolled: a row group's passes are long, and unrolling them
+      // multiplies NVRTC's time for little gain on short rows.
+      if (perThread) l << "  #pragma unroll 1\n  for (aotc_i64 j = 0; j < " << G.nred << "; ++j) {\n    aotc_i64 q = j;\n";
       else l << "  for (aotc_i64 j = threadIdx.x; j < " << G.nred << "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
       for (size_t k = G.dims.size(); k-- > 0;) {
         int64_t d = G.dims[k];

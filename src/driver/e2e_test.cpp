@@ -224,8 +224,8 @@ TEST(KernelCache, WarmCompileHitsAndChangesNoByte) {
   EXPECT_GT(first.cache_misses, 0u);
   o.out_dir = scratch("cache-b").string();
   CompileSummary second = compileModel(o, quietLogger());
-  EXPECT_EQ(second.link_misses, 0u);
-  EXPECT_EQ(second.link_hits, first.link_misses);
+  EXPECT_EQ(second.module_misses, 0u);
+  EXPECT_EQ(second.module_hits, first.module_misses);
   EXPECT_EQ(second.cache_misses + second.cache_hits, 0u) << "whole modules hit: no kernel is looked up";
   for (const char* dir : {"cache-a", "cache-b"})
     for (auto& e : fs::recursive_directory_iterator(fs::path(AOTC_BINARY_DIR) / "e2e" / "cache-cold"))
@@ -253,7 +253,7 @@ TEST(KernelCache, KernelsAreSharedAcrossModels) {
   CompileSummary warm = compileModel(o, quietLogger());
   EXPECT_GT(warm.cache_hits, 0u) << "batchnorm_train shares kernels with the two programs before it";
   EXPECT_GT(warm.cache_misses, 0u);
-  EXPECT_GT(warm.link_misses, 0u) << "its modules are new";
+  EXPECT_GT(warm.module_misses, 0u) << "its modules are new";
   o.cache_dir.clear();
   o.out_dir = scratch("zoo-cold").string();
   compileModel(o, quietLogger());

@@ -84,7 +84,7 @@ constexpr size_t kKernelsPerProgram = 48;
 /// whole entry), so concurrent aotc processes never see half an entry.
 struct KernelCacheStats {
   size_t hits = 0, misses = 0;            ///< kernel PTX entries, per arch (modules that missed only)
-  size_t link_hits = 0, link_misses = 0;  ///< module entries, per arch
+  size_t module_hits = 0, module_misses = 0;  ///< module entries, per arch
   size_t nvrtc_programs = 0;
   double nvrtc_ms = 0, link_ms = 0;       ///< summed over threads
 };
@@ -102,5 +102,7 @@ std::string nvrtcVersionCached(const std::string& cache_dir);
 bool nvrtcSupportsArch(const std::string& arch);
 /// Whether an --arch entry is spelled sm_<digits> (no NVRTC needed).
 bool archSpelling(const std::string& arch);
+/// Refuses (UserError) an --arch entry NVRTC cannot compile for.  Loads NVRTC.
+void requireArch(const std::string& arch);
 
 }  // namespace aotc

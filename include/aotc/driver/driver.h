@@ -33,7 +33,7 @@ struct CompileSummary {
   // --timings
   double load_ms = 0, engine_ms = 0, codegen_ms = 0, nvrtc_wall_ms = 0, nvrtc_cpu_ms = 0, write_ms = 0, total_ms = 0;
   size_t cache_hits = 0, cache_misses = 0, modules = 0;  ///< kernel PTX entries looked up (kernels x archs)
-  size_t link_hits = 0, link_misses = 0, nvrtc_programs = 0;  ///< module entries (modules x archs)
+  size_t module_hits = 0, module_misses = 0, nvrtc_programs = 0;  ///< module entries (modules x archs)
   double link_cpu_ms = 0;
   std::string timings() const;
   std::string str() const;

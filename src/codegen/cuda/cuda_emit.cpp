@@ -438,12 +438,13 @@ struct Lowering {
     return d < G.seed;
   }
 
-  /// Declares the buffer of a view (and of the views it is a view of) ahead
-  /// of its place in the program, for a row group's kernel that reads it.
+  /// Declares the buffer of a view (and of the views it is a view of): at its
+  /// place in the program, or ahead of it for a row group's kernel that
+  /// reads it.
   void ensureView(ValueId v) {
     if (!root[v].empty()) return;
     int32_t d = g.values[v].node;
-    AOTC_CHECK(d >= 0 && opInfo(g.nodes[static_cast<size_t>(d)].op).category == OpCategory::View, "row group reads a value with no buffer yet");
+    AOTC_CHECK(d >= 0 && opInfo(g.nodes[static_cast<size_t>(d)].op).category == OpCategory::View, "a view whose source has no buffer");
     ValueId src = g.nodes[static_cast<size_t>(d)].inputs[0];
     ensureView(src);
     declare(v, "view", ojson{{"base", root[src]}});
@@ -542,6 +543,21 @@ struct Lowering {
     }
   }
 
+  /// The head of a loop over a reduction's `nred` elements: strided over the
+  /// block's threads, or serial in one thread (not unrolled when asked).
+  static std::string reduceLoopHead(bool blockStrided, int64_t nred, bool noUnroll = false) {
+    if (blockStrided) return "  for (aotc_i64 j = threadIdx.x; j < " + std::to_string(nred) + "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
+    return std::string(noUnroll ? "  #pragma unroll 1\n" : "") + "  for (aotc_i64 j = 0; j < " + std::to_string(nred) + "; ++j) {\n    aotc_i64 q = j;\n";
+  }
+
+  /// Combines the block's partial results `acc` in `part` with a fixed tree
+  /// (deterministic); `combine` is aotc_max/aotc_min, or empty for a sum.
+  static std::string blockTree(int64_t block, const std::string& combine) {
+    std::string both = combine.empty() ? "part[threadIdx.x] + part[threadIdx.x + s]" : combine + "(part[threadIdx.x], part[threadIdx.x + s])";
+    return "  part[threadIdx.x] = acc;\n  __syncthreads();\n  for (unsigned s = " + std::to_string(block / 2) +
+           "; s > 0; s >>= 1) {\n    if (threadIdx.x < s) part[threadIdx.x] = " + both + ";\n    __syncthreads();\n  }\n";
+  }
+
   /// The kernel of a row group (Note [Row groups]), launched at its seed.
   void emitRowGroup(const RowGroup& G) {
     std::vector<ValueId> outs;
@@ -578,8 +594,7 @@ struct Lowering {
       std::ostringstream l;
       // Not unrolled: a row group's passes are long, and unrolling them
       // multiplies NVRTC's time for little gain on short rows.
-      if (perThread) l << "  #pragma unroll 1\n  for (aotc_i64 j = 0; j < " << G.nred << "; ++j) {\n    aotc_i64 q = j;\n";
-      else l << "  for (aotc_i64 j = threadIdx.x; j < " << G.nred << "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
+      l << reduceLoopHead(!perThread, G.nred, true);
       for (size_t k = G.dims.size(); k-- > 0;) {
         int64_t d = G.dims[k];
         l << "    c[" << d << "] = q % " << G.shape[static_cast<size_t>(d)] << "; q /= " << G.shape[static_cast<size_t>(d)] << ";\n";
@@ -596,9 +611,7 @@ struct Lowering {
     for (int32_t m : G.members) {
       const Node& n = g.nodes[static_cast<size_t>(m)];
       ValueId v = n.outputs[0];
-      const std::string who = nodeName(n);
-      if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
-      noteOp(x, n.op);
+      noteNode(x, n);
       const char* ct = computeType(g.type(v).dtype);
       std::string r = "r" + std::to_string(reg++);
       if (isRowReduction(n.op)) {
@@ -615,11 +628,7 @@ struct Lowering {
           x.registers[v] = r;
           continue;
         }
-        body << "  part[threadIdx.x] = acc;\n  __syncthreads();\n";
-        body << "  for (unsigned s = " << block / 2 << "; s > 0; s >>= 1) {\n";
-        body << "    if (threadIdx.x < s) part[threadIdx.x] = "
-             << (combine.empty() ? "part[threadIdx.x] + part[threadIdx.x + s]" : combine + "(part[threadIdx.x], part[threadIdx.x + s])")
-             << ";\n    __syncthreads();\n  }\n";
+        body << blockTree(block, combine);
         body << "  " << r << " = (" << ct << ")" << (n.op == OpKind::Mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
              << ";\n  __syncthreads();\n  }\n";
         x.registers[v] = r;
@@ -723,9 +732,7 @@ struct Lowering {
     const char* ct = computeType(val.type.dtype);
     if (computedInline(val.node, x)) {
       const Node& n = g.nodes[static_cast<size_t>(val.node)];
-      std::string who = n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node;
-      if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end() && n.op != OpKind::Constant) x.nodes.push_back(who);
-      if (n.op != OpKind::Constant) noteOp(x, n.op);
+      if (n.op != OpKind::Constant) noteNode(x, n);
       if (n.op == OpKind::Constant) {
         var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
         var = "((" + std::string(ct) + ")" + var + ")";
@@ -805,8 +812,11 @@ struct Lowering {
     return var;
   }
 
-  static void noteOp(ExprCtx& x, OpKind k) {
-    std::string op = opName(k);
+  /// Records that a kernel computes `n`: its user name for the manifest,
+  /// its op for the kernel's banner (Note [Kernel text]); each once.
+  void noteNode(ExprCtx& x, const Node& n) {
+    std::string who = nodeName(n), op = opName(n.op);
+    if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
     if (std::find(x.ops.begin(), x.ops.end(), op) == x.ops.end()) x.ops.push_back(op);
   }
 
@@ -848,8 +858,7 @@ struct Lowering {
   /// `threads` the threads to launch.
   std::string pointwiseKernel(const Node& root, const TensorType& ot, std::vector<ValueId>& leaves, int64_t& threads) {
     ExprCtx x;
-    x.nodes.push_back(nodeName(root));
-    noteOp(x, root.op);
+    noteNode(x, root);
     const size_t rank = static_cast<size_t>(ot.rank());
     std::vector<std::string> c = coords(rank);
     const bool vec = vectorStore(ot);
@@ -932,8 +941,7 @@ struct Lowering {
     const char* acc = isFloating(ot.dtype) ? "double" : "long long";
     const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
     ExprCtx x;
-    x.nodes.push_back(nodeName(n));
-    noteOp(x, n.op);
+    noteNode(x, n);
     x.indent = "    ";
     std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
     std::string v = emitValue(n.inputs[0], it.sizes, c, x);
@@ -960,8 +968,7 @@ struct Lowering {
     } else {
       os << "  " << acc << " acc = 0;\n";
     }
-    if (blockReduce) os << "  for (aotc_i64 j = threadIdx.x; j < " << nred << "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
-    else os << "  for (aotc_i64 j = 0; j < " << nred << "; ++j) {\n    aotc_i64 q = j;\n";
+    os << reduceLoopHead(blockReduce, nred);
     for (size_t k = redDims.size(); k-- > 0;)
       os << "    c[" << redDims[k] << "] = q % " << it.sizes[redDims[k]] << "; q /= " << it.sizes[redDims[k]] << ";\n";
     os << x.code.str();
@@ -970,12 +977,7 @@ struct Lowering {
     else os << "    acc += (" << acc << ")" << v << ";\n  }\n";
     if (blockReduce) {
       // A fixed tree over the block's partial results: deterministic.
-      os << "  __shared__ " << acc << " part[" << kBlock << "];\n";
-      os << "  part[threadIdx.x] = acc;\n  __syncthreads();\n";
-      os << "  for (unsigned s = " << kBlock / 2 << "; s > 0; s >>= 1) {\n";
-      os << "    if (threadIdx.x < s) part[threadIdx.x] = "
-         << (combine.empty() ? "part[threadIdx.x] + part[threadIdx.x + s]" : combine + "(part[threadIdx.x], part[threadIdx.x + s])")
-         << ";\n    __syncthreads();\n  }\n";
+      os << "  __shared__ " << acc << " part[" << kBlock << "];\n" << blockTree(kBlock, combine);
       os << "  if (threadIdx.x != 0) return;\n  acc = part[0];\n";
     }
     if (n.op == OpKind::Mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
@@ -1238,43 +1240,44 @@ struct Lowering {
     return elementKernel(n, b.str());
   }
 
-  /// A GEMM operand's cuBLAS layout: op and leading dimension, or a dense copy.
-  void gemmOperand(ValueId v, const Node& n, int64_t rows, int64_t cols, int64_t sr, int64_t sc, std::string& op, int64_t& ld,
-                   std::string& buf, int64_t& off) {
+  /// A GEMM operand's cuBLAS layout: op, leading dimension, buffer and
+  /// offset; a dense copy when cuBLAS cannot address it.  `d` is the first
+  /// of its two matrix dims; `batchStride` the stride between matrices.
+  struct GemmOperand {
+    std::string op, buf;
+    int64_t ld = 0, off = 0, batchStride = 0;
+    ojson json(bool batched) const {
+      ojson j{{"buffer", buf}, {"offset", off}, {"ld", ld}};
+      if (batched) j["stride"] = batchStride;
+      return j;
+    }
+  };
+  GemmOperand gemmOperand(ValueId v, const Node& n, size_t d) {
     const TensorType& t = g.type(v);
+    const int64_t rows = t.sizes[d], cols = t.sizes[d + 1], sr = t.strides[d], sc = t.strides[d + 1];
+    GemmOperand o{"N", root[v], 0, t.offset, d ? t.strides[0] : 0};
     if (sc == 1 && sr >= std::max<int64_t>(1, cols)) {
-      op = "N";
-      ld = sr;
+      o.ld = sr;
     } else if (sr == 1 && sc >= std::max<int64_t>(1, rows)) {
-      op = "T";
-      ld = sc;
+      o.op = "T";
+      o.ld = sc;
     } else {
       denseCopy(v, n);
-      op = "N";
-      ld = std::max<int64_t>(1, cols);
-      buf = dense_[v];
-      off = 0;
-      return;
+      o = GemmOperand{"N", dense_[v], std::max<int64_t>(1, cols), 0, rows * cols};
     }
-    buf = root[v];
-    off = t.offset;
+    return o;
   }
 
   void bmm(const Node& n) {
     ValueId A = n.inputs[0], B = n.inputs[1];
-    const TensorType &ta = g.type(A), &tb = g.type(B), &tc = g.type(n.outputs[0]);
-    std::string opA, opB, bufA, bufB;
-    int64_t ldA = 0, ldB = 0, offA = 0, offB = 0;
-    gemmOperand(A, n, ta.sizes[1], ta.sizes[2], ta.strides[1], ta.strides[2], opA, ldA, bufA, offA);
-    gemmOperand(B, n, tb.sizes[1], tb.sizes[2], tb.strides[1], tb.strides[2], opB, ldB, bufB, offB);
-    int64_t strideA = bufA == root[A] ? ta.strides[0] : ta.sizes[1] * ta.sizes[2];
-    int64_t strideB = bufB == root[B] ? tb.strides[0] : tb.sizes[1] * tb.sizes[2];
+    const TensorType &ta = g.type(A), &tc = g.type(n.outputs[0]);
+    const GemmOperand a = gemmOperand(A, n, 1), b = gemmOperand(B, n, 1);
     const char* cudaType = cudaDataType(tc.dtype);
     steps.push_back({{"op", "gemm_batched"}, {"library", "cublas"}, {"call", "cublasGemmStridedBatchedEx"}, {"node", n.loc.node},
-                     {"transa", opB}, {"transb", opA}, {"m", tc.sizes[2]}, {"n", tc.sizes[1]}, {"k", ta.sizes[2]},
+                     {"transa", b.op}, {"transb", a.op}, {"m", tc.sizes[2]}, {"n", tc.sizes[1]}, {"k", ta.sizes[2]},
                      {"batch", tc.sizes[0]}, {"alpha", 1.0}, {"beta", 0.0},
-                     {"A", {{"buffer", bufB}, {"offset", offB}, {"ld", ldB}, {"stride", strideB}}},
-                     {"B", {{"buffer", bufA}, {"offset", offA}, {"ld", ldA}, {"stride", strideA}}},
+                     {"A", b.json(true)},
+                     {"B", a.json(true)},
                      {"C", {{"buffer", root[n.outputs[0]]}, {"offset", tc.offset}, {"ld", std::max<int64_t>(1, tc.sizes[2])},
                             {"stride", tc.sizes[1] * tc.sizes[2]}}},
                      {"Atype", cudaType}, {"Btype", cudaType}, {"Ctype", cudaType},
@@ -1356,23 +1359,20 @@ struct Lowering {
   void gemm(const Node& n) {
     // Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T.
     ValueId A = n.inputs[0], B = n.inputs[1];
-    const TensorType &ta = g.type(A), &tb = g.type(B), &tc = g.type(n.outputs[0]);
-    std::string opA, opB, bufA, bufB;
-    int64_t ldA = 0, ldB = 0, offA = 0, offB = 0;
-    gemmOperand(A, n, ta.sizes[0], ta.sizes[1], ta.strides[0], ta.strides[1], opA, ldA, bufA, offA);
-    gemmOperand(B, n, tb.sizes[0], tb.sizes[1], tb.strides[0], tb.strides[1], opB, ldB, bufB, offB);
+    const TensorType &ta = g.type(A), &tc = g.type(n.outputs[0]);
+    const GemmOperand a = gemmOperand(A, n, 0), b = gemmOperand(B, n, 0);
     steps.push_back({{"op", "gemm"},
                      {"library", "cublas"},
                      {"call", "cublasGemmEx"},
                      {"node", n.loc.node},
-                     {"transa", opB},
-                     {"transb", opA},
+                     {"transa", b.op},
+                     {"transb", a.op},
                      {"m", tc.sizes[1]},
                      {"n", tc.sizes[0]},
                      {"k", ta.sizes[1]},
                      {"alpha", 1.0},
-                     {"A", {{"buffer", bufB}, {"offset", offB}, {"ld", ldB}}},
-                     {"B", {{"buffer", bufA}, {"offset", offA}, {"ld", ldA}}},
+                     {"A", b.json(false)},
+                     {"B", a.json(false)},
                      {"beta", 0.0},
                      {"C", {{"buffer", root[n.outputs[0]]}, {"offset", tc.offset}, {"ld", std::max<int64_t>(1, tc.sizes[1])}}},
                      {"Atype", cudaDataType(tc.dtype)},
@@ -1440,10 +1440,7 @@ struct Lowering {
         continue;
       }
       if (info.category == OpCategory::View) {
-        if (!root[out].empty()) continue;  // declared early for a row group
-        ValueId src = n.inputs[0];
-        declare(out, "view", ojson{{"base", root[src]}});
-        root[out] = root[src];
+        ensureView(out);  // pointer arithmetic on its root buffer (perhaps declared early for a row group)
         continue;
       }
       const TensorType& ot = g.type(out);

@@ -14,6 +14,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -188,15 +189,28 @@ bool compileSource(const std::string& src, const std::string& file, const std::s
                    std::string& error);
 }  // namespace
 
+namespace {
+/// Note [NVRTC failures]: the error names the kernel's graph nodes and
+/// carries NVRTC's log and the kernel's source.
+[[noreturn]] void throwKernelFailure(const KernelSource& k, const std::string& arch, const std::string& log) {
+  std::string nodes;
+  for (auto& s : k.nodes) nodes += (nodes.empty() ? "" : ", ") + s;
+  std::vector<Diagnostic> d{{SourceLoc{k.name + ".cu", nodes, "kernel"}, cat("NVRTC failed for ", arch, ": ", log)}};
+  d.push_back({SourceLoc{k.name + ".cu", "", ""}, "kernel source: " + k.source});
+  throw UserError(d);
+}
+}  // namespace
+
 NvrtcOutput nvrtcCompile(const KernelSource& k, const std::string& arch) {
   NvrtcOutput out;
   std::string err;
-  if (compileSource(k.source, k.name + ".cu", arch, out, err)) return out;
-  std::string nodes;
-  for (auto& s : k.nodes) nodes += (nodes.empty() ? "" : ", ") + s;
-  std::vector<Diagnostic> d{{SourceLoc{k.name + ".cu", nodes, "kernel"}, cat("NVRTC failed for ", arch, ": ", err)}};
-  d.push_back({SourceLoc{k.name + ".cu", "", ""}, "kernel source: " + k.source});
-  throw UserError(d);
+  if (!compileSource(k.source, k.name + ".cu", arch, out, err)) throwKernelFailure(k, arch, err);
+  return out;
+}
+
+void requireArch(const std::string& arch) {
+  if (!archSpelling(arch) || !nvrtcSupportsArch(arch))
+    throw UserError(SourceLoc{}, "--arch: '" + arch + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports");
 }
 
 std::vector<KernelModule> groupKernels(const std::map<std::string, KernelSource>& kernels, size_t perModule) {
@@ -412,7 +426,7 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
       if (ok && !p.empty() && !c.empty()) {
         out[m][a] = NvrtcOutput{std::move(p), std::move(c), ""};
         moduleHit[m][a] = 1;
-        ++st.link_hits;
+        ++st.module_hits;
       } else {
         needed[a].insert(modules[m].kernels.begin(), modules[m].kernels.end());
       }
@@ -420,8 +434,7 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
 
   // Whatever missed needs NVRTC (Note [Lazy NVRTC]): check the archs now.
   for (size_t a = 0; a < archs.size(); ++a)
-    if (!needed[a].empty() && !nvrtcSupportsArch(archs[a]))
-      throw UserError(SourceLoc{}, "--arch: '" + archs[a] + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports");
+    if (!needed[a].empty()) requireArch(archs[a]);
 
   // 1. The PTX of every kernel those need: from the cache, else from NVRTC.
   std::vector<std::map<std::string, std::string>> ptx(archs.size());  // [arch] kernel -> PTX
@@ -440,8 +453,9 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
         ++st.misses;
       }
     }
-  std::vector<std::string> errors;
-  {
+  using Failure = std::tuple<std::string, std::string, std::string>;  // (kernel or module, arch, log)
+  std::vector<Failure> errors;
+  if (st.misses) {  // no threads for a compile that hits the cache
     boost::asio::thread_pool pool(std::max(1u, jobs));
     for (size_t a = 0; a < archs.size(); ++a)
       for (size_t b = 0; b < missing[a].size(); b += kKernelsPerProgram) {
@@ -468,7 +482,7 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
               ++programs;
               if (!compileGroup({n}, one, err) || !one.count(n)) {
                 std::lock_guard<std::mutex> lk(mu);
-                errors.push_back(n + "\n" + archs[a] + "\n" + err);
+                errors.emplace_back(n, archs[a], err);
                 return;
               }
               got[n] = one[n];
@@ -487,21 +501,13 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
     pool.join();
   }
   if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end());
-    std::string name = errors[0].substr(0, errors[0].find('\n'));
-    std::string rest = errors[0].substr(errors[0].find('\n') + 1);
-    std::string arch = rest.substr(0, rest.find('\n'));
-    const KernelSource& k = kernels.at(name);
-    std::string nodes;
-    for (auto& s : k.nodes) nodes += (nodes.empty() ? "" : ", ") + s;
-    std::vector<Diagnostic> d{{SourceLoc{k.name + ".cu", nodes, "kernel"}, cat("NVRTC failed for ", arch, ": ", rest.substr(rest.find('\n') + 1))}};
-    d.push_back({SourceLoc{k.name + ".cu", "", ""}, "kernel source: " + k.source});
-    throw UserError(d);
+    auto& [name, arch, log] = *std::min_element(errors.begin(), errors.end());
+    throwKernelFailure(kernels.at(name), arch, log);
   }
 
   // 2. Each module that missed: its PTX assembled from its kernels', its
   //    cubin from nvJitLink.
-  {
+  if (st.module_hits < modules.size() * archs.size()) {
     boost::asio::thread_pool pool(std::max(1u, jobs));
     for (size_t m = 0; m < modules.size(); ++m)
       for (size_t a = 0; a < archs.size(); ++a) {
@@ -509,7 +515,7 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
         std::vector<const std::string*> parts;
         for (const std::string& k : modules[m].kernels) parts.push_back(&ptx[a].at(k));
         out[m][a].ptx = assemblePtx(parts);
-        ++st.link_misses;
+        ++st.module_misses;
         boost::asio::post(pool, [&, m, a] {
           auto t0 = clock::now();
           std::string err;
@@ -522,14 +528,14 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
           }
           std::lock_guard<std::mutex> lk(mu);
           st.link_ms += ms;
-          if (!linked) errors.push_back(modules[m].name + " " + archs[a] + ": " + err);
+          if (!linked) errors.emplace_back(modules[m].name, archs[a], err);
         });
       }
     pool.join();
   }
   if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end());
-    throw UserError(SourceLoc{errors[0].substr(0, errors[0].find(' ')) + ".ptx", "", "kernel module"}, errors[0]);
+    auto& [module, arch, log] = *std::min_element(errors.begin(), errors.end());
+    throw UserError(SourceLoc{module + ".ptx", "", "kernel module"}, module + " " + arch + ": " + log);
   }
   if (stats) *stats = st;
   return out;

@@ -86,3 +86,13 @@ def write_fixture(name, model, args, outdir):
         for k, v in model.state_dict().items():
             assert torch.equal(v, before[k]), f"{name}: export changed {k}"
     reference(name, model, args, outdir)
+
+
+def write_fixtures(programs, default_dir):
+    """The generators' command line: writes every (name, model, args) of
+    `programs` with write_fixture into argv[1], else `default_dir`."""
+    outdir = sys.argv[1] if len(sys.argv) > 1 else default_dir
+    os.makedirs(outdir, exist_ok=True)
+    for name, model, args in programs:
+        write_fixture(name, model, args, outdir)
+        print("wrote", name)

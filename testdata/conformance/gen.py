@@ -15,7 +15,7 @@ import torch.nn.functional as F  # noqa: F401
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from gen_util import write_fixture  # noqa: E402
+from gen_util import write_fixtures  # noqa: E402
 
 
 def rn(*shape, rg=False, seed=[0]):
@@ -211,11 +211,7 @@ def _no_grad(f):
 
 
 def main():
-    outdir = sys.argv[1] if len(sys.argv) > 1 else HERE
-    os.makedirs(outdir, exist_ok=True)
-    for name, model, args in scenarios():
-        write_fixture(name, model, args, outdir)
-        print("wrote", name)
+    write_fixtures(scenarios(), HERE)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,10 @@ def main():
     fx = validator(root, "fx_graph.schema.json")
     doc = json.load(open(os.path.join(root, "testdata", "fx", "mlp.json")))
     breakages = {
-        "wrong version": lambda d: d.__setitem__("version", 2),
+        "wrong version": lambda d: d.__setitem__("version", 3),
+        "bad output_paths": lambda d: d.__setitem__("output_paths", [1]),
+        "bad aliases": lambda d: d["inputs"][0].__setitem__("aliases", ["../x"]),
+        "bad argument": lambda d: d.__setitem__("arguments", [{"name": "x", "value": {"tensor": 1}}]),
         "no nodes": lambda d: d.pop("nodes"),
         "weights path": lambda d: d.__setitem__("weights", "../w.safetensors"),
         "bad role": lambda d: d["inputs"][0].__setitem__("role", "weight"),
@@ -39,6 +42,12 @@ def main():
     if not fx.is_valid(doc):
         print("FAIL: mlp.json should be valid")
         fails += 1
+    import glob
+    for path in sorted(glob.glob(os.path.join(root, "testdata", "exporter", "*.json"))):
+        errors = list(fx.iter_errors(json.load(open(path))))
+        if errors:
+            print(f"FAIL: {os.path.basename(path)} should be valid: {errors[0].message[:200]}")
+            fails += 1
     for what, f in breakages.items():
         d = copy.deepcopy(doc)
         f(d)

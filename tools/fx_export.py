@@ -1,4 +1,4 @@
-"""Export a PyTorch module or function to aotc's FX JSON format (v1).
+"""Export a PyTorch module or function to aotc's FX JSON format (v2).
 
     from fx_export import export
     export(module_or_fn, example_args, "out/mlp")   # writes out/mlp.json, out/mlp.safetensors
@@ -6,32 +6,55 @@
 The graph is recorded at the ATen level by a ``TorchDispatchMode`` (the
 mechanism ``make_fx`` is built on) while the model runs once on clones of its
 state: in-place ops and views are kept as they are (aotc functionalizes them
-itself), each op records whether grad mode was on, and every call of a user
-``torch.autograd.Function`` becomes one node holding its traced forward and
-its traced backward (which may mutate what the forward saved).  Parameters and
-buffers become named graph inputs (their ``state_dict`` names) with their role
-and ``requires_grad``; their values from *before* the export are written to
-``<prefix>.safetensors``.  Tracing runs on clones, so the module's state is left
-as it was found.  User inputs are named after the parameters of ``forward``
-(or of the function).
+itself), each op records whether grad mode was on, the user's source line
+(``file:line``) and the module path it ran in (``layer3.0.conv1``), and every
+call of a user ``torch.autograd.Function`` becomes one node holding its traced
+forward and its traced backward (which may mutate what the forward saved).
 
-Works with PyTorch 1.13 (Debian's python3-torch) and 2.x: where the APIs
-differ (``torch.func.functional_call`` vs ``torch.nn.utils.stateless``), the
-2.x one is used when present.  The format is specified by
-``schemas/fx_graph.schema.json``.
+Note [Capturing state by identity]: parameters and buffers are identified by
+tensor identity, not by attribute path.  Every slot of every submodule that
+holds a parameter or buffer (``_parameters``/``_buffers``, so ``self.w``,
+``self.parameters()``, ``state_dict()``, ``buffers()`` and tied weights all
+see it) is swapped for one clone per distinct tensor while tracing, and the
+recorder maps any other reference to an original (a Python list, a closure)
+to its clone as the op runs.  A tied tensor is one graph input named by its
+first ``state_dict`` name, its other names recorded as ``aliases``.  A tensor
+that requires grad and is none of a parameter, a buffer or an input is an
+export error naming it, never a constant (a constant would silently get no
+gradient); a tensor that merely shares storage with one is refused too unless
+it is the same view (``w.data``, ``w.detach()`` taken before the call).
+
+Note [Inputs as the caller passes them]: example arguments may be nested
+tuples/lists/dicts; each tensor leaf is a user input named ``<param>`` or
+``<param>.<key or index>`` along its path, every other leaf (int, float,
+bool, None, str, dtype) is specialized into the graph and recorded under
+``arguments``.  A user input that requires grad is traced as a non-leaf view
+of a fresh leaf, as AOTAutograd receives it, so in-place ops, view-chain
+mutations and metadata mutations of it record instead of failing in
+PyTorch; gradients are with respect to its value at call time.
+
+Outputs may be nested tuples/lists/dicts (``None`` leaves are dropped); they
+are flattened in order and each one's path is recorded (``output_paths``).
+The caller's tensors and the module are left exactly as they were: values
+and version counters.  Works with PyTorch 1.13 (Debian's python3-torch) and
+2.x.  The format is specified by ``schemas/fx_graph.schema.json``.
 """
 
 import inspect
 import json
 import os
 import struct
+import sys
+import tempfile
+import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
 
 FORMAT = "aotc.fx_graph"
-VERSION = 1
-EXPORTER_VERSION = "1"
+VERSION = 2
+EXPORTER_VERSION = "2"
 
 _ST_DTYPES = {
     torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
@@ -43,12 +66,16 @@ _TORCH_DTYPES = {
 }
 
 
-def _functional_call(module, state, args):
-    func = getattr(torch, "func", None)
-    if func is not None and hasattr(func, "functional_call"):
-        return func.functional_call(module, state, args)
-    from torch.nn.utils import stateless
-    return stateless.functional_call(module, state, args)
+class ExportError(ValueError):
+    """The program cannot be exported faithfully; nothing was written."""
+
+
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _storage_ptr(t):
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()  # 2.x, else 1.13
+    return st.data_ptr()
 
 
 def _dtype_name(dt):
@@ -78,11 +105,25 @@ def write_safetensors(path, tensors):
         off += len(b)
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * ((8 - (len(h) + 8) % 8) % 8)
-    with open(path, "wb") as f:
+    def write(f):
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
         for b in blobs:
             f.write(b)
+    _write_atomic(path, write)
+
+
+def _write_atomic(path, write):
+    """Writes through a temporary file in the same directory, renamed into place."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def _input_names(fn, n, is_module):
@@ -136,9 +177,10 @@ class _Graph:
     backward region.  Tensors are identified by their TensorImpl (``_cdata``);
     an in-place op returns its argument, so its result rebinds the name."""
 
-    def __init__(self, kind, resolve):
+    def __init__(self, kind, resolve, where=None):
         self.kind = kind
         self.resolve = resolve  # unknown tensor -> name (adds an input or a constant)
+        self.where = where or (lambda: {})  # the user's source line and module path
         self.names, self.sigs, self.keep = {}, {}, []
         self.inputs, self.nodes, self.outputs = [], [], []
         self.counts, self.used = {}, set()
@@ -190,6 +232,7 @@ class _Graph:
                  "kwargs": {k: self.arg(v) for k, v in kwargs.items()}}
         if not torch.is_grad_enabled():
             entry["grad_enabled"] = False
+        entry.update(self.where())
         if hasattr(func, "_schema") and not func._schema.is_mutable:
             entry["_pure"] = True
         return entry
@@ -212,8 +255,9 @@ class _Graph:
             for i, o in enumerate(out):
                 if isinstance(o, torch.Tensor):
                     g = self.fresh("getitem")
-                    self.nodes.append({"name": g, "target": "getitem", "args": [{"node": name}, i], "kwargs": {},
-                                       "meta": _meta_of(o)})
+                    item = {"name": g, "target": "getitem", "args": [{"node": name}, i], "kwargs": {}, "meta": _meta_of(o)}
+                    item.update({k: entry[k] for k in ("source", "module") if k in entry})
+                    self.nodes.append(item)
                     self.bind(o, g)
 
     def prune(self):
@@ -246,46 +290,149 @@ class _Graph:
         return {"inputs": self.inputs, "nodes": self.nodes, "outputs": self.outputs}
 
 
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_THIS_FILE = os.path.abspath(__file__)
+_INTERNAL_FILES = (_THIS_FILE, os.path.abspath(__file__).replace(".pyc", ".py"))
+
+
+def _user_frame():
+    """The innermost frame outside PyTorch and this file: the user's line."""
+    f = sys._getframe(2)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_TORCH_DIR) and os.path.abspath(fn) not in _INTERNAL_FILES and not fn.startswith("<frozen"):
+            return f
+        f = f.f_back
+    return None
+
+
+def _tensors_in(x, path="", depth=3):
+    """(path, tensor) for the tensors inside a Python container attribute."""
+    if isinstance(x, torch.Tensor):
+        yield path, x
+    elif depth > 0 and isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            yield from _tensors_in(v, f"{path}[{i}]", depth - 1)
+    elif depth > 0 and isinstance(x, dict):
+        for k, v in x.items():
+            yield from _tensors_in(v, f"{path}[{k!r}]", depth - 1)
+
+
 class _Recorder(TorchDispatchMode):
     """Records every ATen op into the current _Graph, and every user
-    torch.autograd.Function call as one node holding its forward and backward."""
+    torch.autograd.Function call as one node holding its forward and backward.
 
-    def __init__(self, constants):
+    `subst` maps an original tensor (by TensorImpl) to the clone traced in its
+    place (Note [Capturing state by identity]); `owners` maps the storage of
+    every original to (input name, original) so that other views of it are
+    recognized."""
+
+    def __init__(self, constants, root, subst, owners):
         super().__init__()
         self.constants = constants  # name -> tensor, written to the weights file
-        self.main = _Graph("main", self._resolve_main)
+        self.root = root            # the module being exported, or None
+        self.subst = subst
+        self.owners = owners
+        self.scope = []             # module paths of the forwards running now
+        self.current = None         # the op being recorded, for error messages
+        self.main = _Graph("main", self._resolve_main, self.where)
         self.g = self.main
 
+    # -- where an op comes from
+    def where(self):
+        w = {}
+        f = _user_frame()
+        if f is not None:
+            w["source"] = f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
+        if self.scope and self.scope[-1]:
+            w["module"] = self.scope[-1]
+        return w
+
+    def _context(self):
+        w = self.where()
+        at = f" at {w['source']}" if "source" in w else ""
+        at += f" in {w['module']}" if "module" in w else ""
+        return f"{self.current}{at}" if self.current else f"the program{at}"
+
+    # -- tensors the program reaches that are not bound yet
+    def _describe(self, t):
+        if self.root is not None:
+            for prefix, mod in self.root.named_modules(remove_duplicate=False):
+                for k, v in vars(mod).items():
+                    if k in ("_parameters", "_buffers", "_modules"):
+                        continue
+                    for path, x in _tensors_in(v):
+                        if x is t:
+                            return f"attribute '{prefix + '.' if prefix else ''}{k}{path}'"
+        return "a tensor the program captures (a closure, a global, or a tensor computed before the call)"
+
     def _resolve_main(self, g, t):
+        hit = self.subst.get(t._cdata)
+        if hit is not None:
+            return g.names[hit._cdata]
+        owner = self.owners.get(_storage_ptr(t)) if t.device.type != "meta" else None
+        if owner is not None:
+            name, orig = owner
+            same = (t.dtype == orig.dtype and tuple(t.shape) == tuple(orig.shape) and t.stride() == orig.stride()
+                    and t.storage_offset() == orig.storage_offset())
+            if same and not t.requires_grad:
+                # `w.data` or `w.detach()` taken before the call: a detached
+                # view of the input, so it sees the input's run-time value.
+                node = g.fresh("detach")
+                entry = {"name": node, "target": "aten.detach.default", "args": [{"node": g.names[self.subst[orig._cdata]._cdata]}],
+                         "kwargs": {}, "meta": _meta_of(t)}
+                entry.update(self.where())
+                g.nodes.append(entry)
+                g.bind(t, node)
+                return node
+            raise ExportError(
+                f"fx_export: {self._context()} reads {self._describe(t)} ({_dtype_name(t.dtype)}{list(t.shape)}), which shares "
+                f"storage with input '{name}' but is a view of it made before the call; aotc cannot follow it: "
+                "take the view inside forward")
+        if t.requires_grad:
+            raise ExportError(
+                f"fx_export: {self._context()} reads {self._describe(t)} ({_dtype_name(t.dtype)}{list(t.shape)}), which requires "
+                "grad but is neither a parameter, a buffer nor an input; as a constant it would get no gradient: "
+                "register it as an nn.Parameter or buffer of the module, or pass it as an argument")
         name = f"_tensor_constant{len(self.constants)}"
         self.constants[name] = t.detach().clone()
         return g.add_input(t, name, role="constant", requires_grad=False)
 
+    def _subst(self, x):
+        return tree_map(lambda a: self.subst.get(a._cdata, a) if isinstance(a, torch.Tensor) else a, x)
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.subst:
+            args, kwargs = self._subst(args), self._subst(kwargs)
         g = self.g  # None: the exporter's own bookkeeping ops
+        self.current = str(func)
         entry = g.prepare(func, args, kwargs) if g is not None else None
+        self.current = None
         out = func(*args, **kwargs)
         if g is not None:
             g.record(entry, out)
         return out
 
     def custom_function(self, cls, orig_apply, args):
+        args = tuple(self._subst(list(args)))
         if not torch.is_grad_enabled() or not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             return orig_apply(*args)  # no autograd node: its ops are recorded inline
         outer = self.g
         outer_args = []
+        self.current = f"{cls.__qualname__}.apply"
 
         def resolve_fwd(g, t):  # a tensor the forward reads without receiving it
             outer_ref = outer.ref(t)
             outer_args.append(outer_ref)
             return g.add_input(t, g.fresh("captured"))
 
-        fwd = _Graph("forward", resolve_fwd)
+        fwd = _Graph("forward", resolve_fwd, self.where)
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor):
                 outer_args.append(outer.ref(a))
                 fwd.add_input(a, f"arg{i}", index=i)
+        self.current = None
         self.g = fwd
         try:
             out = orig_apply(*args)
@@ -298,11 +445,11 @@ class _Recorder(TorchDispatchMode):
         def resolve_bwd(g, t):  # a tensor the forward saved (or stored on ctx)
             name = fwd.names.get(t._cdata) or fwd.sigs.get(_signature(t))
             if name is None:
-                raise ValueError(f"fx_export: {cls.__qualname__}.backward reads a tensor its forward neither "
-                                 "received nor produced")
+                raise ExportError(f"fx_export: {cls.__qualname__}.backward reads a tensor its forward neither "
+                                  "received nor produced")
             return g.add_input(t, g.fresh("saved_" + name), saved=name)
 
-        bwd = _Graph("backward", resolve_bwd)
+        bwd = _Graph("backward", resolve_bwd, self.where)
         grads = []
         self.g = None
         try:
@@ -322,6 +469,7 @@ class _Recorder(TorchDispatchMode):
         name = outer.fresh(cls.__name__.lower())
         entry = {"name": name, "target": "aotc.autograd_function", "function": f"{cls.__module__}.{cls.__qualname__}",
                  "args": outer_args, "kwargs": {}, "forward": fwd.to_json(), "backward": bwd.to_json()}
+        entry.update(self.where())
         outer.nodes.append(entry)
         outer._bind_results(entry, tuple(outs) if isinstance(out, (tuple, list)) else out)
         return out
@@ -338,75 +486,188 @@ def _user_functions():
     return [c for c in seen if not c.__module__.startswith("torch.") and "apply" not in c.__dict__]
 
 
-def _flatten(out):
+def flatten_outputs(out, path=""):
+    """(path, tensor) for every tensor of a nested output, in order; None
+    leaves are dropped.  `aotc run` names them output.<i> in this order."""
     if isinstance(out, torch.Tensor):
-        return [out]
+        return [(path, out)]
+    if out is None:
+        return []
     if isinstance(out, (tuple, list)):
-        return [t for o in out for t in _flatten(o)]
-    if isinstance(out, dict):
-        return [t for k in out for t in _flatten(out[k])]
-    raise ValueError(f"fx_export: outputs must be tensors or tuples, lists or dicts of tensors, got {type(out).__name__}")
+        items = list(enumerate(out))
+    elif isinstance(out, dict):
+        items = list(out.items())
+    else:
+        raise ExportError(f"fx_export: output {path or '(the result)'} is a {type(out).__name__}; outputs must be tensors or "
+                          "tuples, lists or dicts of tensors")
+    res = []
+    for k, v in items:
+        res.extend(flatten_outputs(v, f"{path}.{k}" if path else str(k)))
+    return res
 
 
-def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
+def _check_name(name, what):
+    if not name or len(name) > 256 or not set(name) <= _NAME_CHARS:
+        raise ExportError(f"fx_export: {what} '{name}' must be 1-256 characters of [A-Za-z0-9_.-] "
+                          "(user inputs are named <parameter>.<key or index> along their path)")
+
+
+def _flatten_args(name, a, leaves):
+    """The JSON record of argument `a` (named `name`); its tensor leaves are
+    appended to `leaves` as (input name, tensor)."""
+    if isinstance(a, torch.Tensor):
+        _check_name(name, "input")
+        leaves.append((name, a))
+        return {"input": name}
+    if isinstance(a, (tuple, list)):
+        return {"tuple" if isinstance(a, tuple) else "list": [_flatten_args(f"{name}.{i}", x, leaves) for i, x in enumerate(a)]}
+    if isinstance(a, dict):
+        items = {}
+        for k, v in a.items():
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise ExportError(f"fx_export: argument {name} has a key {k!r} of type {type(k).__name__}; keys must be str or int")
+            items[str(k)] = _flatten_args(f"{name}.{k}", v, leaves)
+        return {"dict": items}
+    try:
+        return {"value": _arg(a)}
+    except ValueError:
+        raise ExportError(f"fx_export: argument {name} is a {type(a).__name__}; arguments must be tensors, int, float, bool, "
+                          "None, str, torch.dtype or tuples/lists/dicts of them") from None
+
+
+def _rebuild(a, traced, it):
+    """`a` with its tensor leaves replaced, in order, by the traced ones."""
+    if isinstance(a, torch.Tensor):
+        return traced[next(it)]
+    if isinstance(a, (tuple, list)):
+        return type(a)(_rebuild(x, traced, it) for x in a) if isinstance(a, tuple) else [_rebuild(x, traced, it) for x in a]
+    if isinstance(a, dict):
+        return {k: _rebuild(v, traced, it) for k, v in a.items()}
+    return a
+
+
+def _state_slots(module):
+    """Every distinct parameter and buffer tensor, in state_dict order
+    (parameters first), with every (module, dict, key, full name) slot that
+    holds it."""
+    found = {}
+    for kind in ("_parameters", "_buffers"):
+        for prefix, mod in module.named_modules(remove_duplicate=False):
+            for attr, t in getattr(mod, kind).items():
+                if t is None:
+                    continue
+                full = f"{prefix}.{attr}" if prefix else attr
+                e = found.setdefault(t._cdata, {"tensor": t, "role": "parameter" if kind == "_parameters" else "buffer",
+                                                "names": [], "slots": []})
+                if full not in e["names"]:
+                    e["names"].append(full)
+                e["slots"].append((getattr(mod, kind), attr))
+    return list(found.values())
+
+
+def export(module_or_fn, example_args, path_prefix, dynamic=None, ranges=None, *, name=None):
     """Traces ``module_or_fn(*example_args)`` and writes ``<path_prefix>.json``
-    and ``<path_prefix>.safetensors``.  Returns the JSON document (a dict)."""
+    and ``<path_prefix>.safetensors``.  Returns the JSON document (a dict).
+    Raises ExportError, writing nothing, when the program cannot be exported
+    faithfully."""
+    if dynamic or ranges:
+        raise ExportError("fx_export: dynamic shapes (dynamic=, ranges=) are not supported by this aotc yet; "
+                          "export once per shape")
     if not isinstance(example_args, tuple):
         example_args = (example_args,)
     is_module = isinstance(module_or_fn, torch.nn.Module)
-    params = dict(module_or_fn.named_parameters()) if is_module else {}
-    buffers = dict(module_or_fn.named_buffers()) if is_module else {}
-    state_names = list(params) + list(buffers)
-    state = [params[n] if n in params else buffers[n] for n in state_names]
-    user_names = _input_names(module_or_fn, len(example_args), is_module)
-    for i, a in enumerate(example_args):
-        if not isinstance(a, torch.Tensor):
-            raise ValueError(f"fx_export: example argument {i} ({user_names[i]}) is not a tensor")
-    all_names = state_names + user_names
-    roles = ["parameter"] * len(params) + ["buffer"] * len(buffers) + ["user_input"] * len(example_args)
-    originals = state + list(example_args)
+    state = _state_slots(module_or_fn) if is_module else []
+    params = [e for e in state if e["role"] == "parameter"]
+    state = params + [e for e in state if e["role"] == "buffer"]
 
-    # Tracing runs on clones, so the module's state is left as it was found,
-    # and the weights file holds the values from before the export.
-    snapshot = {n: t.detach().clone() for n, t in zip(state_names, state)}
-    clones = [t.detach().clone().requires_grad_(t.requires_grad) for t in originals]
+    # User inputs: tensor leaves of the (nested) arguments.
+    user_names = _input_names(module_or_fn, len(example_args), is_module)
+    leaves, arguments = [], []
+    for n, a in zip(user_names, example_args):
+        arguments.append({"name": n, "value": _flatten_args(n, a, leaves)})
+    taken = {n for e in state for n in e["names"]}
+    for n, _ in leaves:
+        if n in taken:
+            raise ExportError(f"fx_export: user input '{n}' has the name of a parameter or buffer; rename the argument")
+
+    # Tracing runs on clones, so the caller's tensors and the module's state
+    # are left as they were found, and the weights file holds the values from
+    # before the export.  A requires-grad user input is traced as a non-leaf
+    # (Note [Inputs as the caller passes them]).
+    snapshot = {e["names"][0]: e["tensor"].detach().clone() for e in state}
+    originals = [e["tensor"] for e in state] + [t for _, t in leaves]
+    versions = [t._version for t in originals]
+    traced = []
+    for e in state:
+        t = e["tensor"]
+        c = t.detach().clone()
+        traced.append(torch.nn.Parameter(c, requires_grad=t.requires_grad) if isinstance(t, torch.nn.Parameter) else c)
+    for _, t in leaves:
+        c = t.detach().clone()
+        traced.append(c.requires_grad_().clone() if t.requires_grad else c)
+    names = [e["names"][0] for e in state] + [n for n, _ in leaves]
+    roles = [e["role"] for e in state] + ["user_input"] * len(leaves)
+    subst = {o._cdata: c for o, c in zip(originals, traced)}
+    owners = {}
+    for n, o in zip(names, originals):
+        owners.setdefault(_storage_ptr(o), (n, o))
 
     constants = {}
-    rec = _Recorder(constants)
-    for n, role, t, c in zip(all_names, roles, originals, clones):
-        rec.main.add_input(c, n, role=role, requires_grad=bool(t.requires_grad))
+    rec = _Recorder(constants, module_or_fn if is_module else None, subst, owners)
+    for i, (n, role, t, c) in enumerate(zip(names, roles, originals, traced)):
+        extra = {"role": role, "requires_grad": bool(t.requires_grad)}
+        if i < len(state) and len(state[i]["names"]) > 1:
+            extra["aliases"] = state[i]["names"][1:]
+        rec.main.add_input(c, n, **extra)
     # Inputs that share memory in the caller: declared, so the compiler can
     # handle or refuse them (it refuses when one of them is mutated).
     groups = {}
-    for n, t in zip(all_names, originals):
-        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()  # 2.x, else 1.13
-        groups.setdefault(st.data_ptr(), []).append(n)
+    for n, t in zip(names, originals):
+        groups.setdefault(_storage_ptr(t), []).append(n)
     storage_groups = [g for g in groups.values() if len(g) > 1]
 
     patched = _user_functions()
     for cls in patched:
         cls.apply = staticmethod((lambda c, orig: lambda *a: rec.custom_function(c, orig, a))(cls, cls.apply))
+    hooks = []
+    if is_module:
+        # A module used in two places is named by its first path.
+        def leave(mod, args, out):  # a forward hook's result would replace the output
+            rec.scope.pop()
+        for prefix, mod in module_or_fn.named_modules():
+            hooks.append(mod.register_forward_pre_hook(lambda m, i, p=prefix: rec.scope.append(p)))
+            hooks.append(mod.register_forward_hook(leave))
     was_training = module_or_fn.training if is_module else None
+    for e, c in zip(state, traced):
+        for d, k in e["slots"]:
+            d[k] = c
     try:
+        call_args = _rebuild(example_args, traced[len(state):], iter(range(len(leaves))))
         with rec:
-            if is_module:
-                sd = {n: c for n, c in zip(state_names, clones)}
-                out = _functional_call(module_or_fn, sd, tuple(clones[len(state_names):]))
-            else:
-                out = module_or_fn(*clones)
+            out = module_or_fn(*call_args)
+        outs = flatten_outputs(out)
+        rec.main.outputs = [rec.main.ref(t) for _, t in outs]
     finally:
+        for e in state:
+            for d, k in e["slots"]:
+                d[k] = e["tensor"]
+        for h in hooks:
+            h.remove()
         for cls in patched:
             del cls.apply
         if is_module:
             module_or_fn.train(was_training)
-    rec.main.outputs = [rec.main.ref(t) for t in _flatten(out)]
     rec.main.prune()
+    _restore_versions(names, originals, versions)
 
     # Input entries in schema order.
     inputs = []
     for e in rec.main.inputs:
-        inputs.append({"name": e["name"], "role": e["role"], "requires_grad": e["requires_grad"],
-                       "dtype": e["dtype"], "shape": e["shape"], "stride": e["stride"]})
+        entry = {"name": e["name"], "role": e["role"], "requires_grad": e["requires_grad"],
+                 "dtype": e["dtype"], "shape": e["shape"], "stride": e["stride"]}
+        if "aliases" in e:
+            entry["aliases"] = e["aliases"]
+        inputs.append(entry)
 
     prefix = os.fspath(path_prefix)
     doc = {
@@ -416,8 +677,10 @@ def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
         "producer": {"exporter": "aotc.fx_export " + EXPORTER_VERSION, "torch": torch.__version__},
         "weights": os.path.basename(prefix) + ".safetensors",
         "inputs": inputs,
+        "arguments": arguments,
         "nodes": rec.main.nodes,
         "outputs": rec.main.outputs,
+        "output_paths": [p for p, _ in outs],
     }
     if storage_groups:
         doc["storage_groups"] = storage_groups
@@ -427,7 +690,21 @@ def export(module_or_fn, example_args: tuple, path_prefix, *, name=None):
     weights = dict(snapshot)
     weights.update(constants)
     write_safetensors(prefix + ".safetensors", weights)
-    with open(prefix + ".json", "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    text = (json.dumps(doc, indent=1) + "\n").encode()
+    _write_atomic(prefix + ".json", lambda f: f.write(text))
     return doc
+
+
+def _restore_versions(names, originals, versions):
+    """Ops reach originals only through the recorder, which runs them on the
+    clones; but autograd, above it, bumps an original's version counter when
+    an in-place op names it through a reference that was not swapped (a list,
+    a closure).  PyTorch 2.x can set the counter back; 1.13 cannot."""
+    setter = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
+    for n, t, v in zip(names, originals, versions):
+        if t._version != v:
+            if setter is not None:
+                setter(t, v)
+            else:
+                warnings.warn(f"fx_export: '{n}' was mutated through a reference other than its module attribute; its "
+                              f"value is unchanged but PyTorch {torch.__version__} cannot restore its version counter")

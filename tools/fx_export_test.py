@@ -1,11 +1,19 @@
 #!/usr/bin/python3
 """Tests of tools/fx_export.py with Debian's PyTorch: the exported JSON
-validates against schemas/fx_graph.schema.json, the module's state is left as
-it was, weights are the values from before the export, inputs carry their
-state_dict names, roles and requires_grad, user inputs are named after
-forward's parameters, and in-place/view ops are kept."""
+validates against schemas/fx_graph.schema.json, the module's state and the
+arguments are left as they were (values and version counters), weights are
+the values from before the export, inputs carry their state_dict names,
+roles and requires_grad, tied tensors are one input with aliases, user
+inputs are named after forward's parameters and their paths in nested
+arguments, in-place/view ops are kept, every node carries its source line
+and module path, and what cannot be captured faithfully is refused with an
+error naming it and nothing written.  (Numbers against eager: the fixtures
+of testdata/exporter, run by e2e_test.)
+
+    /usr/bin/python3 tools/fx_export_test.py [path/to/aotc]"""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -17,6 +25,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
 import fx_export  # noqa: E402
 from compare_safetensors import load  # noqa: E402
+
+# The aotc binary, when given on the command line (CTest gives it).
+AOTC = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
 
 
 class Net(torch.nn.Module):
@@ -87,5 +98,190 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(doc["outputs"], [{"node": doc["nodes"][-1]["name"]}])
 
 
+def _line_of(marker):
+    """The line of this file that ends with `marker`."""
+    with open(__file__) as f:
+        return next(i + 1 for i, line in enumerate(f) if line.rstrip().endswith(marker))
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("count", torch.zeros(()))
+
+    def forward(self, x):
+        self.count.add_(1)
+        x.mul_(2)                      # in place on a requires-grad user input
+        x.t_()                         # and its metadata
+        return self.lin(x.t())
+
+
+class CapturingTest(unittest.TestCase):
+    """Issue 10: what users write, captured or refused."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def export(self, m, args, name="m"):
+        return fx_export.export(m, args, os.path.join(self.tmp, name))
+
+    def assert_refused(self, m, args, *fragments):
+        with self.assertRaises(fx_export.ExportError) as cm:
+            self.export(m, args, "refused")
+        for f in fragments:
+            self.assertIn(f, str(cm.exception))
+        self.assertEqual([f for f in os.listdir(self.tmp) if f.startswith("refused") or ".tmp-" in f], [])
+
+    def test_export_leaves_state_and_arguments_unchanged(self):
+        m = Scaled()
+        x = torch.randn(2, 3, requires_grad=True)
+        state = {k: (v.detach().clone(), v._version) for k, v in m.state_dict(keep_vars=True).items()}
+        xv, xver, xshape = x.detach().clone(), x._version, (tuple(x.shape), x.stride())
+        doc = self.export(m, (x,))
+        for k, v in m.state_dict(keep_vars=True).items():
+            self.assertTrue(torch.equal(v.detach(), state[k][0]), k)
+            self.assertEqual(v._version, state[k][1], k)
+        self.assertTrue(torch.equal(x.detach(), xv))
+        self.assertEqual((x._version, (tuple(x.shape), x.stride())), (xver, xshape))
+        self.assertTrue(x.is_leaf and x.grad is None)
+        targets = [n["target"] for n in doc["nodes"]]
+        self.assertIn("aten.mul_.Tensor", targets)
+        self.assertIn("aten.t_.default", targets)
+
+    def test_requires_grad_tensor_that_is_no_input_is_refused(self):
+        loose = torch.randn(3, requires_grad=True)
+        self.assert_refused(lambda x: x * loose, (torch.randn(3),), "aten.mul.Tensor", "fx_export_test.py:",
+                            "requires grad but is neither a parameter, a buffer nor an input")
+
+        class Attr(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.scale = torch.randn(3, requires_grad=True)  # not registered
+
+            def forward(self, x):
+                return x * self.scale
+        self.assert_refused(Attr(), (torch.randn(3),), "attribute 'scale'", "requires grad")
+
+    def test_partial_view_of_state_made_outside_is_refused(self):
+        class Stale(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("table", torch.randn(4, 3))
+                self.head = self.table[:2]  # a view taken once, at construction
+
+            def forward(self, x):
+                self.table.mul_(2)
+                return x + self.head
+        self.assert_refused(Stale(), (torch.randn(2, 3),), "shares storage with input 'table'")
+
+    def test_detached_alias_of_state_reads_the_input(self):
+        class Detached(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.randn(3))
+                self.frozen = self.w.detach()
+
+            def forward(self, x):
+                return x * self.frozen + self.w
+        doc = self.export(Detached(), (torch.randn(3),))
+        self.assertEqual([i["name"] for i in doc["inputs"]], ["w", "x"])
+        det = [n for n in doc["nodes"] if n["target"] == "aten.detach.default"]
+        self.assertEqual(det[0]["args"], [{"node": "w"}])
+
+    def test_tied_parameters_are_one_input_with_aliases(self):
+        class Tied(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Linear(2, 2)
+                self.b = torch.nn.Linear(2, 2)
+                self.b.weight = self.a.weight
+
+            def forward(self, x):
+                return self.b(self.a(x))
+        doc = self.export(Tied(), (torch.randn(1, 2),))
+        self.assertEqual([(i["name"], i.get("aliases")) for i in doc["inputs"]],
+                         [("a.weight", ["b.weight"]), ("a.bias", None), ("b.bias", None), ("x", None)])
+        self.assertFalse(any(i["role"] == "constant" for i in doc["inputs"]))
+        self.assertEqual(sorted(load(os.path.join(self.tmp, "m.safetensors"))), ["a.bias", "a.weight", "b.bias"])
+
+    def test_nested_arguments_and_outputs(self):
+        def f(batch, k, opts):
+            return {"y": batch["x"] * k, "aux": [batch["pair"][1], None]}
+        doc = self.export(f, ({"x": torch.randn(2), "pair": (torch.randn(1), torch.randn(3))}, 4, None))
+        self.assertEqual([i["name"] for i in doc["inputs"]], ["batch.x", "batch.pair.0", "batch.pair.1"])
+        self.assertEqual(doc["output_paths"], ["y", "aux.0"])
+        self.assertEqual(doc["arguments"][1], {"name": "k", "value": {"value": 4}})
+        self.assertEqual(doc["arguments"][0]["value"]["dict"]["pair"], {"tuple": [{"input": "batch.pair.0"}, {"input": "batch.pair.1"}]})
+        with self.assertRaises(fx_export.ExportError):
+            self.export(f, ({"x": torch.randn(2), "pair": object()}, 1, None), "bad")
+
+    def test_source_lines_and_module_paths(self):
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(2, 2)
+
+            def forward(self, x):
+                return self.proj(x).relu()  # LINE-RELU
+
+        class Top(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = torch.nn.Sequential(Block(), Block())
+
+            def forward(self, x):
+                return self.blocks(x).sum()  # LINE-SUM
+        doc = self.export(Top(), (torch.randn(1, 2),))
+        relu_line, sum_line = _line_of("# LINE-RELU"), _line_of("# LINE-SUM")
+        by_target = {}
+        for n in doc["nodes"]:
+            self.assertIn("source", n, n["name"])
+            by_target.setdefault(n["target"], []).append((n["source"], n.get("module")))
+        me = os.path.basename(__file__)
+        self.assertEqual(by_target["aten.relu.default"], [(f"{me}:{relu_line}", "blocks.0"), (f"{me}:{relu_line}", "blocks.1")])
+        self.assertEqual(by_target["aten.addmm.default"], [(f"{me}:{relu_line}", "blocks.0.proj"), (f"{me}:{relu_line}", "blocks.1.proj")])
+        self.assertEqual(by_target["aten.sum.default"], [(f"{me}:{sum_line}", None)])
+
+    def test_dynamic_is_refused_until_supported(self):
+        with self.assertRaises(fx_export.ExportError):
+            fx_export.export(lambda x: x * 2, (torch.randn(2),), os.path.join(self.tmp, "dyn"), dynamic={"x": {0: "b"}})
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "dyn.json")))
+
+    def test_schema_v2(self):
+        import jsonschema
+        with open(os.path.join(HERE, "..", "schemas", "fx_graph.schema.json")) as f:
+            schema = json.load(f)
+
+        def f(batch, k):
+            return {"y": batch["x"] * k}
+        doc = self.export(f, ({"x": torch.randn(2)}, 3))
+        jsonschema.validators.validator_for(schema)(schema).validate(doc)
+
+    @unittest.skipIf(AOTC is None, "needs the aotc binary (CTest passes it)")
+    def test_compile_error_names_source_line_and_module(self):
+        class Inner(torch.nn.Module):
+            def forward(self, x):
+                return torch.roll(x, 1, 0)  # LINE-ROLL
+
+        class Outer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = Inner()
+
+            def forward(self, x):
+                return self.inner(x) * 2
+        self.export(Outer(), (torch.randn(3),))
+        line = _line_of("# LINE-ROLL")
+        r = subprocess.run([AOTC, "compile", os.path.join(self.tmp, "m.json"), "-o", os.path.join(self.tmp, "art")],
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f"node 'roll' (aten.roll.default) at {os.path.basename(__file__)}:{line} in inner: error: unsupported op",
+                      r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "art")))
+
+
 if __name__ == "__main__":
+    if AOTC is not None:
+        sys.argv.pop(1)
     unittest.main(verbosity=2)

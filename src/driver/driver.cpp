@@ -178,6 +178,9 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.archs = opts.archs;
   mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
   mi.nvrtc_version = nvrtcVersionCached(opts.cache_dir);
+  mi.input_aliases = fx.input_aliases;
+  mi.output_paths = fx.output_paths;
+  mi.arguments = fx.arguments;
   std::vector<KernelModule> modules = groupKernels(cg.kernels, kKernelsPerModule);
   ojson manifest = buildManifest(pr, cg, modules, mi);
   double tCodegen = ms();
@@ -324,8 +327,14 @@ std::string inspect(const std::string& path) {
     for (auto& in : m["inputs"])
       os << "    " << in["name"].get<std::string>() << " " << in["role"].get<std::string>() << " " << in["dtype"].get<std::string>()
          << in["shape"].dump() << (in["requires_grad"].get<bool>() ? " requires_grad" : "")
-         << (in["mutation"] != "none" ? " mutated:" + in["mutation"].get<std::string>() : "") << "\n";
+         << (in["mutation"] != "none" ? " mutated:" + in["mutation"].get<std::string>() : "")
+         << (in.contains("aliases") ? " aliases:" + in["aliases"].dump() : "") << "\n";
     os << "  outputs: " << m["outputs"].size() << ", grads: " << m["grads"].size() << "\n";
+    for (auto& o : m["outputs"])
+      os << "    output." << o["index"].get<size_t>() << (o.contains("path") ? " '" + o["path"].get<std::string>() + "'" : "")
+         << " " << o["dtype"].get<std::string>() << o["shape"].dump() << (o["kind"] != "fresh" ? " (aliases an input)" : "") << "\n";
+    if (m["model"].contains("arguments"))
+      for (auto& a : m["model"]["arguments"]) os << "  argument " << a.dump() << "\n";
     int64_t savedBytes = 0;
     for (auto& s : m["saved"]) {
       int64_t n = dtypeSize(*parseDType(s["dtype"].get<std::string>()));
@@ -347,9 +356,19 @@ std::string inspect(const std::string& path) {
   for (auto& n : fx.graph.nodes)
     if (seen.insert({n.loc.node, n.loc.op}).second) ops[n.loc.op]++;
   os << "model " << fx.graph.name << " (" << path << ")\n  inputs:\n";
-  for (auto& gi : fx.graph.inputs)
-    os << "    " << fx.graph.values[gi.value].name << " " << inputRoleName(gi.role) << " " << fx.graph.type(gi.value).str()
-       << (gi.requires_grad ? " requires_grad" : "") << "\n";
+  for (auto& gi : fx.graph.inputs) {
+    const std::string& name = fx.graph.values[gi.value].name;
+    os << "    " << name << " " << inputRoleName(gi.role) << " " << fx.graph.type(gi.value).str()
+       << (gi.requires_grad ? " requires_grad" : "");
+    if (auto a = fx.input_aliases.find(name); a != fx.input_aliases.end())
+      for (auto& n : a->second) os << " alias:" << n;
+    os << "\n";
+  }
+  os << "  outputs:\n";
+  for (size_t i = 0; i < fx.graph.outputs.size(); ++i)
+    os << "    output." << i << (i < fx.output_paths.size() ? " '" + fx.output_paths[i] + "'" : "") << " "
+       << fx.graph.type(fx.graph.outputs[i].value).str() << "\n";
+  for (auto& a : fx.arguments) os << "  argument " << a.dump() << "\n";
   os << "  ops by count:\n";
   for (auto& [op, n] : ops) os << "    " << n << " " << op << "\n";
   int64_t params = 0, paramBytes = 0;

@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 
 const fs::path kFx = fs::path(AOTC_SOURCE_DIR) / "testdata" / "fx";
 const fs::path kConformance = fs::path(AOTC_SOURCE_DIR) / "testdata" / "conformance";
+const fs::path kExporter = fs::path(AOTC_SOURCE_DIR) / "testdata" / "exporter";
 
 Logger quietLogger() { return std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()); }
 
@@ -123,6 +124,29 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, Conformance,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+/// Programs as users write them (testdata/exporter/gen.py): mutated inputs
+/// that require grad, state reached by identity, nested arguments and
+/// outputs; under every partitioner, on both backends.
+class Exporter : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+TEST_P(Exporter, MatchesEager) { compileRunCompare(kExporter, std::get<0>(GetParam()), std::get<1>(GetParam()), {"sm_90"}); }
+INSTANTIATE_TEST_SUITE_P(Programs, Exporter,
+                         ::testing::Combine(::testing::ValuesIn(fixtures(kExporter)), ::testing::ValuesIn(partitionerNames())),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(E2E, ExporterSuiteCoversEveryForm) {
+  auto f = fixtures(kExporter);
+  auto count = [&](const std::string& prefix) {
+    return std::count_if(f.begin(), f.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_GE(count("mut_"), 15);
+  EXPECT_GE(count("state_"), 5);
+  EXPECT_GE(count("args_"), 3);
+}
 
 TEST(E2E, ConformanceSuiteIsLargeEnough) { EXPECT_GE(fixtures(kConformance).size(), 30u); }
 

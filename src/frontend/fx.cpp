@@ -714,6 +714,9 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.squeeze.default", [](Converter& c) -> V { return {c.op(OpKind::Squeeze, {c.tensor(0, "self")}, Attrs{{"dim", Ints{}}})}; }},
       {"aten.squeeze.dim", [](Converter& c) -> V { return {c.op(OpKind::Squeeze, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")}})}; }},
       {"aten.squeeze.dims", [](Converter& c) -> V { return {c.op(OpKind::Squeeze, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")}})}; }},
+      {"aten.squeeze_.default", [](Converter& c) -> V { return {c.op(OpKind::SqueezeInplace, {c.tensor(0, "self")}, Attrs{{"dim", Ints{}}})}; }},
+      {"aten.squeeze_.dim", [](Converter& c) -> V { return {c.op(OpKind::SqueezeInplace, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")}})}; }},
+      {"aten.squeeze_.dims", [](Converter& c) -> V { return {c.op(OpKind::SqueezeInplace, {c.tensor(0, "self")}, Attrs{{"dim", c.ints(1, "dim")}})}; }},
       {"aten.slice.Tensor",
        [](Converter& c) -> V {
          ValueId x = c.tensor(0, "self");
@@ -986,14 +989,28 @@ TensorType parseTensorType(const json& j, const SourceLoc& loc, const char* what
   return t;
 }
 
-void collectUnknown(const json& nodes, const std::string& path, std::map<std::string, std::vector<std::string>>& unknown) {
+/// Where FX node `n` came from: its name, target, and the user's source line
+/// and module path the exporter recorded.
+SourceLoc nodeLoc(const json& n, const std::string& path) {
+  SourceLoc loc{path, n["name"].get<std::string>(), n["target"].get<std::string>()};
+  auto str = [&](const char* key) {
+    if (!n.contains(key)) return std::string();
+    if (!n[key].is_string()) throw UserError(loc, cat("'", key, "' must be a string"));
+    return n[key].get<std::string>();
+  };
+  loc.source = str("source");
+  loc.scope = str("module");
+  return loc;
+}
+
+void collectUnknown(const json& nodes, const std::string& path, std::map<std::string, std::vector<SourceLoc>>& unknown) {
   for (auto& n : nodes) {
     if (!n.is_object() || !n.contains("name") || !n["name"].is_string() || !n.contains("target") ||
         !n["target"].is_string() || !n.contains("args") || !n["args"].is_array())
       throw UserError(SourceLoc{path, "", ""}, "malformed node " + n.dump().substr(0, 120) + " (needs name, target, args)");
     const std::string target = n["target"].get<std::string>();
     if (target == "getitem") continue;
-    if (!converters().count(target)) unknown[target].push_back(n["name"].get<std::string>());
+    if (!converters().count(target)) unknown[target].push_back(nodeLoc(n, path));
     if (target == "aotc.autograd_function")
       for (const char* r : {"forward", "backward"})
         if (n.contains(r) && n[r].is_object() && n[r].contains("nodes") && n[r]["nodes"].is_array())
@@ -1008,7 +1025,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
   for (auto& [k, v] : env) names.insert(k);
   for (auto& n : nodes) {
     std::string name = n["name"].get<std::string>(), target = n["target"].get<std::string>();
-    SourceLoc loc{path, name, target};
+    SourceLoc loc = nodeLoc(n, path);
     if (!validName(name)) throw UserError(loc, "node name must be 1-256 characters of [A-Za-z0-9_.-]");
     if (!names.insert(name).second) throw UserError(loc, "node name is not unique");
     if (n.contains("kwargs") && !n["kwargs"].is_object()) throw UserError(loc, "kwargs must be an object");
@@ -1144,9 +1161,12 @@ FxModel loadFxGraphUnchecked(const std::string& path) {
   };
   if (!doc.is_object() || doc.value("format", "") != "aotc.fx_graph")
     throw UserError(fileLoc, "not an aotc FX graph (\"format\" must be \"aotc.fx_graph\")");
-  if (!doc.contains("version") || !doc["version"].is_number_integer() || doc["version"].get<int>() != 1)
+  // Version 2 added source locations, tied-parameter aliases, specialized
+  // arguments and output paths, all optional: version 1 files read as before.
+  if (!doc.contains("version") || !doc["version"].is_number_integer() || doc["version"].get<int64_t>() < 1 ||
+      doc["version"].get<int64_t>() > 2)
     throw UserError(fileLoc, "unsupported FX graph version " + (doc.contains("version") ? doc["version"].dump() : "(none)") +
-                                 "; this aotc reads version 1");
+                                 "; this aotc reads versions 1 and 2");
   const json& inputs = need("inputs", json::value_t::array, "an array");
   const json& nodes = need("nodes", json::value_t::array, "an array");
   const json& outputs = need("outputs", json::value_t::array, "an array");
@@ -1177,6 +1197,15 @@ FxModel loadFxGraphUnchecked(const std::string& path) {
     if (rg && !isFloating(t.dtype)) throw UserError(loc, "only floating-point inputs can require grad");
     env[name] = {m.graph.addInput(name, t, *role, rg)};
     needWeights |= *role != InputRole::UserInput;
+    if (in.contains("aliases")) {
+      // A tied parameter or buffer: its other state_dict names.
+      if (!in["aliases"].is_array()) throw UserError(loc, "aliases must be an array of names");
+      for (auto& a : in["aliases"]) {
+        if (!a.is_string() || !validName(a.get<std::string>())) throw UserError(loc, "alias " + a.dump() + " is not a valid name");
+        if (*role == InputRole::UserInput) throw UserError(loc, "only parameters and buffers have aliases");
+        m.input_aliases[name].push_back(a.get<std::string>());
+      }
+    }
   }
   if (needWeights) {
     auto header = readSafetensorsHeader(m.weights_path);
@@ -1194,21 +1223,42 @@ FxModel loadFxGraphUnchecked(const std::string& path) {
   }
 
   // Report every unsupported op at once, with counts, before converting anything.
-  std::map<std::string, std::vector<std::string>> unknown;
+  std::map<std::string, std::vector<SourceLoc>> unknown;
   collectUnknown(nodes, path, unknown);
   if (!unknown.empty()) {
     std::vector<Diagnostic> diags;
-    for (auto& [op, names] : unknown) {
+    for (auto& [op, locs] : unknown) {
       std::string list;
-      for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i];
-      if (names.size() > 5) list += ", ...";
-      diags.push_back({SourceLoc{path, names.front(), op},
-                       cat("unsupported op (", names.size(), " node", names.size() > 1 ? "s" : "", ": ", list, ")")});
+      for (size_t i = 0; i < locs.size() && i < 5; ++i) list += (i ? ", " : "") + locs[i].node + locs[i].where();
+      if (locs.size() > 5) list += ", ...";
+      diags.push_back({locs.front(),
+                       cat("unsupported op (", locs.size(), " node", locs.size() > 1 ? "s" : "", ": ", list, ")")});
     }
     throw UserError(diags);
   }
+  {
+    // An alias may not name another input, nor two inputs.
+    std::set<std::string> names;
+    for (auto& gi : m.graph.inputs) names.insert(m.graph.values[gi.value].name);
+    for (auto& [input, aliases] : m.input_aliases)
+      for (auto& a : aliases)
+        if (!names.insert(a).second) throw UserError(SourceLoc{path, input, "input"}, "alias '" + a + "' names another input");
+  }
   convertBody(m.graph, nodes, env, path, false);
   m.graph.outputs = convertOutputs(outputs, env, path, OutputRole::User);
+  if (doc.contains("output_paths")) {
+    const json& p = doc["output_paths"];
+    if (!p.is_array() || p.size() != outputs.size())
+      throw UserError(fileLoc, cat("output_paths must list one path per output (", outputs.size(), ")"));
+    for (auto& s : p) {
+      if (!s.is_string()) throw UserError(fileLoc, "output_paths must hold strings");
+      m.output_paths.push_back(s.get<std::string>());
+    }
+  }
+  if (doc.contains("arguments")) {
+    if (!doc["arguments"].is_array()) throw UserError(fileLoc, "arguments must be an array");
+    m.arguments = doc["arguments"];
+  }
 
   if (doc.contains("storage_groups")) {
     for (auto& grp : doc["storage_groups"]) {

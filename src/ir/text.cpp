@@ -59,7 +59,11 @@ std::string printGraphIndented(const Graph& g, const std::string& ind) {
     s += std::string(opName(n.op)) + "(";
     for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + vn(n.inputs[i]);
     s += ")" + attrsStr(n.attrs) + tagsStr(n);
-    if (!n.loc.node.empty() || !n.loc.op.empty()) s += " loc(" + quote(n.loc.node) + ", " + quote(n.loc.op) + ")";
+    if (!n.loc.node.empty() || !n.loc.op.empty() || !n.loc.source.empty() || !n.loc.scope.empty()) {
+      s += " loc(" + quote(n.loc.node) + ", " + quote(n.loc.op);
+      if (!n.loc.source.empty() || !n.loc.scope.empty()) s += ", " + quote(n.loc.source) + ", " + quote(n.loc.scope);
+      s += ")";
+    }
     if (!n.regions.empty()) {
       s += " regions {\n";
       for (auto& r : n.regions) s += printGraphIndented(r, ind + "    ");
@@ -106,6 +110,7 @@ std::string printDot(const Graph& g) {
     if (n.tags & kMustSave) label += "\\n#must_save";
     if (n.tags & kMustBeInForward) label += "\\n#must_be_in_forward";
     if (n.tags & kMustBeInBackward) label += "\\n#must_be_in_backward";
+    if (!n.loc.where().empty()) label += "\\n" + esc(n.loc.where().substr(1));
     s += "  n" + std::to_string(k) + " [shape=box, label=\"" + label + "\"" +
          (n.phase == Phase::Backward ? ", style=filled, fillcolor=\"#dddddd\"" : "") + "];\n";
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -327,6 +332,12 @@ class Parser {
           n.loc.node = expect(Tok::String).text;
           expectPunct(",");
           n.loc.op = expect(Tok::String).text;
+          if (isPunct(",")) {  // the user's source line and module path
+            next();
+            n.loc.source = expect(Tok::String).text;
+            expectPunct(",");
+            n.loc.scope = expect(Tok::String).text;
+          }
           expectPunct(")");
         }
         n.loc.file = file_;
@@ -473,6 +484,8 @@ void verifyGraph(const Graph& g, const std::string& file) {
     if (n) {
       loc.node = n->loc.node.empty() ? (n->outputs.empty() ? "" : g.values[n->outputs[0]].name) : n->loc.node;
       loc.op = opName(n->op);
+      loc.source = n->loc.source;
+      loc.scope = n->loc.scope;
     }
     throw UserError(loc, "verifier: " + msg);
   };

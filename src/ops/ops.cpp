@@ -479,7 +479,7 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Sqrt: case OpKind::Rsqrt: return unaryFloat;
     case OpKind::Transpose: case OpKind::TransposeInplace: return transposeRule;
     case OpKind::Unsqueeze: case OpKind::UnsqueezeInplace: return unsqueezeRule;
-    case OpKind::Squeeze: return squeezeRule;
+    case OpKind::Squeeze: case OpKind::SqueezeInplace: return squeezeRule;
     case OpKind::Slice: return sliceRule;
     case OpKind::Select: return selectRule;
     case OpKind::SliceScatter: return scatterRule<sliceRule>;

@@ -30,6 +30,7 @@ ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std
   m["version"] = kManifestVersion;
   m["compiler"] = {{"name", "aotc"}, {"version", kCompilerVersion}, {"nvrtc", info.nvrtc_version}, {"flags", info.flags}};
   m["model"] = {{"name", info.model_name}, {"source", info.source_file}};
+  if (!info.arguments.empty()) m["model"]["arguments"] = info.arguments;
   m["archs"] = info.archs;
 
   // Mutation phase of every input, from the epilogue copies of both programs.
@@ -58,6 +59,7 @@ ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std
             {"strides", v.type.strides},
             {"requires_grad", gi.requires_grad},
             {"mutation", phase.count(v.name) ? phase[v.name] : "none"}};
+    if (auto a = info.input_aliases.find(v.name); a != info.input_aliases.end()) e["aliases"] = a->second;
     if (meta.count(v.name)) {
       // The caller's tensor takes this metadata after the forward (after the
       // data epilogue, which writes through the original layout).
@@ -89,9 +91,12 @@ ojson buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std
             {"kind", o.alias_of ? "alias_of_input" : "fresh"},
             {"tangent", tangentOf.count(ui) ? ojson(tangentOf[ui]) : ojson(nullptr)}};
     if (o.alias_of) e["alias"] = {{"input", *o.alias_of}, {"view_chain", viewChain(o.alias_chain)}};
+    if (ui < info.output_paths.size()) e["path"] = info.output_paths[ui];
     outputs.push_back(e);
     ++ui;
   }
+  AOTC_CHECK(info.output_paths.empty() || info.output_paths.size() == ui, "output paths for ", info.output_paths.size(),
+             " outputs, the forward has ", ui);
   m["outputs"] = outputs;
 
   ojson grads = ojson::array();

@@ -110,7 +110,16 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
     std::string name = in["name"];
     auto d = parseDType(in["dtype"].get<std::string>());
     AOTC_CHECK(d, "bad dtype in manifest");
-    caller[name] = checked(pool, name, *d, in["shape"].get<Ints>(), "input", false);
+    // A tied parameter may be given under any of its names, but only once.
+    std::string given = name;
+    for (auto& a : in.value("aliases", json::array())) {
+      if (!pool.count(a.get<std::string>())) continue;
+      if (pool.count(given))
+        throw UserError(SourceLoc{"", a.get<std::string>(), "input"},
+                        "names the same tensor as '" + given + "' (tied); give it once");
+      given = a.get<std::string>();
+    }
+    caller[name] = checked(pool, given, *d, in["shape"].get<Ints>(), "input", false);
     if (in["mutation"] != "none") mutated.push_back(name);
   }
   for (const GraphInput& gi : fw.inputs) fin.push_back(caller.at(fw.values[gi.value].name));

@@ -5,13 +5,22 @@
 
 namespace aotc {
 
+std::string SourceLoc::where() const {
+  std::string s;
+  if (!source.empty()) s += " at " + source;
+  if (!scope.empty()) s += " in " + scope;
+  return s;
+}
+
 std::string Diagnostic::str() const {
   std::string s;
   if (!loc.file.empty()) s += loc.file + ": ";
   if (!loc.node.empty()) {
     s += "node '" + loc.node + "'";
     if (!loc.op.empty()) s += " (" + loc.op + ")";
-    s += ": ";
+    s += loc.where() + ": ";
+  } else if (!loc.where().empty()) {
+    s += loc.where().substr(1) + ": ";
   }
   s += "error: " + message;
   // One line per diagnostic, whatever the message held.

@@ -2,13 +2,18 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "aotc/codegen/codegen.h"
 
 namespace aotc {
 
-inline constexpr int kManifestVersion = 1;
+/// Version 2: inputs list a tied tensor's other names (`aliases`), outputs
+/// their path in the program's nested result (`path`), the model its
+/// specialized arguments (`model.arguments`).
+inline constexpr int kManifestVersion = 2;
 inline constexpr const char* kCompilerVersion = "0.1.0";
 
 struct ManifestInfo {
@@ -17,6 +22,9 @@ struct ManifestInfo {
   std::vector<std::string> archs;
   nlohmann::ordered_json flags;  ///< the compile options that shape the artifact
   std::string nvrtc_version;     ///< NVRTC's version ("13.0")
+  std::map<std::string, std::vector<std::string>> input_aliases;  ///< tied tensors' other names
+  std::vector<std::string> output_paths;  ///< per user output, when the exporter recorded them
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::array();  ///< the exporter's record of the arguments
 };
 
 /// Builds the manifest: inputs (roles, layouts, mutation phase), outputs

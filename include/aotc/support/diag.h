@@ -25,16 +25,23 @@ namespace aotc {
 
 /// Where a diagnostic points in the user's model.
 struct SourceLoc {
+  SourceLoc() = default;
+  SourceLoc(std::string file_, std::string node_ = {}, std::string op_ = {})
+      : file(std::move(file_)), node(std::move(node_)), op(std::move(op_)) {}
   std::string file;  ///< model file (or artifact/IR file)
   std::string node;  ///< FX / ONNX node name, or IR value name
   std::string op;    ///< op spelling as the user's file has it
-  bool empty() const { return file.empty() && node.empty() && op.empty(); }
+  std::string source;  ///< the user's source line that produced the node (`model.py:88`)
+  std::string scope;   ///< the module path it ran in (`layer3.0.conv1`)
+  bool empty() const { return file.empty() && node.empty() && op.empty() && source.empty() && scope.empty(); }
+  /// ` at model.py:88 in layer3.0.conv1`, or what of it is known.
+  std::string where() const;
 };
 
 struct Diagnostic {
   SourceLoc loc;
   std::string message;
-  /// `file: node 'n' (op): error: message` on one line.
+  /// `file: node 'n' (op) at model.py:88 in blocks.2.attn: error: message` on one line.
   std::string str() const;
 };
 

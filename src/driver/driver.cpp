@@ -309,6 +309,31 @@ std::string graphOf(const std::string& model, const std::string& stage, const st
   return dot ? printDot(*pick) : printGraph(*pick);
 }
 
+/// The exporter's record of one argument (schemas/fx_graph.schema.json
+/// #/$defs/argument) as text: `{a: <opts.a>, b: None}`.
+template <typename J>
+std::string argumentText(const J& a) {
+  if (a.contains("input")) return "<" + a["input"].template get<std::string>() + ">";
+  if (a.contains("value")) return a["value"].dump();
+  std::string open = a.contains("dict") ? "{" : a.contains("list") ? "[" : "(", s = open;
+  const J& items = a.contains("dict") ? a["dict"] : a.contains("list") ? a["list"] : a["tuple"];
+  size_t i = 0;
+  for (auto it = items.begin(); it != items.end(); ++it, ++i)
+    s += (i ? ", " : "") + (a.contains("dict") ? it.key() + ": " : std::string()) + argumentText(*it);
+  return s + (open == "{" ? "}" : open == "[" ? "]" : ")");
+}
+
+/// The arguments that were specialized into the graph (those holding a
+/// non-tensor value), one line each.
+template <typename J>
+std::string specializedArguments(const J& args) {
+  std::string s;
+  for (auto& a : args)
+    if (a["value"].dump().find("\"value\"") != std::string::npos)
+      s += "  argument " + a["name"].template get<std::string>() + " = " + argumentText(a["value"]) + " (specialized)\n";
+  return s;
+}
+
 std::string inspect(const std::string& path) {
   std::ostringstream os;
   std::error_code ec;
@@ -331,10 +356,9 @@ std::string inspect(const std::string& path) {
          << (in.contains("aliases") ? " aliases:" + in["aliases"].dump() : "") << "\n";
     os << "  outputs: " << m["outputs"].size() << ", grads: " << m["grads"].size() << "\n";
     for (auto& o : m["outputs"])
-      os << "    output." << o["index"].get<size_t>() << (o.contains("path") ? " '" + o["path"].get<std::string>() + "'" : "")
+      os << "    output." << o["index"].get<size_t>() << (o.value("path", "").empty() ? "" : " '" + o["path"].get<std::string>() + "'")
          << " " << o["dtype"].get<std::string>() << o["shape"].dump() << (o["kind"] != "fresh" ? " (aliases an input)" : "") << "\n";
-    if (m["model"].contains("arguments"))
-      for (auto& a : m["model"]["arguments"]) os << "  argument " << a.dump() << "\n";
+    if (m["model"].contains("arguments")) os << specializedArguments(m["model"]["arguments"]);
     int64_t savedBytes = 0;
     for (auto& s : m["saved"]) {
       int64_t n = dtypeSize(*parseDType(s["dtype"].get<std::string>()));
@@ -366,9 +390,9 @@ std::string inspect(const std::string& path) {
   }
   os << "  outputs:\n";
   for (size_t i = 0; i < fx.graph.outputs.size(); ++i)
-    os << "    output." << i << (i < fx.output_paths.size() ? " '" + fx.output_paths[i] + "'" : "") << " "
+    os << "    output." << i << (i < fx.output_paths.size() && !fx.output_paths[i].empty() ? " '" + fx.output_paths[i] + "'" : "") << " "
        << fx.graph.type(fx.graph.outputs[i].value).str() << "\n";
-  for (auto& a : fx.arguments) os << "  argument " << a.dump() << "\n";
+  os << specializedArguments(fx.arguments);
   os << "  ops by count:\n";
   for (auto& [op, n] : ops) os << "    " << n << " " << op << "\n";
   int64_t params = 0, paramBytes = 0;

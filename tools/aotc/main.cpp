@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (-vv for debug)");
   app.add_flag("-q,--quiet", quiet, "errors only");
+  // -v/-q are accepted after the subcommand too (`aotc compile m.json -q`):
+  // subcommands created below inherit this and pass them up.
+  app.fallthrough();
 
   aotc::CompileOptions copts;
   std::string arch = "sm_80,sm_90", printAfter;

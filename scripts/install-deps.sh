@@ -9,7 +9,7 @@ pkgs=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
   libgtest-dev libgmock-dev libssl-dev libboost-dev libboost-context-dev
-  llvm-14-tools
+  llvm-14-tools clang-16 libclang-rt-16-dev
   python3-torch python3-torchvision python3-numpy python3-networkx python3-jsonschema
 )
 

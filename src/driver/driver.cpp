@@ -346,6 +346,7 @@ std::string inspect(const std::string& path) {
     } catch (const nlohmann::json::exception& e) {
       throw UserError(SourceLoc{path + "/manifest.json", "", ""}, std::string("malformed manifest: ") + e.what());
     }
+    checkManifest(m, path);
     os << "artifact " << path << " (manifest v" << m.value("version", 0) << ", model " << m["model"]["name"].get<std::string>()
        << ", aotc " << m["compiler"]["version"].get<std::string>() << ")\n";
     os << "  inputs:\n";

@@ -27,14 +27,11 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxFileBytes = 1ull << 30;
-constexpr int64_t kMaxElements = int64_t{1} << 40;
+/// Integer arguments (dims, sizes, indices, offsets) beyond 2^48 in
+/// magnitude are refused: no tensor can have such a size, and products and
+/// sums of a few of them stay far from int64's range.
+constexpr int64_t kMaxIntArg = int64_t{1} << 48;
 
-bool validName(const std::string& s) {
-  if (s.empty() || s.size() > 256) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) return false;
-  return true;
-}
 
 class Converter;
 using ConvertFn = std::vector<ValueId> (*)(Converter&);
@@ -98,6 +95,34 @@ class Converter {
     }
     fail(cat("argument ", i, " must be a number, got ", a->dump()));
   }
+  /// An integer argument, read as an integer (never through a double) and
+  /// range-checked, so no later arithmetic on it can overflow.
+  int64_t integer(size_t i, const char* kw, std::optional<int64_t> dflt = std::nullopt) const {
+    const json* a = arg(i, kw);
+    if (!a || a->is_null()) {
+      if (dflt) return *dflt;
+      fail(cat("missing integer argument ", i));
+    }
+    if (a->is_boolean()) return a->get<bool>();
+    if (!a->is_number_integer()) fail(cat("argument ", i, " must be an integer, got ", a->dump()));
+    return checkedInt(*a, i);
+  }
+  /// An integer whose meaning saturates (a slice bound): any int64 is
+  /// accepted and clamped to +-2^48.
+  int64_t clampedInteger(size_t i, const char* kw, int64_t dflt) const {
+    const json* a = arg(i, kw);
+    if (!a || a->is_null()) return dflt;
+    if (!a->is_number_integer()) fail(cat("argument ", i, " must be an integer, got ", a->dump()));
+    if (a->is_number_unsigned()) return a->get<uint64_t>() > static_cast<uint64_t>(kMaxIntArg) ? kMaxIntArg : a->get<int64_t>();
+    return std::clamp(a->get<int64_t>(), -kMaxIntArg, kMaxIntArg);
+  }
+  int64_t checkedInt(const json& x, size_t i) const {
+    if (x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(kMaxIntArg))
+      fail(cat("argument ", i, " is out of range: ", x.dump()));
+    int64_t v = x.get<int64_t>();
+    if (v > kMaxIntArg || v < -kMaxIntArg) fail(cat("argument ", i, " is out of range: ", x.dump()));
+    return v;
+  }
   bool boolean(size_t i, const char* kw, bool dflt) const {
     const json* a = arg(i, kw);
     if (!a || a->is_null()) return dflt;
@@ -110,12 +135,12 @@ class Converter {
       if (dflt) return *dflt;
       fail(cat("missing int-list argument ", i));
     }
-    if (a->is_number_integer()) return {a->get<int64_t>()};
+    if (a->is_number_integer()) return {checkedInt(*a, i)};
     if (!a->is_array()) fail(cat("argument ", i, " must be a list of ints, got ", a->dump()));
     Ints v;
     for (auto& x : *a) {
       if (!x.is_number_integer()) fail(cat("argument ", i, " must be a list of ints, got ", a->dump()));
-      v.push_back(x.get<int64_t>());
+      v.push_back(checkedInt(x, i));
     }
     return v;
   }
@@ -207,8 +232,8 @@ V reshape(Converter& c) {
 }
 
 V transpose(Converter& c, OpKind k) {
-  return {c.op(k, {c.tensor(0, "self")}, Attrs{{"dim0", static_cast<int64_t>(c.number(1, "dim0"))},
-                                                {"dim1", static_cast<int64_t>(c.number(2, "dim1"))}})};
+  return {c.op(k, {c.tensor(0, "self")}, Attrs{{"dim0", c.integer(1, "dim0")},
+                                                {"dim1", c.integer(2, "dim1")}})};
 }
 
 ValueId constantLike(Converter& c, double v, const TensorType& t) {
@@ -365,7 +390,7 @@ ValueId bin(Converter& c, OpKind k, ValueId a, ValueId b) { return c.op(k, {a, b
 ValueId sc(Converter& c, double v, ValueId like) { return c.scalar(v, c.type(like).dtype); }
 int64_t dimArg(Converter& c, size_t i, const char* kw, ValueId x, int64_t dflt = 0) {
   int64_t r = std::max<int64_t>(c.type(x).rank(), 1);
-  return wrapDim(static_cast<int64_t>(c.number(i, kw, static_cast<double>(dflt))), r);
+  return wrapDim(c.integer(i, kw, dflt), r);
 }
 
 /// softmax / log_softmax over `dim`, shifted by the (detached) max for range.
@@ -381,7 +406,7 @@ ValueId softmaxLike(Converter& c, ValueId x, int64_t dim, bool log) {
 ValueId variance(Converter& c, ValueId x, Ints dims, double correction, bool keep) {
   int64_t n = 1;
   Ints all = reductionDims(Attrs{{"dim", dims}}, c.type(x).rank());
-  for (int64_t d : all) n *= c.type(x).sizes[static_cast<size_t>(d)];
+  for (int64_t d : all) n = mulSize(n, c.type(x).sizes[static_cast<size_t>(d)]);
   ValueId mean = reduceOp(c, OpKind::Mean, x, all, true);
   ValueId dlt = bin(c, OpKind::Sub, x, mean);
   ValueId ss = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, dlt, dlt), all, keep);
@@ -409,8 +434,8 @@ V layerNorm(Converter& c) {
 V groupNorm(Converter& c) {
   ValueId x = c.tensor(0, "input");
   ValueId w = c.has(1, "weight") ? c.tensor(1, "weight") : kNoValue, b = c.has(2, "bias") ? c.tensor(2, "bias") : kNoValue;
-  int64_t N = static_cast<int64_t>(c.number(3, "N")), C = static_cast<int64_t>(c.number(4, "C"));
-  int64_t G = static_cast<int64_t>(c.number(6, "group"));
+  int64_t N = c.integer(3, "N"), C = c.integer(4, "C");
+  int64_t G = c.integer(6, "group");
   double eps = c.number(7, "eps", 1e-5);
   if (G <= 0 || C % G) c.fail("group_norm: channels must divide into groups");
   Ints shape = c.type(x).sizes;
@@ -431,8 +456,8 @@ V groupNorm(Converter& c) {
 V nllLoss(Converter& c) {
   ValueId x = c.tensor(0, "self"), t = c.tensor(1, "target");
   if (c.has(2, "weight")) c.fail("nll_loss with class weights is not supported yet");
-  int64_t reduction = static_cast<int64_t>(c.number(3, "reduction", 1));
-  int64_t ignore = static_cast<int64_t>(c.number(4, "ignore_index", -100));
+  int64_t reduction = c.integer(3, "reduction", 1);
+  int64_t ignore = c.integer(4, "ignore_index", -100);
   bool batched = c.type(x).rank() == 2;
   ValueId t2 = batched ? c.op(OpKind::Unsqueeze, {t}, Attrs{{"dim", int64_t{1}}}) : c.op(OpKind::View, {t}, Attrs{{"size", Ints{1}}});
   ValueId valid = bin(c, OpKind::Ne, t2, c.scalar(static_cast<double>(ignore), DType::I64));
@@ -453,7 +478,7 @@ V convolution(Converter& c) {
   if (c.boolean(6, "transposed", false)) c.fail("transposed convolution is not supported yet");
   if (c.type(x).rank() != 4) c.fail("only 2-D convolution (4-D input) is supported");
   Attrs a{{"stride", c.ints(3, "stride")}, {"padding", c.ints(4, "padding")}, {"dilation", c.ints(5, "dilation")},
-          {"groups", static_cast<int64_t>(c.number(8, "groups", 1))}};
+          {"groups", c.integer(8, "groups", 1)}};
   ValueId y = c.op(OpKind::Conv2d, {x, w}, a);
   if (c.has(2, "bias")) {
     int64_t O = c.type(w).sizes[0];
@@ -471,7 +496,7 @@ V maxPool(Converter& c) {
 V avgPool(Converter& c) {
   Attrs a{{"kernel", c.ints(1, "kernel_size")}, {"stride", c.ints(2, "stride", Ints{})}, {"padding", c.ints(3, "padding", Ints{0})},
           {"ceil_mode", c.boolean(4, "ceil_mode", false)}, {"count_include_pad", c.boolean(5, "count_include_pad", true)}};
-  if (c.has(6, "divisor_override")) a["divisor"] = static_cast<int64_t>(c.number(6, "divisor_override"));
+  if (c.has(6, "divisor_override")) a["divisor"] = c.integer(6, "divisor_override");
   return {c.op(OpKind::AvgPool2d, {c.tensor(0, "self")}, a)};
 }
 
@@ -503,7 +528,7 @@ V split(Converter& c) {
   ValueId x = c.tensor(0, "self");
   int64_t dim = dimArg(c, 2, "dim", x);
   int64_t size = c.type(x).sizes[static_cast<size_t>(dim)];
-  int64_t chunk = static_cast<int64_t>(c.number(1, "split_size"));
+  int64_t chunk = c.integer(1, "split_size");
   if (chunk <= 0) c.fail("split size must be positive");
   Ints sizes;
   for (int64_t at = 0; at < size; at += chunk) sizes.push_back(std::min(chunk, size - at));
@@ -516,14 +541,14 @@ V catOp(Converter& c) {
   if (!list || !list->is_array() || list->empty()) c.fail("cat expects a non-empty list of tensors");
   std::vector<ValueId> xs;
   for (size_t i = 0; i < list->size(); ++i) xs.push_back(c.ref((*list)[i], i));
-  int64_t dim = static_cast<int64_t>(c.number(1, "dim", 0.0));
+  int64_t dim = c.integer(1, "dim", 0);
   return {c.op(OpKind::Cat, xs, Attrs{{"dim", dim}})};
 }
 
 V stack(Converter& c) {
   const json* list = c.arg(0, "tensors");
   if (!list || !list->is_array() || list->empty()) c.fail("stack expects a non-empty list of tensors");
-  int64_t dim = static_cast<int64_t>(c.number(1, "dim", 0.0));
+  int64_t dim = c.integer(1, "dim", 0);
   std::vector<ValueId> xs;
   for (size_t i = 0; i < list->size(); ++i) xs.push_back(c.op(OpKind::Unsqueeze, {c.ref((*list)[i], i)}, Attrs{{"dim", dim}}));
   return {c.op(OpKind::Cat, xs, Attrs{{"dim", dim}})};
@@ -639,7 +664,7 @@ V asStrided(Converter& c) {
   ValueId x = c.tensor(0, "self");
   const TensorType t = c.type(x);
   Ints size = c.ints(1, "size"), stride = c.ints(2, "stride");
-  int64_t offset = c.has(3, "storage_offset") ? static_cast<int64_t>(c.number(3, "storage_offset")) : t.offset;
+  int64_t offset = c.has(3, "storage_offset") ? c.integer(3, "storage_offset") : t.offset;
   bool same = size == t.sizes && stride.size() == t.strides.size() && offset == t.offset;
   for (size_t d = 0; same && d < size.size(); ++d) same = size[d] == 1 || stride[d] == t.strides[d];
   if (!same) c.fail("as_strided that moves elements is not supported (only restriding size-1 dims)");
@@ -720,17 +745,17 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.slice.Tensor",
        [](Converter& c) -> V {
          ValueId x = c.tensor(0, "self");
-         Attrs a{{"dim", static_cast<int64_t>(c.number(1, "dim", 0.0))},
-                 {"start", static_cast<int64_t>(c.number(2, "start", 0.0))},
-                 {"step", static_cast<int64_t>(c.number(4, "step", 1.0))}};
-         const json* e = c.arg(3, "end");
-         a["end"] = (!e || e->is_null()) ? std::numeric_limits<int64_t>::max() : e->get<int64_t>();
+         // Python clamps slice bounds to the dim (x[1:] passes end=2^63-1).
+         Attrs a{{"dim", c.integer(1, "dim", 0)},
+                 {"start", c.clampedInteger(2, "start", 0)},
+                 {"end", c.clampedInteger(3, "end", kMaxIntArg)},
+                 {"step", c.integer(4, "step", 1)}};
          return {c.op(OpKind::Slice, {x}, a)};
        }},
       {"aten.select.int",
        [](Converter& c) -> V {
          return {c.op(OpKind::Select, {c.tensor(0, "self")},
-                      Attrs{{"dim", static_cast<int64_t>(c.number(1, "dim"))}, {"index", static_cast<int64_t>(c.number(2, "index"))}})};
+                      Attrs{{"dim", c.integer(1, "dim")}, {"index", c.integer(2, "index")}})};
        }},
       {"aten.lift_fresh_copy.default", [](Converter& c) { return unary(c, OpKind::Clone); }},
       {"aten.lift_fresh.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
@@ -807,7 +832,7 @@ const std::map<std::string, ConvertFn>& converters() {
        [](Converter& c) -> V {
          ValueId x = c.tensor(0, "self");
          Attrs a{{"keepdim", c.boolean(2, "keepdim", false)}};
-         if (c.has(1, "dim")) a["dim"] = static_cast<int64_t>(c.number(1, "dim"));
+         if (c.has(1, "dim")) a["dim"] = c.integer(1, "dim");
          return {c.op(OpKind::ArgMax, {x}, a)};
        }},
       {"aten.var.correction",
@@ -853,7 +878,7 @@ const std::map<std::string, ConvertFn>& converters() {
        [](Converter& c) -> V {
          ValueId d = bin(c, OpKind::Sub, c.tensor(0, "self"), c.tensor(1, "target"));
          ValueId sq = bin(c, OpKind::Mul, d, d);
-         int64_t red = static_cast<int64_t>(c.number(2, "reduction", 1));
+         int64_t red = c.integer(2, "reduction", 1);
          if (red == 0) return {sq};
          return {reduceOp(c, red == 1 ? OpKind::Mean : OpKind::Sum, sq, {}, false)};
        }},
@@ -906,7 +931,7 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.narrow.default",
        [](Converter& c) -> V {
          ValueId x = c.tensor(0, "self");
-         int64_t s = static_cast<int64_t>(c.number(2, "start")), n = static_cast<int64_t>(c.number(3, "length"));
+         int64_t s = c.integer(2, "start"), n = c.integer(3, "length");
          return {c.op(OpKind::Slice, {x}, Attrs{{"dim", dimArg(c, 1, "dim", x)}, {"start", s}, {"end", s + n}, {"step", int64_t{1}}})};
        }},
       {"aten.permute.default", [](Converter& c) -> V { return {c.op(OpKind::Permute, {c.tensor(0, "self")}, Attrs{{"dims", c.ints(1, "dims")}})}; }},
@@ -981,7 +1006,8 @@ TensorType parseTensorType(const json& j, const SourceLoc& loc, const char* what
     if (!j["stride"].is_array() || j["stride"].size() != shape.size()) throw fail("stride must have one entry per dim");
     Ints st;
     for (auto& s : j["stride"]) {
-      if (!s.is_number_integer() || s.get<int64_t>() < 0) throw fail("stride must hold non-negative integers");
+      if (!s.is_number_integer() || s.get<int64_t>() < 0 || s.get<int64_t>() > kMaxExtent)
+        throw fail("stride must hold integers in [0, 2^48], got " + j["stride"].dump());
       st.push_back(s.get<int64_t>());
     }
     t.strides = st;
@@ -1053,6 +1079,12 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
       outs = converters().at(target)(c);
     } catch (const json::exception& e) {
       throw UserError(loc, std::string("malformed arguments: ") + e.what());
+    } catch (const UserError& e) {
+      // A shape helper the converter called directly knows no node: this one.
+      std::vector<Diagnostic> d = e.diagnostics();
+      for (Diagnostic& x : d)
+        if (x.loc.file.empty() && x.loc.node.empty()) x.loc = loc;
+      throw UserError(d);
     }
     if (n.contains("meta")) {
       const json& meta = n["meta"];

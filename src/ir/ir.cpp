@@ -55,12 +55,33 @@ std::optional<DType> dtypeFromSafetensorsName(const std::string& s) {
   return std::nullopt;
 }
 
+bool validName(const std::string& s) {
+  if (s.empty() || s.size() > 256) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) return false;
+  return true;
+}
+
+int64_t mulSize(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r > (int64_t{1} << 62) || r < -(int64_t{1} << 62))
+    throw UserError(SourceLoc{}, cat("size arithmetic overflows: ", a, " * ", b));
+  return r;
+}
+
+int64_t addSize(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r) || r > (int64_t{1} << 62) || r < -(int64_t{1} << 62))
+    throw UserError(SourceLoc{}, cat("size arithmetic overflows: ", a, " + ", b));
+  return r;
+}
+
 Ints TensorType::contiguousStrides(const Ints& sizes) {
   Ints st(sizes.size());
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     st[i] = s;
-    s *= std::max<int64_t>(sizes[i], 1);
+    s = mulSize(s, std::max<int64_t>(sizes[i], 1));
   }
   return st;
 }
@@ -75,7 +96,7 @@ TensorType TensorType::contiguous(DType d, Ints sizes) {
 
 int64_t TensorType::numel() const {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes) n = mulSize(n, s);
   return n;
 }
 
@@ -84,7 +105,7 @@ bool TensorType::isContiguous() const {
   int64_t expect = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] != 1 && strides[i] != expect) return false;
-    expect *= sizes[i];
+    expect = mulSize(expect, sizes[i]);
   }
   return true;
 }
@@ -92,7 +113,7 @@ bool TensorType::isContiguous() const {
 int64_t TensorType::storageSpan() const {
   if (numel() == 0) return 0;
   int64_t hi = offset;
-  for (size_t i = 0; i < sizes.size(); ++i) hi += (sizes[i] - 1) * strides[i];
+  for (size_t i = 0; i < sizes.size(); ++i) hi = addSize(hi, mulSize(sizes[i] - 1, strides[i]));
   return hi + 1;
 }
 
@@ -210,6 +231,17 @@ int32_t Graph::appendNode(Node n) {
   return idx;
 }
 
+void checkBounded(const TensorType& t) {
+  // Note [Bounded sizes].
+  auto bad = [&](const std::string& what) { throw UserError(SourceLoc{}, "result " + t.str() + " " + what); };
+  for (int64_t s : t.sizes)
+    if (s < 0 || s > kMaxExtent) bad("has a size outside [0, 2^48]");
+  for (int64_t s : t.strides)
+    if (s < -kMaxExtent || s > kMaxExtent) bad("has a stride beyond 2^48");
+  if (t.offset < 0 || t.offset > kMaxExtent) bad("has a storage offset outside [0, 2^48]");
+  if (t.numel() > kMaxElements) bad(cat("has ", t.numel(), " elements; aotc handles tensors of at most 2^40"));
+}
+
 std::vector<ValueId> Graph::addNode(OpKind op, std::vector<ValueId> ins, Attrs attrs, SourceLoc loc,
                                     Phase phase, uint32_t tags, std::vector<Graph> regions) {
   std::vector<TensorType> tys;
@@ -217,6 +249,7 @@ std::vector<ValueId> Graph::addNode(OpKind op, std::vector<ValueId> ins, Attrs a
   std::vector<TensorType> outs;
   try {
     outs = inferNodeTypes(op, tys, attrs, regions);
+    for (const TensorType& t : outs) checkBounded(t);
   } catch (const UserError& e) {
     SourceLoc l = loc;
     if (l.op.empty()) l.op = opName(op);

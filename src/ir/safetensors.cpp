@@ -1,6 +1,7 @@
 //===- safetensors.cpp ----------------------------------------------------===//
 #include "aotc/ir/safetensors.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -56,7 +57,10 @@ Parsed parseHeader(const std::string& path, std::ifstream& f) {
         if (s < 0 || (s > 0 && numel > (int64_t{1} << 40) / s)) throw fail("tensor '" + name + "': bad shape");
         numel *= s;
       }
-      if (off.size() != 2 || off[0] > off[1] || p.data_start + off[1] > size ||
+      // Overflow-safe: data_start <= size holds, so compare off[1] with the
+      // room left instead of adding to data_start (a near-2^64 offset
+      // wrapped the sum and read the tensor from inside the header).
+      if (off.size() != 2 || off[0] > off[1] || off[1] > size - p.data_start ||
           off[1] - off[0] != static_cast<uint64_t>(numel * dtypeSize(*d)))
         throw fail("tensor '" + name + "': data offsets do not match its shape or the file size");
       p.info[name] = TensorInfo{*d, shape};
@@ -102,7 +106,11 @@ void storeElement(DType d, unsigned char* p, double x) {
       p[1] = static_cast<unsigned char>(u >> 24);
       return;
     }
-    case DType::I64: { int64_t v = static_cast<int64_t>(x); std::memcpy(p, &v, 8); return; }
+    case DType::I64: {  // x is in range: roundTo saturates
+      int64_t v = x >= 0x1p63 ? INT64_MAX : static_cast<int64_t>(x);
+      std::memcpy(p, &v, 8);
+      return;
+    }
     case DType::I32: { int32_t v = static_cast<int32_t>(x); std::memcpy(p, &v, 4); return; }
     case DType::Bool: p[0] = x != 0.0; return;
   }

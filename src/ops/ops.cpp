@@ -226,9 +226,9 @@ std::vector<TensorType> sliceRule(const std::vector<TensorType>& in, const Attrs
   if (t.rank() == 0) shapeError("slice() cannot be applied to a 0-dim tensor");
   int64_t d = wrapDim(attrInt(a, "dim"), t.rank());
   SliceBounds b = sliceBounds(a, t.sizes[d]);
-  t.offset += b.start * t.strides[d];
+  t.offset = addSize(t.offset, mulSize(b.start, t.strides[d]));
   t.sizes[d] = b.length;
-  t.strides[d] *= b.step;
+  t.strides[d] = mulSize(t.strides[d], b.step);
   return one(t);
 }
 
@@ -417,7 +417,7 @@ std::vector<TensorType> padRule(const std::vector<TensorType>& in, const Attrs& 
   if (p.size() % 2 || p.size() / 2 > s.size()) shapeError("pad: padding length must be even and at most twice the rank");
   for (size_t i = 0; i < p.size() / 2; ++i) {
     size_t d = s.size() - 1 - i;
-    s[d] += p[2 * i] + p[2 * i + 1];
+    s[d] = addSize(s[d], addSize(p[2 * i], p[2 * i + 1]));
     if (s[d] < 0) shapeError("pad: resulting size is negative");
   }
   return one(TensorType::contiguous(in[0].dtype, s));
@@ -642,7 +642,7 @@ Ints inferViewSize(const Ints& size, int64_t numel) {
     } else if (size[i] < 0) {
       shapeError("view: invalid size " + shapeStr(size));
     } else {
-      known *= size[i];
+      known = mulSize(known, size[i]);
     }
   }
   if (infer >= 0) {
@@ -657,7 +657,7 @@ Ints inferViewSize(const Ints& size, int64_t numel) {
 std::optional<Ints> viewStrides(const Ints& oldshape, const Ints& oldstride, const Ints& newshape) {
   // Port of at::detail::computeStride.
   int64_t numel = 1;
-  for (int64_t s : oldshape) numel *= s;
+  for (int64_t s : oldshape) numel = mulSize(numel, s);
   Ints newstride(newshape.size(), 0);
   if (oldshape.empty()) return Ints(newshape.size(), 1);  // a 0-dim tensor views as any all-ones shape
   if (numel == 0) {
@@ -668,11 +668,11 @@ std::optional<Ints> viewStrides(const Ints& oldshape, const Ints& oldstride, con
   int64_t chunk_base_stride = oldstride.empty() ? 1 : oldstride.back();
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t tensor_d = static_cast<int64_t>(oldshape.size()) - 1; tensor_d >= 0; tensor_d--) {
-    tensor_numel *= oldshape[tensor_d];
-    if (tensor_d == 0 || (oldshape[tensor_d - 1] != 1 && oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+    tensor_numel = mulSize(tensor_numel, oldshape[tensor_d]);
+    if (tensor_d == 0 || (oldshape[tensor_d - 1] != 1 && oldstride[tensor_d - 1] != mulSize(tensor_numel, chunk_base_stride))) {
       while (view_d >= 0 && (view_numel < tensor_numel || newshape[view_d] == 1)) {
-        newstride[view_d] = view_numel * chunk_base_stride;
-        view_numel *= newshape[view_d];
+        newstride[view_d] = mulSize(view_numel, chunk_base_stride);
+        view_numel = mulSize(view_numel, newshape[view_d]);
         view_d--;
       }
       if (view_numel != tensor_numel) return std::nullopt;

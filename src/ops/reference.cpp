@@ -39,8 +39,10 @@ double roundTo(DType d, double x) {
     case DType::F32: return static_cast<float>(x);
     case DType::F16: return static_cast<double>(static_cast<_Float16>(static_cast<float>(x)));
     case DType::BF16: return bf16Round(static_cast<float>(x));
-    case DType::I64: return static_cast<double>(static_cast<int64_t>(x));
-    case DType::I32: return static_cast<double>(static_cast<int32_t>(x));
+    // Integer casts saturate (and NaN is 0) rather than overflow: converting
+    // an out-of-range double is undefined behaviour in C++.
+    case DType::I64: return x != x ? 0.0 : x >= 0x1p63 ? 0x1p63 - 1024 : x < -0x1p63 ? -0x1p63 : std::trunc(x);
+    case DType::I32: return x != x ? 0.0 : std::trunc(std::clamp(x, -2147483648.0, 2147483647.0));
     case DType::Bool: return x != 0.0 ? 1.0 : 0.0;
   }
   return x;

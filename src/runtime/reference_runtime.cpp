@@ -5,7 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "aotc/ir/safetensors.h"
 #include "aotc/ir/text.h"
@@ -16,6 +18,8 @@ namespace aotc {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, const RunOptions& opts);
 
 std::vector<HostTensor> interpretGraph(const Graph& g, const std::vector<HostTensor>& inputs,
                                        const std::function<void(const std::string&, const HostTensor&)>& on_epilogue) {
@@ -70,9 +74,153 @@ HostTensor checked(const std::map<std::string, HostTensor>& pool, const std::str
   return t;
 }
 
+/// The CPU runtimes hold every tensor as doubles: 2^31 elements (16 GiB) at most.
+constexpr int64_t kMaxRunElements = int64_t{1} << 31;
+
+/// Note [Manifest is untrusted]: a manifest is checked before anything runs:
+/// every field the runtimes read has its kind, every dtype and name is valid,
+/// every shape is bounded, every index is in range, and every path stays
+/// inside the artifact directory.  A failure is one line naming
+/// manifest.json and the field.  (The emulate backend's step records are
+/// checked where they are read; a JSON type error anywhere is reported the
+/// same way, never as an escaped exception.)
+class ManifestCheck {
+ public:
+  ManifestCheck(const json& m, const fs::path& root) : m_(m), file_((root / "manifest.json").string()) {}
+
+  void run() {
+    if (!m_.is_object()) fail("", "not a JSON object");
+    if (m_.value("format", "") != "aotc.manifest") fail("format", "not an aotc manifest");
+    if (!m_.contains("version") || !m_["version"].is_number_integer() || m_["version"].get<int64_t>() != kManifestVersion)
+      fail("version", cat("this aotc runs manifests of version ", kManifestVersion));
+    if (!m_.contains("model") || !m_["model"].is_object() || !m_["model"].contains("name") || !m_["model"]["name"].is_string())
+      fail("model.name", "missing or not a string");
+    if (!m_.contains("compiler") || !m_["compiler"].is_object() || !m_["compiler"].contains("version") ||
+        !m_["compiler"]["version"].is_string())
+      fail("compiler.version", "missing or not a string");
+    const json& ins = array(m_, "inputs");
+    std::set<std::string> names;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      std::string f = cat("inputs[", i, "]");
+      std::string n = name(ins[i], f, "name");
+      if (!names.insert(n).second) fail(f, "input '" + n + "' is listed twice");
+      tensor(ins[i], f);
+      oneOf(ins[i], f, "mutation", {"none", "forward", "backward", "both"});
+      boolean(ins[i], f, "requires_grad");
+      if (ins[i].contains("aliases"))
+        for (auto& a : array(ins[i], "aliases", f)) {
+          if (!a.is_string() || !validName(a.get<std::string>())) fail(f + ".aliases", "holds an invalid name " + a.dump());
+          if (!names.insert(a.get<std::string>()).second) fail(f + ".aliases", "'" + a.get<std::string>() + "' names two inputs");
+        }
+    }
+    const json& outs = array(m_, "outputs");
+    for (size_t i = 0; i < outs.size(); ++i) {
+      std::string f = cat("outputs[", i, "]");
+      if (!outs[i].is_object() || !outs[i].contains("index") || !outs[i]["index"].is_number_integer() ||
+          outs[i]["index"].get<int64_t>() != static_cast<int64_t>(i))
+        fail(f + ".index", cat("must be ", i));
+      tensor(outs[i], f);
+      if (!outs[i].contains("tangent") || !(outs[i]["tangent"].is_null() || outs[i]["tangent"].is_string()))
+        fail(f + ".tangent", "must be null or a name");
+      if (outs[i].contains("alias") && !names.count(name(outs[i]["alias"], f + ".alias", "input")))
+        fail(f + ".alias.input", "names no input");
+    }
+    for (auto& g : array(m_, "grads")) {
+      if (!names.count(name(g, "grads", "input"))) fail("grads", "names no input: " + g.dump());
+      name(g, "grads", "buffer");
+    }
+    for (auto& s : array(m_, "saved")) {
+      name(s, "saved", "name");
+      tensor(s, "saved");
+    }
+    for (const char* prog : {"forward", "backward"}) {
+      if (!m_.contains(prog) || !m_[prog].is_object()) fail(prog, "missing or not an object");
+      path(m_[prog], prog, "ir");
+      array(m_[prog], "steps", prog);
+      array(m_[prog], "buffers", prog);
+    }
+    for (auto& k : array(m_, "kernels")) {
+      name(k, "kernels", "name");
+      path(k, "kernels", "source");
+    }
+    for (auto& mod : array(m_, "modules"))
+      for (const char* kind : {"ptx", "cubin"}) {
+        if (!mod.is_object() || !mod.contains(kind) || !mod[kind].is_object()) fail(cat("modules.", kind), "must be an object");
+        for (auto& [arch, p] : mod[kind].items()) path(mod[kind], cat("modules.", kind), arch.c_str());
+      }
+    path(m_, "", "prelude");
+    if (!m_.contains("runtime_checks") || !m_["runtime_checks"].is_object()) fail("runtime_checks", "missing or not an object");
+    for (auto& i : array(m_["runtime_checks"], "no_create_graph_inputs", "runtime_checks"))
+      if (!i.is_number_unsigned() || i.get<uint64_t>() >= ins.size())
+        fail("runtime_checks.no_create_graph_inputs", "holds " + i.dump() + ", not an input index");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& msg) const {
+    throw UserError(SourceLoc{file_, field, ""}, "malformed manifest: " + msg);
+  }
+  const json& array(const json& obj, const char* key, const std::string& where = "") const {
+    std::string f = where.empty() ? key : where + "." + key;
+    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_array()) fail(f, "missing or not an array");
+    return obj[key];
+  }
+  std::string name(const json& obj, const std::string& where, const char* key) const {
+    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string() || !validName(obj[key].get<std::string>()))
+      fail(where + "." + key, "missing or not a valid name");
+    return obj[key].get<std::string>();
+  }
+  void boolean(const json& obj, const std::string& where, const char* key) const {
+    if (!obj.contains(key) || !obj[key].is_boolean()) fail(where + "." + key, "missing or not a boolean");
+  }
+  void oneOf(const json& obj, const std::string& where, const char* key, std::initializer_list<const char*> allowed) const {
+    if (obj.contains(key) && obj[key].is_string())
+      for (const char* a : allowed)
+        if (obj[key] == a) return;
+    fail(where + "." + key, "missing or not one of the known values");
+  }
+  void tensor(const json& obj, const std::string& where) const {
+    if (!obj.is_object() || !obj.contains("dtype") || !obj["dtype"].is_string() || !parseDType(obj["dtype"].get<std::string>()))
+      fail(where + ".dtype", "missing or not a dtype aotc knows");
+    if (!obj.contains("shape") || !obj["shape"].is_array()) fail(where + ".shape", "missing or not an array");
+    int64_t numel = 1;
+    for (auto& d : obj["shape"]) {
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(kMaxRunElements))
+        fail(where + ".shape", "holds " + d.dump() + ", not a size");
+      numel *= std::max<int64_t>(d.get<int64_t>(), 1);
+      if (numel > kMaxRunElements) fail(where + ".shape", cat(obj["shape"].dump(), " is larger than the CPU runtimes hold (2^31 elements)"));
+    }
+  }
+  /// A file of the artifact: relative, no "..", no backslash or NUL.
+  void path(const json& obj, const std::string& where, const char* key) const {
+    std::string f = where.empty() ? key : where + "." + key;
+    if (!obj.contains(key) || !obj[key].is_string()) fail(f, "missing or not a path");
+    const std::string p = obj[key].get<std::string>();
+    fs::path fp(p);
+    bool ok = !p.empty() && fp.is_relative() && p.find('\\') == std::string::npos && p.find('\0') == std::string::npos;
+    for (auto& part : fp) ok = ok && part != ".." && part != ".";
+    if (!ok) fail(f, "path '" + p + "' leaves the artifact directory");
+  }
+
+  const json& m_;
+  std::string file_;
+};
+
 }  // namespace
 
+void checkManifest(const json& m, const std::string& dir) { ManifestCheck(m, fs::path(dir)).run(); }
+
 std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts) {
+  const std::string file = (fs::path(dir) / "manifest.json").string();
+  try {
+    return runArtifactUnchecked(dir, opts);
+  } catch (const json::exception& e) {
+    throw UserError(SourceLoc{file, "", ""}, std::string("malformed manifest: ") + e.what());
+  } catch (const std::out_of_range& e) {
+    throw UserError(SourceLoc{file, "", ""}, std::string("malformed manifest: a name it uses is not defined (") + e.what() + ")");
+  }
+}
+
+std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, const RunOptions& opts) {
   fs::path root(dir);
   json m;
   try {
@@ -80,9 +228,7 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
   } catch (const json::exception& e) {
     throw UserError(SourceLoc{(root / "manifest.json").string(), "", ""}, std::string("malformed manifest: ") + e.what());
   }
-  if (m.value("format", "") != "aotc.manifest" || m.value("version", 0) != kManifestVersion)
-    throw UserError(SourceLoc{(root / "manifest.json").string(), "", ""},
-                    cat("not an aotc manifest of version ", kManifestVersion));
+  checkManifest(m, dir);
   if (opts.create_graph) {
     std::vector<Diagnostic> d;
     for (auto& idx : m["runtime_checks"]["no_create_graph_inputs"]) {

@@ -99,7 +99,13 @@ int main(int argc, char** argv) {
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
   run->add_option("--out", outFile, "results (safetensors)")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  // Exit status: 0 done, 1 bad input (one line per problem), 2 usage error,
+  // 3 internal error (a bug in aotc).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   auto log = spdlog::stderr_color_mt("aotc");
   log->set_pattern("aotc: %v");
@@ -136,8 +142,11 @@ int main(int argc, char** argv) {
     for (auto& d : e.diagnostics()) std::fprintf(stderr, "aotc: %s\n", d.str().c_str());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "aotc: error: %s\n", e.what());
-    return 1;
+    // Anything but a UserError is a bug: say so, and what we were working on.
+    std::string on = *compile ? copts.model : *run ? artifact : *insp ? inspectPath : *graph ? graphModel : "";
+    std::fprintf(stderr, "aotc: internal error%s%s: %s (please report this as a bug)\n", on.empty() ? "" : " while processing ",
+                 on.c_str(), e.what());
+    return 3;
   }
   return 0;
 }

@@ -33,6 +33,16 @@ std::optional<DType> dtypeFromSafetensorsName(const std::string& s);
 int64_t dtypeSize(DType d);
 bool isFloating(DType d);
 
+/// Note [Bounded sizes]: every tensor of a graph has at most 2^40 elements
+/// and sizes, strides and offsets of at most 2^48 in magnitude (checked when
+/// a node's types are inferred), and size arithmetic goes through mulSize /
+/// addSize, which refuse results beyond 2^62: no size computation can wrap,
+/// whatever numbers a hostile file holds.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+inline constexpr int64_t kMaxExtent = int64_t{1} << 48;
+int64_t mulSize(int64_t a, int64_t b);  ///< a * b; UserError beyond +-2^62
+int64_t addSize(int64_t a, int64_t b);  ///< a + b; UserError beyond +-2^62
+
 /// Static tensor type.  Strides are in elements, as in PyTorch.
 struct TensorType {
   DType dtype = DType::F32;
@@ -77,6 +87,10 @@ enum Tag : uint32_t {
   kMustBeInForward = 1u << 1,   ///< node must run in the forward program
   kMustBeInBackward = 1u << 2,  ///< node must run in the backward program
 };
+
+/// Names of inputs, nodes and tensors in files aotc reads and writes: 1-256
+/// characters of [A-Za-z0-9_.-].
+bool validName(const std::string& s);
 
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;

@@ -35,6 +35,11 @@ struct RunOptions {
 /// and after_backward.<input> (every mutated input).
 std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts);
 
+/// Note [Manifest is untrusted]: checks a parsed manifest of the artifact in
+/// `dir` before anything runs; throws UserError naming manifest.json and the
+/// field.
+void checkManifest(const nlohmann::json& m, const std::string& dir);
+
 /// Runs one program of an artifact: inputs bound in the program's input
 /// order, outputs returned in its output order, epilogue copies reported.
 class ProgramBackend {

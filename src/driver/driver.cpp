@@ -1,7 +1,12 @@
 //===- driver.cpp - compile, inspect, run ----------------------------------===//
 #include "aotc/driver/driver.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include <chrono>
 #include <cmath>
@@ -22,6 +27,7 @@
 #include "aotc/ir/text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/runtime/manifest.h"
+#include "aotc/support/fs.h"
 
 namespace aotc {
 
@@ -36,38 +42,63 @@ void writeFile(const fs::path& p, const std::string& data) {
   if (!f) throw UserError(SourceLoc{p.string(), "", ""}, "cannot write file");
 }
 
-/// A temporary directory beside `target` that is removed unless committed.
+/// A temporary directory beside `target` that is removed unless committed
+/// (Note [No debris]); commit() puts it in place atomically: the target
+/// directory is the old artifact or the new one, never neither.
 class StagingDir {
  public:
-  explicit StagingDir(const fs::path& target) : target_(target) {
+  explicit StagingDir(fs::path target) {
+    // `-o out/` names `out`.
+    while (!target.empty() && target.filename().empty()) target = target.parent_path();
+    target_ = target;
+    const std::string base = target.filename().string();
+    if (base.empty() || base == "." || base == "..")
+      throw UserError(SourceLoc{target.string(), "", ""}, "is not a usable artifact directory name");
     fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
     std::error_code ec;
+    // Remember which ancestors this compile creates, to remove them on failure.
+    for (fs::path p = parent; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      created_.push_back(p);
+      if (!p.has_parent_path() || p.parent_path() == p) break;
+    }
     fs::create_directories(parent, ec);
     if (!fs::is_directory(parent, ec))
       throw UserError(SourceLoc{target.string(), "", ""}, "cannot create the output's parent directory");
+    removeStaleTemporaries(parent, "." + base + ".tmp-", ".tmp-");
     for (int attempt = 0; attempt < 100; ++attempt) {
-      std::string name = "." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      std::string name = "." + base + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
       path_ = parent / name;
       if (fs::create_directory(path_, ec)) return;
     }
     throw UserError(SourceLoc{target.string(), "", ""}, "cannot create a temporary directory beside the output");
   }
   ~StagingDir() {
-    if (!committed_) {
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
+    if (committed_) return;
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+    for (const fs::path& p : created_) fs::remove(p, ec);  // only if empty
   }
   const fs::path& path() const { return path_; }
+  const fs::path& target() const { return target_; }
   void commit() {
     std::error_code ec;
     if (fs::exists(target_, ec)) {
-      if (!fs::exists(target_ / "manifest.json", ec))
+      if (!fs::is_directory(target_, ec) || !fs::exists(target_ / "manifest.json", ec))
         throw UserError(SourceLoc{target_.string(), "", ""}, "exists and is not an aotc artifact; refusing to replace it");
-      fs::path old = path_.string() + ".old";
-      fs::rename(target_, old);
-      fs::rename(path_, target_);
-      fs::remove_all(old, ec);
+      // One atomic exchange; the old artifact is then where the staging
+      // directory was, and is removed (by us, or by the next compile).
+      if (::renameat2(AT_FDCWD, path_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
+        if (errno != EINVAL && errno != ENOSYS)
+          throw UserError(SourceLoc{target_.string(), "", ""}, std::string("cannot replace the artifact: ") + std::strerror(errno));
+        // A file system without RENAME_EXCHANGE: two renames.
+        fs::path old = path_.string() + ".old";
+        fs::rename(target_, old);
+        fs::rename(path_, target_);
+        fs::remove_all(old, ec);
+        committed_ = true;
+        return;
+      }
+      fs::remove_all(path_, ec);
     } else {
       fs::rename(path_, target_);
     }
@@ -76,6 +107,7 @@ class StagingDir {
 
  private:
   fs::path target_, path_;
+  std::vector<fs::path> created_;
   bool committed_ = false;
 };
 

@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "aotc/codegen/codegen.h"
+#include "aotc/support/fs.h"
 #include "aotc/ops/ops.h"
 #include "aotc/runtime/emulate_shim_text.h"
 #include "aotc/ir/safetensors.h"
@@ -185,7 +186,8 @@ class KernelLibrary {
     std::string key = sha256Hex(text + opts.host_compiler).substr(0, 24);
     fs::path lib = cache / ("emu_" + key + ".so");
     if (!fs::exists(lib)) {
-      std::string tmp = (cache / ("emu_" + key + "." + std::to_string(::getpid()))).string();
+      removeStaleTemporaries(cache, "emu_", ".tmp.");  // Note [No debris]
+      std::string tmp = (cache / ("emu_" + key + ".tmp." + std::to_string(::getpid()))).string();
       { std::ofstream(tmp + ".cpp") << text; }
       std::string cmd = opts.host_compiler + " -std=c++17 -O2 -fPIC -shared -w -o " + tmp + ".so " + tmp + ".cpp -lboost_context > " + tmp +
                         ".log 2>&1";

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "aotc/codegen/codegen.h"
+#include "aotc/support/fs.h"
 
 namespace aotc {
 
@@ -154,6 +155,7 @@ std::string nvrtcVersionCached(const std::string& cache_dir) {
   v = nvrtcVersion();
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
+  removeStaleTemporaries(p.parent_path(), "", ".tmp.");  // Note [No debris]
   fs::path tmp = p;
   tmp += ".tmp." + std::to_string(::getpid());
   { std::ofstream(tmp) << v << "\n"; }
@@ -236,6 +238,7 @@ std::string readFileOr(const fs::path& p, bool& ok) {
 
 /// Writes `data` to `p` atomically (temporary file, then rename).
 void writeAtomic(const fs::path& p, const std::string& data) {
+  removeStaleTemporaries(p.parent_path(), "", ".tmp.");  // Note [No debris]
   fs::path tmp = p;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Quick start (b): install what is missing, build, run the whole test suite
 # (GoogleTest unit and end-to-end tests, lit golden/CLI/error tests, Python
-# exporter and schema tests) through CTest.
+# exporter and schema tests, kill test) through CTest; then the sanitized
+# half (scripts/test-sanitized.sh: a clang-16 ASan+UBSan build running the
+# parser, engine and runtime tests, a short pass of every fuzz target, and
+# the GCC-vs-clang artifact comparison).  AOTC_SKIP_SANITIZED=1 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh > build.log 2>&1 || { tail -80 build.log; exit 1; }
-cd build
-ctest --output-on-failure -j "$(nproc)" --timeout 1200
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 1200)
+if [ "${AOTC_SKIP_SANITIZED:-0}" != 1 ]; then
+  bash scripts/test-sanitized.sh
+fi

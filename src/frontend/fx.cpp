@@ -27,6 +27,9 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxFileBytes = 1ull << 30;
+/// Bounded work on hostile input: the largest real models export a few tens
+/// of thousands of ATen nodes.
+constexpr size_t kMaxNodes = 250000;
 /// Integer arguments (dims, sizes, indices, offsets) beyond 2^48 in
 /// magnitude are refused: no tensor can have such a size, and products and
 /// sums of a few of them stay far from int64's range.
@@ -1156,7 +1159,7 @@ Graph convertRegion(const json& region, const std::string& path, const std::stri
 
 }  // namespace
 
-FxModel loadFxGraphUnchecked(const std::string& path);
+FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path);
 
 std::vector<std::string> supportedFxTargets() {
   std::vector<std::string> v;
@@ -1167,14 +1170,21 @@ std::vector<std::string> supportedFxTargets() {
 FxModel loadFxGraph(const std::string& path) {
   // Type errors anywhere in a malformed document are the user's: name the file.
   try {
-    return loadFxGraphUnchecked(path);
+    return loadFxGraphUnchecked(readFile(path), path);
   } catch (const json::exception& e) {
     throw UserError(SourceLoc{path, "", ""}, std::string("malformed FX graph: ") + e.what());
   }
 }
 
-FxModel loadFxGraphUnchecked(const std::string& path) {
-  std::string text = readFile(path);
+FxModel loadFxGraphText(const std::string& text, const std::string& path) {
+  try {
+    return loadFxGraphUnchecked(text, path);
+  } catch (const json::exception& e) {
+    throw UserError(SourceLoc{path, "", ""}, std::string("malformed FX graph: ") + e.what());
+  }
+}
+
+FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
   const SourceLoc fileLoc{path, "", ""};
   json doc;
   try {
@@ -1201,6 +1211,8 @@ FxModel loadFxGraphUnchecked(const std::string& path) {
                                  "; this aotc reads versions 1 and 2");
   const json& inputs = need("inputs", json::value_t::array, "an array");
   const json& nodes = need("nodes", json::value_t::array, "an array");
+  if (nodes.size() > kMaxNodes)
+    throw UserError(fileLoc, cat("graph has ", nodes.size(), " nodes; aotc compiles graphs of at most ", kMaxNodes));
   const json& outputs = need("outputs", json::value_t::array, "an array");
   std::string weights = need("weights", json::value_t::string, "a file name").get<std::string>();
   // Path tricks: the weights file is a plain name resolved beside the JSON.

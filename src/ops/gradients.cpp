@@ -3,6 +3,12 @@
 // Rules are written in forward ops (tinygrad pm_gradient, ORT GO/GI/I/O) and
 // emit Phase::Backward nodes that carry the forward node's location, so a
 // diagnostic or a kernel comment in the backward still names the user's node.
+//
+// Note [Node order]: C++ leaves the evaluation order of function arguments
+// unspecified (GCC and clang differ), so no call here has two arguments that
+// both create nodes: such values are named first, in statements, and braced
+// lists (evaluated left to right) hold the rest.  Otherwise the IR, and the
+// artifacts, would depend on the compiler that built aotc.
 //===----------------------------------------------------------------------===//
 #include "aotc/ops/gradients.h"
 
@@ -128,11 +134,15 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::Log: return [](GradCtx& g) -> R { return {g.div(g.GO(0), g.I(0))}; };
     case OpKind::Tanh:
       return [](GradCtx& g) -> R {
-        return {g.mul(g.GO(0), g.sub(g.scalarLike(1.0, g.O(0)), g.mul(g.O(0), g.O(0))))};
+        ValueId one = g.scalarLike(1.0, g.O(0));
+        ValueId sq = g.mul(g.O(0), g.O(0));
+        return {g.mul(g.GO(0), g.sub(one, sq))};
       };
     case OpKind::Sigmoid:
       return [](GradCtx& g) -> R {
-        return {g.mul(g.mul(g.GO(0), g.O(0)), g.sub(g.scalarLike(1.0, g.O(0)), g.O(0)))};
+        ValueId a = g.mul(g.GO(0), g.O(0));
+        ValueId b = g.sub(g.scalarLike(1.0, g.O(0)), g.O(0));
+        return {g.mul(a, b)};
       };
     case OpKind::Where:
       return [](GradCtx& g) -> R {
@@ -194,8 +204,10 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::Pow:
       return [](GradCtx& g) -> R {
         ValueId bm1 = g.sub(g.I(1), g.scalarLike(1.0, g.I(1)));
-        ValueId ga = g.mul(g.mul(g.GO(0), g.I(1)), g.op(OpKind::Pow, {g.I(0), bm1}));
-        ValueId gb = g.mul(g.mul(g.GO(0), g.O(0)), g.op(OpKind::Log, {g.I(0)}));
+        ValueId gi1 = g.mul(g.GO(0), g.I(1));
+        ValueId ga = g.mul(gi1, g.op(OpKind::Pow, {g.I(0), bm1}));
+        ValueId go0 = g.mul(g.GO(0), g.O(0));
+        ValueId gb = g.mul(go0, g.op(OpKind::Log, {g.I(0)}));
         return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
       };
     case OpKind::Maximum: case OpKind::Minimum:
@@ -225,7 +237,8 @@ constexpr GradRule ruleFor(OpKind k) {
         Attrs red{{"dim", reductionDims(g.attrs(), static_cast<int64_t>(in.size()))}, {"keepdim", true}};
         ValueId count = g.op(OpKind::Sum, {m}, red);
         ValueId go = g.expand(g.reshape(g.GO(0), keptShape(g)), in);
-        return {g.div(g.mul(go, m), g.expand(count, in))};
+        ValueId num = g.mul(go, m);
+        return {g.div(num, g.expand(count, in))};
       };
     case OpKind::Bmm:
       return [](GradCtx& g) -> R {

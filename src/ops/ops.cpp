@@ -94,7 +94,7 @@ std::vector<TensorType> unaryFloat(const std::vector<TensorType>& in, const Attr
 std::vector<TensorType> constantRule(const std::vector<TensorType>&, const Attrs& a) {
   DType d = DType::F32;
   if (hasAttr(a, "dtype")) {
-    auto p = parseDType(std::get<std::string>(a.at("dtype")));
+    auto p = parseDType(attrString(a, "dtype"));
     if (!p) shapeError("constant: unknown dtype");
     d = *p;
   }
@@ -269,7 +269,7 @@ std::vector<TensorType> customGradRule(const std::vector<TensorType>& in, const 
 }
 
 std::vector<TensorType> castRule(const std::vector<TensorType>& in, const Attrs& a) {
-  auto d = parseDType(std::get<std::string>(a.at("dtype")));
+  auto d = parseDType(attrString(a, "dtype"));
   if (!d) shapeError("cast: unknown dtype");
   return one(TensorType::contiguous(*d, in[0].sizes));
 }
@@ -425,7 +425,7 @@ std::vector<TensorType> padRule(const std::vector<TensorType>& in, const Attrs& 
 std::vector<TensorType> arangeRule(const std::vector<TensorType>&, const Attrs& a) {
   double start = attrFloat(a, "start"), end = attrFloat(a, "end"), step = attrFloat(a, "step");
   if (step == 0 || (end - start) / step < 0) shapeError("arange: bad start/end/step");
-  auto d = parseDType(std::get<std::string>(a.at("dtype")));
+  auto d = parseDType(attrString(a, "dtype"));
   if (!d) shapeError("arange: unknown dtype");
   return one(TensorType::contiguous(*d, {static_cast<int64_t>(std::ceil((end - start) / step))}));
 }
@@ -725,6 +725,12 @@ bool attrBool(const Attrs& a, const std::string& key, bool dflt) {
   if (auto* b = std::get_if<bool>(&it->second)) return *b;
   if (auto* p = std::get_if<int64_t>(&it->second)) return *p != 0;
   shapeError("attribute '" + key + "' must be a bool");
+}
+const std::string& attrString(const Attrs& a, const std::string& key) {
+  auto it = a.find(key);
+  if (it == a.end()) shapeError("missing attribute '" + key + "'");
+  if (auto* p = std::get_if<std::string>(&it->second)) return *p;
+  shapeError("attribute '" + key + "' must be a string");
 }
 const Ints& attrInts(const Attrs& a, const std::string& key) {
   auto it = a.find(key);

@@ -47,6 +47,11 @@ struct Storage {
   ValueId fwCopySource = kNoValue;  ///< joint mode: source of the forward epilogue copy
 };
 
+/// Bounded work on hostile input: a view chain is kept short where steps
+/// compose (a view of a view is one view, t of t is none) and refused beyond
+/// this many steps, so neither memory nor replay grows with depth squared.
+constexpr size_t kMaxViewChain = 1024;
+
 struct Alias {
   int storage = -1;
   std::vector<ViewStep> chain;
@@ -145,6 +150,24 @@ class Functionalizer {
     return out_.type(v).isContiguous() ? v : out_.add(OpKind::Clone, {v}, {}, loc);
   }
 
+  /// Appends `step`, composing it with the last step where the two are one.
+  static void extendChain(std::vector<ViewStep>& chain, ViewStep step, const SourceLoc& loc) {
+    if (!chain.empty()) {
+      ViewStep& last = chain.back();
+      if (last.op == OpKind::View && step.op == OpKind::View) {  // view(view(x, a), b) = view(x, b)
+        last = std::move(step);
+        return;
+      }
+      if (last.op == OpKind::T && step.op == OpKind::T) {  // t(t(x)) = x
+        chain.pop_back();
+        return;
+      }
+    }
+    if (chain.size() >= kMaxViewChain)
+      throw UserError(loc, cat("a chain of more than ", kMaxViewChain, " views of one tensor; aotc refuses deeper chains"));
+    chain.push_back(std::move(step));
+  }
+
   static bool hasDetach(const std::vector<ViewStep>& chain) {
     for (auto& s : chain)
       if (s.op == OpKind::Detach) return true;
@@ -181,7 +204,7 @@ class Functionalizer {
         ValueId from = n.inputs[0];
         ValueId fv = out_.add(n.op, {current(A, from, n.loc)}, n.attrs, n.loc, n.phase, n.tags);
         Alias na = A[from];
-        na.chain.push_back(ViewStep{n.op, n.attrs});
+        extendChain(na.chain, ViewStep{n.op, n.attrs}, n.loc);
         na.cached = fv;
         na.cachedVersion = storages_[static_cast<size_t>(na.storage)].version;
         na.object = -1;
@@ -198,7 +221,7 @@ class Functionalizer {
                                      opName(n.op) + "); a backward may only mutate data");
         ViewStep step{*info.functional, n.attrs};
         ValueId fv = out_.add(step.op, {current(A, self, n.loc)}, n.attrs, n.loc, n.phase);
-        a.chain.push_back(step);
+        extendChain(a.chain, step, n.loc);
         a.cached = fv;
         a.cachedVersion = s.version;
         A[n.outputs[0]] = a;

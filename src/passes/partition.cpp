@@ -30,7 +30,9 @@
 //===----------------------------------------------------------------------===//
 // Boost.Graph's edge iterators trip GCC 12's -Wmaybe-uninitialized when
 // inlined here (a false positive in boost/graph/detail/adj_list_edge_iterator).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/boykov_kolmogorov_max_flow.hpp>
 #include <deque>

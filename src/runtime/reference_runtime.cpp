@@ -74,9 +74,6 @@ HostTensor checked(const std::map<std::string, HostTensor>& pool, const std::str
   return t;
 }
 
-/// The CPU runtimes hold every tensor as doubles: 2^31 elements (16 GiB) at most.
-constexpr int64_t kMaxRunElements = int64_t{1} << 31;
-
 /// Note [Manifest is untrusted]: a manifest is checked before anything runs:
 /// every field the runtimes read has its kind, every dtype and name is valid,
 /// every shape is bounded, every index is in range, and every path stays
@@ -86,7 +83,8 @@ constexpr int64_t kMaxRunElements = int64_t{1} << 31;
 /// same way, never as an escaped exception.)
 class ManifestCheck {
  public:
-  ManifestCheck(const json& m, const fs::path& root) : m_(m), file_((root / "manifest.json").string()) {}
+  ManifestCheck(const json& m, const fs::path& root, int64_t maxElements)
+      : m_(m), file_((root / "manifest.json").string()), maxElements_(maxElements) {}
 
   void run() {
     if (!m_.is_object()) fail("", "not a JSON object");
@@ -184,10 +182,12 @@ class ManifestCheck {
     if (!obj.contains("shape") || !obj["shape"].is_array()) fail(where + ".shape", "missing or not an array");
     int64_t numel = 1;
     for (auto& d : obj["shape"]) {
-      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(kMaxRunElements))
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(maxElements_))
         fail(where + ".shape", "holds " + d.dump() + ", not a size");
       numel *= std::max<int64_t>(d.get<int64_t>(), 1);
-      if (numel > kMaxRunElements) fail(where + ".shape", cat(obj["shape"].dump(), " is larger than the CPU runtimes hold (2^31 elements)"));
+      if (numel > maxElements_)
+        fail(where + ".shape", cat(obj["shape"].dump(), " is larger than ",
+                                   maxElements_ == kMaxRunElements ? "the CPU runtimes hold (2^31 elements)" : "aotc handles (2^40 elements)"));
     }
   }
   /// A file of the artifact: relative, no "..", no backslash or NUL.
@@ -203,11 +203,14 @@ class ManifestCheck {
 
   const json& m_;
   std::string file_;
+  int64_t maxElements_;
 };
 
 }  // namespace
 
-void checkManifest(const json& m, const std::string& dir) { ManifestCheck(m, fs::path(dir)).run(); }
+void checkManifest(const json& m, const std::string& dir, int64_t maxElements) {
+  ManifestCheck(m, fs::path(dir), maxElements).run();
+}
 
 std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts) {
   const std::string file = (fs::path(dir) / "manifest.json").string();
@@ -228,7 +231,7 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
   } catch (const json::exception& e) {
     throw UserError(SourceLoc{(root / "manifest.json").string(), "", ""}, std::string("malformed manifest: ") + e.what());
   }
-  checkManifest(m, dir);
+  checkManifest(m, dir, kMaxRunElements);
   if (opts.create_graph) {
     std::vector<Diagnostic> d;
     for (auto& idx : m["runtime_checks"]["no_create_graph_inputs"]) {

@@ -30,6 +30,9 @@ struct FxModel {
 /// its weights file.  Every problem is a UserError naming the file and node;
 /// unsupported ops are all reported together.
 FxModel loadFxGraph(const std::string& path);
+/// The same, from the file's text (`path` names it in diagnostics and
+/// locates the weights file).
+FxModel loadFxGraphText(const std::string& text, const std::string& path);
 
 /// The ATen targets the front end understands (sorted), for `aotc inspect`.
 std::vector<std::string> supportedFxTargets();

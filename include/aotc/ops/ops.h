@@ -60,6 +60,7 @@ int64_t attrInt(const Attrs& a, const std::string& key);
 double attrFloat(const Attrs& a, const std::string& key);
 bool attrBool(const Attrs& a, const std::string& key, bool dflt);
 const Ints& attrInts(const Attrs& a, const std::string& key);
+const std::string& attrString(const Attrs& a, const std::string& key);
 bool hasAttr(const Attrs& a, const std::string& key);
 
 /// Output size of a pooling/conv window along one dim (PyTorch's rule).

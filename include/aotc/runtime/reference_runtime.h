@@ -35,10 +35,13 @@ struct RunOptions {
 /// and after_backward.<input> (every mutated input).
 std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts);
 
+/// The CPU runtimes hold every tensor as doubles: 2^31 elements (16 GiB) at most.
+inline constexpr int64_t kMaxRunElements = int64_t{1} << 31;
+
 /// Note [Manifest is untrusted]: checks a parsed manifest of the artifact in
-/// `dir` before anything runs; throws UserError naming manifest.json and the
-/// field.
-void checkManifest(const nlohmann::json& m, const std::string& dir);
+/// `dir` before anything runs (tensors of at most `maxElements`); throws
+/// UserError naming manifest.json and the field.
+void checkManifest(const nlohmann::json& m, const std::string& dir, int64_t maxElements = kMaxElements);
 
 /// Runs one program of an artifact: inputs bound in the program's input
 /// order, outputs returned in its output order, epilogue copies reported.

@@ -147,6 +147,7 @@ std::string banner(const Node& n, const Graph& g) {
 struct Lowering {
   const Graph& g;
   std::map<std::string, KernelSource>& kernels;
+  std::map<std::string, std::set<std::string>> kernelNodes_;  // kernel -> the nodes it serves, for dedup
   ojson buffers = ojson::array();
   ojson steps = ojson::array();
   std::vector<std::string> bufName;  // per value
@@ -196,8 +197,9 @@ struct Lowering {
     auto& k = kernels[name];
     k.name = name;
     k.source = src;
+    auto& seen = kernelNodes_[name];  // a set beside the list: a kernel may serve 10^5 nodes
     for (const std::string& w : who)
-      if (std::find(k.nodes.begin(), k.nodes.end(), w) == k.nodes.end()) k.nodes.push_back(w);
+      if (seen.insert(w).second) k.nodes.push_back(w);
     return name;
   }
 

@@ -389,7 +389,10 @@ DType dtypeArg(Converter& c, size_t i, const char* kw, DType dflt) {
 ValueId reduceOp(Converter& c, OpKind k, ValueId x, Ints dims, bool keep) {
   return c.op(k, {x}, Attrs{{"dim", dims}, {"keepdim", keep}});
 }
-ValueId bin(Converter& c, OpKind k, ValueId a, ValueId b) { return c.op(k, {a, b}); }
+/// A binary op.  Its operands come as one braced list, evaluated left to
+/// right (Note [Node order] in src/ops/gradients.cpp): `bin(c, k, {f(x), g(x)})`
+/// creates f's nodes before g's whichever compiler built aotc.
+ValueId bin(Converter& c, OpKind k, std::pair<ValueId, ValueId> ab) { return c.op(k, {ab.first, ab.second}); }
 ValueId sc(Converter& c, double v, ValueId like) { return c.scalar(v, c.type(like).dtype); }
 int64_t dimArg(Converter& c, size_t i, const char* kw, ValueId x, int64_t dflt = 0) {
   int64_t r = std::max<int64_t>(c.type(x).rank(), 1);
@@ -399,10 +402,10 @@ int64_t dimArg(Converter& c, size_t i, const char* kw, ValueId x, int64_t dflt =
 /// softmax / log_softmax over `dim`, shifted by the (detached) max for range.
 ValueId softmaxLike(Converter& c, ValueId x, int64_t dim, bool log) {
   ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, x, {dim}, true)});
-  ValueId z = bin(c, OpKind::Sub, x, m);
+  ValueId z = bin(c, OpKind::Sub, {x, m});
   ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {z}), {dim}, true);
-  if (log) return bin(c, OpKind::Sub, z, c.op(OpKind::Log, {s}));
-  return bin(c, OpKind::Div, c.op(OpKind::Exp, {z}), s);
+  if (log) return bin(c, OpKind::Sub, {z, c.op(OpKind::Log, {s})});
+  return bin(c, OpKind::Div, {c.op(OpKind::Exp, {z}), s});
 }
 
 /// var over dims with Bessel's correction `correction`.
@@ -411,9 +414,9 @@ ValueId variance(Converter& c, ValueId x, Ints dims, double correction, bool kee
   Ints all = reductionDims(Attrs{{"dim", dims}}, c.type(x).rank());
   for (int64_t d : all) n = mulSize(n, c.type(x).sizes[static_cast<size_t>(d)]);
   ValueId mean = reduceOp(c, OpKind::Mean, x, all, true);
-  ValueId dlt = bin(c, OpKind::Sub, x, mean);
-  ValueId ss = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, dlt, dlt), all, keep);
-  return bin(c, OpKind::Div, ss, sc(c, std::max(static_cast<double>(n) - correction, 0.0), x));
+  ValueId dlt = bin(c, OpKind::Sub, {x, mean});
+  ValueId ss = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {dlt, dlt}), all, keep);
+  return bin(c, OpKind::Div, {ss, sc(c, std::max(static_cast<double>(n) - correction, 0.0), x)});
 }
 
 V layerNorm(Converter& c) {
@@ -425,12 +428,12 @@ V layerNorm(Converter& c) {
   Ints dims;
   for (int64_t d = r - static_cast<int64_t>(shape.size()); d < r; ++d) dims.push_back(d);
   ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
-  ValueId dlt = bin(c, OpKind::Sub, x, mean);
-  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, dlt, dlt), dims, true);
-  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, var, sc(c, eps, x))});
-  ValueId out = bin(c, OpKind::Mul, dlt, rstd);
-  if (w != kNoValue) out = bin(c, OpKind::Mul, out, w);
-  if (b != kNoValue) out = bin(c, OpKind::Add, out, b);
+  ValueId dlt = bin(c, OpKind::Sub, {x, mean});
+  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, {dlt, dlt}), dims, true);
+  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, {var, sc(c, eps, x)})});
+  ValueId out = bin(c, OpKind::Mul, {dlt, rstd});
+  if (w != kNoValue) out = bin(c, OpKind::Mul, {out, w});
+  if (b != kNoValue) out = bin(c, OpKind::Add, {out, b});
   return {out, mean, rstd};
 }
 
@@ -444,14 +447,14 @@ V groupNorm(Converter& c) {
   Ints shape = c.type(x).sizes;
   ValueId xg = reshapeTo(c, x, {N, G, -1});
   ValueId mean = reduceOp(c, OpKind::Mean, xg, {2}, true);
-  ValueId dlt = bin(c, OpKind::Sub, xg, mean);
-  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, dlt, dlt), {2}, true);
-  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, var, sc(c, eps, x))});
-  ValueId out = c.op(OpKind::View, {bin(c, OpKind::Mul, dlt, rstd)}, Attrs{{"size", shape}});
+  ValueId dlt = bin(c, OpKind::Sub, {xg, mean});
+  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, {dlt, dlt}), {2}, true);
+  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, {var, sc(c, eps, x)})});
+  ValueId out = c.op(OpKind::View, {bin(c, OpKind::Mul, {dlt, rstd})}, Attrs{{"size", shape}});
   Ints bshape(shape.size(), 1);
   bshape[1] = C;
-  if (w != kNoValue) out = bin(c, OpKind::Mul, out, c.op(OpKind::View, {w}, Attrs{{"size", bshape}}));
-  if (b != kNoValue) out = bin(c, OpKind::Add, out, c.op(OpKind::View, {b}, Attrs{{"size", bshape}}));
+  if (w != kNoValue) out = bin(c, OpKind::Mul, {out, c.op(OpKind::View, {w}, Attrs{{"size", bshape}})});
+  if (b != kNoValue) out = bin(c, OpKind::Add, {out, c.op(OpKind::View, {b}, Attrs{{"size", bshape}})});
   return {out, c.op(OpKind::View, {mean}, Attrs{{"size", Ints{N, G}}}), c.op(OpKind::View, {rstd}, Attrs{{"size", Ints{N, G}}})};
 }
 
@@ -463,7 +466,7 @@ V nllLoss(Converter& c) {
   int64_t ignore = c.integer(4, "ignore_index", -100);
   bool batched = c.type(x).rank() == 2;
   ValueId t2 = batched ? c.op(OpKind::Unsqueeze, {t}, Attrs{{"dim", int64_t{1}}}) : c.op(OpKind::View, {t}, Attrs{{"size", Ints{1}}});
-  ValueId valid = bin(c, OpKind::Ne, t2, c.scalar(static_cast<double>(ignore), DType::I64));
+  ValueId valid = bin(c, OpKind::Ne, {t2, c.scalar(static_cast<double>(ignore), DType::I64)});
   ValueId safe = c.op(OpKind::Where, {valid, t2, c.scalar(0, DType::I64)});
   ValueId picked = c.op(OpKind::Gather, {x, safe}, Attrs{{"dim", int64_t{batched ? 1 : 0}}});
   ValueId zero = sc(c, 0.0, x);
@@ -473,7 +476,7 @@ V nllLoss(Converter& c) {
   if (reduction == 0) return {per, count};
   ValueId total = reduceOp(c, OpKind::Sum, per, {}, false);
   if (reduction == 2) return {total, count};
-  return {bin(c, OpKind::Div, total, count), count};
+  return {bin(c, OpKind::Div, {total, count}), count};
 }
 
 V convolution(Converter& c) {
@@ -485,7 +488,7 @@ V convolution(Converter& c) {
   ValueId y = c.op(OpKind::Conv2d, {x, w}, a);
   if (c.has(2, "bias")) {
     int64_t O = c.type(w).sizes[0];
-    y = bin(c, OpKind::Add, y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", Ints{1, O, 1, 1}}}));
+    y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", Ints{1, O, 1, 1}}})});
   }
   return {y};
 }
@@ -561,21 +564,21 @@ V stack(Converter& c) {
 V inplaceOf(Converter& c, ValueId v) { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), v})}; }
 
 ValueId gelu(Converter& c, ValueId x, const std::string& approx) {
-  ValueId half = bin(c, OpKind::Mul, x, sc(c, 0.5, x));
+  ValueId half = bin(c, OpKind::Mul, {x, sc(c, 0.5, x)});
   if (approx == "tanh") {
-    ValueId x3 = bin(c, OpKind::Mul, bin(c, OpKind::Mul, x, x), x);
-    ValueId inner = bin(c, OpKind::Mul, bin(c, OpKind::Add, x, bin(c, OpKind::Mul, x3, sc(c, 0.044715, x))), sc(c, 0.7978845608028654, x));
-    return bin(c, OpKind::Mul, half, bin(c, OpKind::Add, c.op(OpKind::Tanh, {inner}), sc(c, 1.0, x)));
+    ValueId x3 = bin(c, OpKind::Mul, {bin(c, OpKind::Mul, {x, x}), x});
+    ValueId inner = bin(c, OpKind::Mul, {bin(c, OpKind::Add, {x, bin(c, OpKind::Mul, {x3, sc(c, 0.044715, x)})}), sc(c, 0.7978845608028654, x)});
+    return bin(c, OpKind::Mul, {half, bin(c, OpKind::Add, {c.op(OpKind::Tanh, {inner}), sc(c, 1.0, x)})});
   }
-  ValueId e = c.op(OpKind::Erf, {bin(c, OpKind::Mul, x, sc(c, 0.7071067811865476, x))});
-  return bin(c, OpKind::Mul, half, bin(c, OpKind::Add, e, sc(c, 1.0, x)));
+  ValueId e = c.op(OpKind::Erf, {bin(c, OpKind::Mul, {x, sc(c, 0.7071067811865476, x)})});
+  return bin(c, OpKind::Mul, {half, bin(c, OpKind::Add, {e, sc(c, 1.0, x)})});
 }
 
 /// clamp with optional bounds; gradients pass where min <= x <= max.
 ValueId clampOp(Converter& c, ValueId x, std::optional<double> lo, std::optional<double> hi) {
   ValueId y = x;
-  if (lo) y = c.op(OpKind::Where, {bin(c, OpKind::Lt, y, sc(c, *lo, x)), sc(c, *lo, x), y});
-  if (hi) y = c.op(OpKind::Where, {bin(c, OpKind::Gt, y, sc(c, *hi, x)), sc(c, *hi, x), y});
+  if (lo) y = c.op(OpKind::Where, {bin(c, OpKind::Lt, {y, sc(c, *lo, x)}), sc(c, *lo, x), y});
+  if (hi) y = c.op(OpKind::Where, {bin(c, OpKind::Gt, {y, sc(c, *hi, x)}), sc(c, *hi, x), y});
   return y;
 }
 std::optional<double> optNumber(Converter& c, size_t i, const char* kw) {
@@ -583,20 +586,20 @@ std::optional<double> optNumber(Converter& c, size_t i, const char* kw) {
 }
 
 ValueId hardswish(Converter& c, ValueId x) {
-  ValueId r6 = clampOp(c, bin(c, OpKind::Add, x, sc(c, 3.0, x)), 0.0, 6.0);
-  return bin(c, OpKind::Div, bin(c, OpKind::Mul, x, r6), sc(c, 6.0, x));
+  ValueId r6 = clampOp(c, bin(c, OpKind::Add, {x, sc(c, 3.0, x)}), 0.0, 6.0);
+  return bin(c, OpKind::Div, {bin(c, OpKind::Mul, {x, r6}), sc(c, 6.0, x)});
 }
 
 /// hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1).
 ValueId hardsigmoid(Converter& c, ValueId x) {
-  return clampOp(c, bin(c, OpKind::Add, bin(c, OpKind::Div, x, sc(c, 6.0, x)), sc(c, 0.5, x)), 0.0, 1.0);
+  return clampOp(c, bin(c, OpKind::Add, {bin(c, OpKind::Div, {x, sc(c, 6.0, x)}), sc(c, 0.5, x)}), 0.0, 1.0);
 }
 
 ValueId leakyRelu(Converter& c, ValueId x, double slope) {
-  return c.op(OpKind::Where, {bin(c, OpKind::Gt, x, sc(c, 0.0, x)), x, bin(c, OpKind::Mul, x, sc(c, slope, x))});
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, bin(c, OpKind::Mul, {x, sc(c, slope, x)})});
 }
 
-ValueId silu(Converter& c, ValueId x) { return bin(c, OpKind::Mul, x, c.op(OpKind::Sigmoid, {x})); }
+ValueId silu(Converter& c, ValueId x) { return bin(c, OpKind::Mul, {x, c.op(OpKind::Sigmoid, {x})}); }
 
 /// Note [Random numbers]: random ops draw from a counter-based generator
 /// (Philox4x32-10) keyed by one int64 artifact input, `rng_seed`, that the
@@ -622,7 +625,7 @@ V dropout(Converter& c) {
   ValueId keep = randMask(c, 1.0 - p, c.type(x).sizes);
   ValueId m = c.op(OpKind::Cast, {keep}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}});
   ValueId scale = p >= 1 ? sc(c, 0.0, x) : sc(c, 1.0 / (1.0 - p), x);
-  return {bin(c, OpKind::Mul, bin(c, OpKind::Mul, x, m), scale), keep};
+  return {bin(c, OpKind::Mul, {bin(c, OpKind::Mul, {x, m}), scale}), keep};
 }
 
 /// scaled_dot_product_attention, math form: softmax(q k^T * scale + mask) v,
@@ -636,21 +639,20 @@ V sdpa(Converter& c) {
   int64_t L = qs[qs.size() - 2], E = qs.back(), S = ks[ks.size() - 2], Ev = vs.back();
   double scale = c.has(6, "scale") ? c.number(6, "scale") : 1.0 / std::sqrt(static_cast<double>(E));
   ValueId q3 = reshapeTo(c, q, {-1, L, E}), k3 = reshapeTo(c, k, {-1, S, E}), v3 = reshapeTo(c, v, {-1, S, Ev});
-  ValueId scores = bin(c, OpKind::Mul, c.op(OpKind::Bmm, {q3, c.op(OpKind::Transpose, {k3}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}})}),
-                       sc(c, scale, q));
+  ValueId scores = bin(c, OpKind::Mul, {c.op(OpKind::Bmm, {q3, c.op(OpKind::Transpose, {k3}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}})}), sc(c, scale, q)});
   ValueId ninf = sc(c, -INFINITY, q);
   if (isCausal) {
     ValueId rows = c.op(OpKind::View, {c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(L)}, {"step", 1.0}, {"dtype", std::string("i64")}})},
                         Attrs{{"size", Ints{L, 1}}});
     ValueId cols = c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(S)}, {"step", 1.0}, {"dtype", std::string("i64")}});
-    scores = c.op(OpKind::Where, {bin(c, OpKind::Ge, rows, cols), scores, ninf});
+    scores = c.op(OpKind::Where, {bin(c, OpKind::Ge, {rows, cols}), scores, ninf});
   }
   if (c.has(3, "attn_mask")) {
     ValueId m = c.tensor(3, "attn_mask");
     Ints ms = c.type(m).sizes;
     // Broadcast the mask over the flattened batch: keep its last two dims.
     if (ms.size() > 2) m = reshapeTo(c, c.op(OpKind::Expand, {m}, Attrs{{"size", Ints(qs.begin(), qs.end() - 1)}}), {-1, L, S});
-    scores = c.type(m).dtype == DType::Bool ? c.op(OpKind::Where, {m, scores, ninf}) : bin(c, OpKind::Add, scores, m);
+    scores = c.type(m).dtype == DType::Bool ? c.op(OpKind::Where, {m, scores, ninf}) : bin(c, OpKind::Add, {scores, m});
   }
   ValueId attn = softmaxLike(c, scores, 2, false);
   Ints out(qs.begin(), qs.end() - 1);
@@ -807,8 +809,8 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.relu_.default", [](Converter& c) { return inplaceOf(c, c.op(OpKind::Relu, {c.tensor(0, "self")})); }},
       {"aten.sigmoid_.default", [](Converter& c) { return inplaceOf(c, c.op(OpKind::Sigmoid, {c.tensor(0, "self")})); }},
       {"aten.tanh_.default", [](Converter& c) { return inplaceOf(c, c.op(OpKind::Tanh, {c.tensor(0, "self")})); }},
-      {"aten.div_.Tensor", [](Converter& c) { ValueId x = c.tensor(0, "self"); return inplaceOf(c, bin(c, OpKind::Div, x, c.operand(1, "other", x))); }},
-      {"aten.div_.Scalar", [](Converter& c) { ValueId x = c.tensor(0, "self"); return inplaceOf(c, bin(c, OpKind::Div, x, c.operand(1, "other", x))); }},
+      {"aten.div_.Tensor", [](Converter& c) { ValueId x = c.tensor(0, "self"); return inplaceOf(c, bin(c, OpKind::Div, {x, c.operand(1, "other", x)})); }},
+      {"aten.div_.Scalar", [](Converter& c) { ValueId x = c.tensor(0, "self"); return inplaceOf(c, bin(c, OpKind::Div, {x, c.operand(1, "other", x)})); }},
       {"aten.gelu.default",
        [](Converter& c) -> V {
          const json* a = c.arg(1, "approximate");
@@ -856,8 +858,8 @@ const std::map<std::string, ConvertFn>& converters() {
          Ints dims = c.ints(1, "dim");
          bool keep = c.boolean(2, "keepdim", false);
          ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, x, dims, true)});
-         ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {bin(c, OpKind::Sub, x, m)}), dims, true);
-         ValueId r = bin(c, OpKind::Add, c.op(OpKind::Log, {s}), m);
+         ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {bin(c, OpKind::Sub, {x, m})}), dims, true);
+         ValueId r = bin(c, OpKind::Add, {c.op(OpKind::Log, {s}), m});
          return {keep ? r : reduceOp(c, OpKind::Sum, r, dims, false)};
        }},
       // matmul family, convolution, pooling, normalization, losses
@@ -866,7 +868,7 @@ const std::map<std::string, ConvertFn>& converters() {
        [](Converter& c) -> V {
          ValueId in = c.tensor(0, "self");
          ValueId p = c.scaled(c.op(OpKind::Bmm, {c.tensor(1, "batch1"), c.tensor(2, "batch2")}), c.number(4, "alpha", 1.0));
-         return {bin(c, OpKind::Add, c.scaled(in, c.number(3, "beta", 1.0)), p)};
+         return {bin(c, OpKind::Add, {c.scaled(in, c.number(3, "beta", 1.0)), p})};
        }},
       {"aten.convolution.default", convolution},
       {"aten.scaled_dot_product_attention.default", sdpa},
@@ -879,8 +881,8 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.nll_loss_forward.default", nllLoss},
       {"aten.mse_loss.default",
        [](Converter& c) -> V {
-         ValueId d = bin(c, OpKind::Sub, c.tensor(0, "self"), c.tensor(1, "target"));
-         ValueId sq = bin(c, OpKind::Mul, d, d);
+         ValueId d = bin(c, OpKind::Sub, {c.tensor(0, "self"), c.tensor(1, "target")});
+         ValueId sq = bin(c, OpKind::Mul, {d, d});
          int64_t red = c.integer(2, "reduction", 1);
          if (red == 0) return {sq};
          return {reduceOp(c, red == 1 ? OpKind::Mean : OpKind::Sum, sq, {}, false)};

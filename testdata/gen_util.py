@@ -10,6 +10,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from fx_export import _flatten_args, _input_names, _rebuild, export, flatten_outputs, write_safetensors  # noqa: E402
 
 
+def seeded_randn(first_seed):
+    """rn(*shape, rg=False): a fresh tensor from the next seed after
+    `first_seed`, so each generator's fixtures are reproducible."""
+    seed = [first_seed]
+
+    def rn(*shape, rg=False):
+        seed[0] += 1
+        g = torch.Generator().manual_seed(seed[0])
+        return torch.randn(*shape, generator=g).requires_grad_(rg)
+    return rn
+
+
 def flat_outputs(out):
     """The program's result flattened as aotc numbers it (output.<i>)."""
     return [t for _, t in flatten_outputs(out)]

@@ -112,6 +112,13 @@ TEST_P(FxFixture, CompileRunMatchesEager) { compileRunCompare(kFx, GetParam(), "
 INSTANTIATE_TEST_SUITE_P(Fixtures, FxFixture, ::testing::ValuesIn(fixtures()),
                          [](const auto& info) { return info.param; });
 
+/// Test names of (program, partitioner) parameters: `fw_buffer_add_min_cut`.
+std::string programAndPartitioner(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+}
+
 /// The mutation-semantics conformance suite, under every partitioner.
 class Conformance : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 TEST_P(Conformance, MatchesEager) {
@@ -119,11 +126,7 @@ TEST_P(Conformance, MatchesEager) {
 }
 INSTANTIATE_TEST_SUITE_P(Scenarios, Conformance,
                          ::testing::Combine(::testing::ValuesIn(fixtures(kConformance)), ::testing::ValuesIn(partitionerNames())),
-                         [](const auto& info) {
-                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         programAndPartitioner);
 
 /// Programs as users write them (testdata/exporter/gen.py): mutated inputs
 /// that require grad, state reached by identity, nested arguments and
@@ -132,11 +135,7 @@ class Exporter : public ::testing::TestWithParam<std::tuple<std::string, std::st
 TEST_P(Exporter, MatchesEager) { compileRunCompare(kExporter, std::get<0>(GetParam()), std::get<1>(GetParam()), {"sm_90"}); }
 INSTANTIATE_TEST_SUITE_P(Programs, Exporter,
                          ::testing::Combine(::testing::ValuesIn(fixtures(kExporter)), ::testing::ValuesIn(partitionerNames())),
-                         [](const auto& info) {
-                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         programAndPartitioner);
 
 TEST(E2E, ExporterSuiteCoversEveryForm) {
   auto f = fixtures(kExporter);

@@ -15,13 +15,9 @@ import torch.nn.functional as F  # noqa: F401
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from gen_util import write_fixtures  # noqa: E402
+from gen_util import seeded_randn, write_fixtures  # noqa: E402
 
-
-def rn(*shape, rg=False, seed=[0]):
-    seed[0] += 1
-    g = torch.Generator().manual_seed(seed[0])
-    return torch.randn(*shape, generator=g).requires_grad_(rg)
+rn = seeded_randn(0)
 
 
 class Mod(torch.nn.Module):

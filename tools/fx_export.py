@@ -292,15 +292,15 @@ class _Graph:
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _THIS_FILE = os.path.abspath(__file__)
-_INTERNAL_FILES = (_THIS_FILE, os.path.abspath(__file__).replace(".pyc", ".py"))
 
 
 def _user_frame():
-    """The innermost frame outside PyTorch and this file: the user's line."""
+    """The innermost frame outside PyTorch, this file and Python's own
+    machinery: the user's line."""
     f = sys._getframe(2)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_TORCH_DIR) and os.path.abspath(fn) not in _INTERNAL_FILES and not fn.startswith("<frozen"):
+        if not fn.startswith(_TORCH_DIR) and os.path.abspath(fn) != _THIS_FILE and not fn.startswith("<frozen"):
             return f
         f = f.f_back
     return None

@@ -50,8 +50,22 @@ Parsed parseHeader(const std::string& path, std::ifstream& f) {
     try {
       auto d = dtypeFromSafetensorsName(v.at("dtype").get<std::string>());
       if (!d) throw fail("tensor '" + name + "': unsupported dtype " + v.at("dtype").dump());
-      Ints shape = v.at("shape").get<Ints>();
-      auto off = v.at("data_offsets").get<std::vector<uint64_t>>();
+      // Integers only, checked before conversion: nlohmann converts a float
+      // like 9.2e20 to int64 with undefined behaviour (found by libFuzzer).
+      auto naturals = [&](const char* key) {
+        const json& a = v.at(key);
+        if (!a.is_array()) throw fail("tensor '" + name + "': " + key + " must be an array of non-negative integers");
+        for (auto& x : a)
+          if (!x.is_number_unsigned() && !(x.is_number_integer() && x.get<int64_t>() >= 0))
+            throw fail("tensor '" + name + "': " + key + " must hold non-negative integers, got " + x.dump());
+        return a;
+      };
+      Ints shape;
+      for (auto& x : naturals("shape")) {
+        if (x.get<uint64_t>() > (uint64_t{1} << 40)) throw fail("tensor '" + name + "': bad shape");
+        shape.push_back(x.get<int64_t>());
+      }
+      auto off = naturals("data_offsets").get<std::vector<uint64_t>>();
       int64_t numel = 1;
       for (int64_t s : shape) {
         if (s < 0 || (s > 0 && numel > (int64_t{1} << 40) / s)) throw fail("tensor '" + name + "': bad shape");

@@ -102,8 +102,13 @@ std::vector<ValueId> customGradRule(GradCtx& g) {
   for (const Node& bn : bw.nodes) g.inlineNode(bw, bn, map);
   std::vector<ValueId> grads(n.inputs.size(), kNoValue);
   for (const GraphOutput& o : bw.outputs) {
-    size_t idx = std::stoul(o.target);
-    AOTC_CHECK(idx < static_cast<size_t>(na), "custom backward grad index out of range");
+    // The region comes from a file (FX JSON or IR text): a bad index is the
+    // input's fault, not a broken invariant (libFuzzer finding, fuzz_ir).
+    size_t idx = o.target.empty() || o.target.size() > 9 || o.target.find_first_not_of("0123456789") != std::string::npos
+                     ? SIZE_MAX : std::stoul(o.target);
+    if (idx >= static_cast<size_t>(na))
+      throw UserError(n.loc, cat("custom backward returns a gradient for argument '", o.target, "' of a function with ", na,
+                                 " arguments"));
     grads[idx] = map[o.value];
   }
   return grads;

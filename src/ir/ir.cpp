@@ -254,6 +254,9 @@ std::vector<ValueId> Graph::addNode(OpKind op, std::vector<ValueId> ins, Attrs a
     SourceLoc l = loc;
     if (l.op.empty()) l.op = opName(op);
     throw UserError(l, e.diagnostics().front().message);
+  } catch (const std::exception& e) {
+    // Not a user error: a bug in a rule.  Name the node it was building.
+    throw std::runtime_error(cat("node '", loc.node.empty() ? "?" : loc.node, "' (", opName(op), "): ", e.what()));
   }
   Node n{op, std::move(ins), {}, std::move(attrs), loc, phase, tags, std::move(regions)};
   std::string hint = loc.node.empty() ? opName(op) : loc.node;

@@ -82,6 +82,40 @@ TEST(Ops, TablesAreComplete) {
   }
 }
 
+TEST(Ops, AttributeSchemas) {
+  // Every row's schema parses (a malformed one is an AOTC_CHECK abort) and
+  // ends with the universal no_grad flag; a functional op and its in-place
+  // form take the same attributes.
+  for (int i = 0; i < kNumOps; ++i) {
+    OpKind k = static_cast<OpKind>(i);
+    const auto& s = attrSchema(k);
+    ASSERT_FALSE(s.empty()) << opName(k);
+    EXPECT_EQ(s.back().name, "no_grad") << opName(k);
+    if (auto f = opInfo(k).functional) {
+      EXPECT_STREQ(opInfo(k).attrs, opInfo(*f).attrs) << opName(k);
+    }
+  }
+  auto error = [](OpKind k, const Attrs& a) {
+    try {
+      checkAttrs(k, a);
+    } catch (const UserError& e) {
+      return e.diagnostics().front().message;
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error(OpKind::Sum, {{"dim", Ints{0}}, {"keepdim", true}}), "accepted");
+  EXPECT_EQ(error(OpKind::Sum, {}), "accepted");
+  EXPECT_EQ(error(OpKind::Constant, {{"value", int64_t{2}}}), "accepted");  // an integer is a number
+  EXPECT_EQ(error(OpKind::Sum, {{"dim", int64_t{0}}}), "sum: attribute 'dim' must be a list of integers, got 0");
+  EXPECT_EQ(error(OpKind::Slice, {{"dim", 0.5}}), "slice: attribute 'dim' must be an integer, got 0.5");
+  EXPECT_EQ(error(OpKind::Select, {{"dim", int64_t{0}}}), "select: missing attribute 'index'");
+  EXPECT_EQ(error(OpKind::Cast, {{"dtype", std::string("f33")}}), "cast: attribute 'dtype' must be a dtype name, got \"f33\"");
+  EXPECT_EQ(error(OpKind::Relu, {{"inplace", true}}), "relu: unknown attribute 'inplace' (it takes no_grad)");
+  EXPECT_EQ(error(OpKind::View, {{"size", Ints(100, 1)}}), "accepted");
+  EXPECT_EQ(error(OpKind::Permute, {{"dims", std::string(100, 'x')}}).size(),
+            std::string("permute: attribute 'dims' must be a list of integers, got ").size() + 40);
+}
+
 TEST(Safetensors, RoundTripEveryDtype) {
   std::map<std::string, HostTensor> m;
   for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool})

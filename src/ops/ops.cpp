@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string_view>
 
 namespace aotc {
 
@@ -19,12 +20,12 @@ constexpr std::optional<OpKind> fnOf(NoFn) { return std::nullopt; }
 constexpr std::optional<OpKind> fnOf(OpKind k) { return k; }
 
 const std::array<OpInfo, kNumOps> kOps = {{
-#define OP(Kind, name, arity, cat, grad, fn)                                              \
+#define OP(Kind, name, arity, cat, grad, fn, attrs)                                       \
   OpInfo{OpKind::Kind, name, arity, OpCategory::cat, GradKind::grad, fnOf([] {            \
            using enum OpKind;                                                             \
            [[maybe_unused]] constexpr NoFn None = NoFn::None;                             \
            return fn;                                                                     \
-         }())},
+         }()), attrs},
 #include "aotc/ops/ops.def"
 #undef OP
 }};
@@ -240,7 +241,7 @@ std::vector<TensorType> selectRule(const std::vector<TensorType>& in, const Attr
   if (i < -t.sizes[d] || i >= t.sizes[d])
     shapeError("select: index " + std::to_string(i) + " out of range for dim of size " + std::to_string(t.sizes[d]));
   if (i < 0) i += t.sizes[d];
-  t.offset += i * t.strides[d];
+  t.offset = addSize(t.offset, mulSize(i, t.strides[d]));
   t.sizes.erase(t.sizes.begin() + d);
   t.strides.erase(t.strides.begin() + d);
   return one(t);
@@ -424,10 +425,13 @@ std::vector<TensorType> padRule(const std::vector<TensorType>& in, const Attrs& 
 }
 std::vector<TensorType> arangeRule(const std::vector<TensorType>&, const Attrs& a) {
   double start = attrFloat(a, "start"), end = attrFloat(a, "end"), step = attrFloat(a, "step");
-  if (step == 0 || (end - start) / step < 0) shapeError("arange: bad start/end/step");
+  double n = std::ceil((end - start) / step);
+  if (!std::isfinite(start) || !std::isfinite(end) || step == 0 || !(n >= 0))
+    shapeError("arange: bad start/end/step");
+  if (n > static_cast<double>(kMaxExtent)) shapeError("arange: " + std::to_string(n) + " elements is more than 2^48");
   auto d = parseDType(attrString(a, "dtype"));
   if (!d) shapeError("arange: unknown dtype");
-  return one(TensorType::contiguous(*d, {static_cast<int64_t>(std::ceil((end - start) / step))}));
+  return one(TensorType::contiguous(*d, {static_cast<int64_t>(n)}));
 }
 std::vector<TensorType> permuteRule(const std::vector<TensorType>& in, const Attrs& a) {
   Ints p = attrInts(a, "dims");
@@ -542,11 +546,109 @@ std::optional<OpKind> opFromName(const std::string& name) {
 }
 bool hasShapeRule(OpKind k) { return ruleFor(k) != nullptr; }
 
+// Note [Typed attributes]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Every op's row in ops.def spells its attributes with their kinds.  Every
+// node is checked against it when it is built (Graph::addNode) and when a
+// graph is verified, so a shape rule, reference kernel, gradient rule or CUDA
+// lowering only ever meets the attributes its row declares, of the declared
+// kind: an IR file or front end that says `constant() {dtype=3}` is refused
+// with "attribute 'dtype' must be a dtype name" instead of reaching a
+// std::get.  Unknown attributes are refused too (a misspelt `keep_dim` would
+// otherwise be silently ignored).
+namespace {
+
+std::vector<AttrSpec> parseSchema(const OpInfo& info) {
+  std::vector<AttrSpec> out;
+  std::string_view s = info.attrs;
+  while (!s.empty()) {
+    size_t sp = s.find(' ');
+    std::string_view item = s.substr(0, sp);
+    s = sp == std::string_view::npos ? std::string_view{} : s.substr(sp + 1);
+    if (item.empty()) continue;
+    size_t colon = item.find(':');
+    AOTC_CHECK(colon != std::string_view::npos, "ops.def: bad attribute '", std::string(item), "' of ", info.name);
+    std::string_view kind = item.substr(colon + 1);
+    bool required = true;
+    if (kind.ends_with('?')) {
+      required = false;
+      kind.remove_suffix(1);
+    }
+    static constexpr std::pair<std::string_view, AttrKind> kKinds[] = {
+        {"int", AttrKind::Int}, {"float", AttrKind::Float}, {"bool", AttrKind::Bool},
+        {"str", AttrKind::Str}, {"dtype", AttrKind::DType}, {"ints", AttrKind::Ints}};
+    auto k = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& e) { return e.first == kind; });
+    AOTC_CHECK(k != std::end(kKinds), "ops.def: unknown attribute kind '", std::string(kind), "' of ", info.name);
+    out.push_back(AttrSpec{std::string(item.substr(0, colon)), k->second, required});
+  }
+  out.push_back(AttrSpec{"no_grad", AttrKind::Bool, false});
+  return out;
+}
+
+const char* kindName(AttrKind k) {
+  switch (k) {
+    case AttrKind::Int: return "an integer";
+    case AttrKind::Float: return "a number";
+    case AttrKind::Bool: return "a bool";
+    case AttrKind::Str: return "a string";
+    case AttrKind::DType: return "a dtype name";
+    case AttrKind::Ints: return "a list of integers";
+  }
+  return "?";
+}
+
+bool hasKind(const AttrValue& v, AttrKind k) {
+  switch (k) {
+    case AttrKind::Int: return std::holds_alternative<int64_t>(v);
+    case AttrKind::Float: return std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
+    case AttrKind::Bool: return std::holds_alternative<bool>(v);
+    case AttrKind::Str: return std::holds_alternative<std::string>(v);
+    case AttrKind::DType: return std::holds_alternative<std::string>(v) && parseDType(std::get<std::string>(v));
+    case AttrKind::Ints: return std::holds_alternative<Ints>(v);
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::vector<AttrSpec>& attrSchema(OpKind k) {
+  // Built once, immutable afterwards.
+  static const std::vector<std::vector<AttrSpec>> kSchemas = [] {
+    std::vector<std::vector<AttrSpec>> all;
+    for (const OpInfo& o : kOps) all.push_back(parseSchema(o));
+    return all;
+  }();
+  return kSchemas[static_cast<size_t>(k)];
+}
+
+void checkAttrs(OpKind k, const Attrs& attrs) {
+  const std::vector<AttrSpec>& schema = attrSchema(k);
+  const char* op = opName(k);
+  for (const auto& [name, value] : attrs) {
+    auto s = std::find_if(schema.begin(), schema.end(), [&](const AttrSpec& a) { return a.name == name; });
+    if (s == schema.end()) {
+      std::string known;
+      for (const AttrSpec& a : schema) known += (known.empty() ? "" : ", ") + a.name;
+      shapeError(std::string(op) + ": unknown attribute '" + name + "' (it takes " + known + ")");
+    }
+    if (!hasKind(value, s->kind))
+    {
+      std::string got = attrStr(value);
+      if (got.size() > 40) got = got.substr(0, 37) + "...";
+      shapeError(std::string(op) + ": attribute '" + name + "' must be " + kindName(s->kind) + ", got " + got);
+    }
+  }
+  for (const AttrSpec& a : schema)
+    if (a.required && !attrs.count(a.name)) shapeError(std::string(op) + ": missing attribute '" + a.name + "'");
+}
+
+
 std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs) {
   const OpInfo& info = opInfo(op);
   if (info.arity >= 0 && static_cast<int>(ins.size()) != info.arity)
     shapeError(std::string(info.name) + " expects " + std::to_string(info.arity) + " tensor operand(s), got " +
                std::to_string(ins.size()));
+  checkAttrs(op, attrs);
   ShapeRule r = ruleFor(op);
   AOTC_CHECK(r, "no shape rule for ", info.name);
   return r(ins, attrs);
@@ -555,6 +657,7 @@ std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins
 std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs,
                                        const std::vector<Graph>& regions) {
   if (op != OpKind::AutogradFunction) return inferTypes(op, ins, attrs);
+  checkAttrs(op, attrs);
   if (regions.size() != 2) shapeError("autograd_function needs a forward and a backward region");
   const Graph& fw = regions[0];
   if (fw.inputs.size() != ins.size())

@@ -12,6 +12,8 @@
 //    forward saved, and only the joint graph knows both phases;
 //  * the verifier runs after every stage.
 //===----------------------------------------------------------------------===//
+#include <stdexcept>
+
 #include "aotc/ir/text.h"
 #include "aotc/passes/passes.h"
 
@@ -35,25 +37,43 @@ std::vector<std::string> passNames() {
 
 std::vector<std::string> partitionerNames() { return {"min-cut", "default"}; }
 
+namespace {
+
+/// Runs one pass.  An exception that is not a UserError is a bug in the pass:
+/// it says which pass (Graph::addNode adds the node, the CLI the file).
+template <class Fn>
+auto guarded(const char* pass, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(cat("in pass ", pass, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
-  auto stage = [&](const char* name, Graph g) {
+  auto stage = [&](const char* name, auto&& pass) {
+    Graph g = guarded(name, pass);
     verifyGraph(g, std::string("after ") + name);
     if (opts.after_pass) opts.after_pass(name, g);
     return g;
   };
   verifyGraph(captured, "captured graph");
   PipelineResult r;
-  r.functional = stage("functionalize", functionalize(captured));
-  r.functional = stage("dce", dce(r.functional));
-  r.joint = stage("autodiff", autodiff(r.functional));
-  r.joint = stage("strip-autograd-markers", stripAutogradMarkers(r.joint));
-  r.joint = stage("functionalize-joint", functionalizeJoint(r.joint));
-  r.joint = stage("dce-joint", dce(r.joint));
-  if (opts.partitioner == "min-cut") r.partition = partitionMinCut(r.joint);
-  else if (opts.partitioner == "default") r.partition = partitionDefault(r.joint);
+  r.functional = stage("functionalize", [&] { return functionalize(captured); });
+  r.functional = stage("dce", [&] { return dce(r.functional); });
+  r.joint = stage("autodiff", [&] { return autodiff(r.functional); });
+  r.joint = stage("strip-autograd-markers", [&] { return stripAutogradMarkers(r.joint); });
+  r.joint = stage("functionalize-joint", [&] { return functionalizeJoint(r.joint); });
+  r.joint = stage("dce-joint", [&] { return dce(r.joint); });
+  if (opts.partitioner == "min-cut") r.partition = guarded("partition (min-cut)", [&] { return partitionMinCut(r.joint); });
+  else if (opts.partitioner == "default") r.partition = guarded("partition (default)", [&] { return partitionDefault(r.joint); });
   else throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: min-cut, default)");
-  r.partition.forward = stage("partition.forward", std::move(r.partition.forward));
-  r.partition.backward = stage("partition.backward", std::move(r.partition.backward));
+  r.partition.forward = stage("partition.forward", [&] { return std::move(r.partition.forward); });
+  r.partition.backward = stage("partition.backward", [&] { return std::move(r.partition.backward); });
   return r;
 }
 

@@ -68,12 +68,12 @@ using Attrs = std::map<std::string, AttrValue>;
 std::string attrStr(const AttrValue& v);
 
 enum class OpKind : uint16_t {
-#define OP(Kind, name, arity, cat, grad, fn) Kind,
+#define OP(Kind, name, arity, cat, grad, fn, attrs) Kind,
 #include "aotc/ops/ops.def"
 #undef OP
 };
 inline constexpr int kNumOps = 0
-#define OP(Kind, name, arity, cat, grad, fn) +1
+#define OP(Kind, name, arity, cat, grad, fn, attrs) +1
 #include "aotc/ops/ops.def"
 #undef OP
     ;

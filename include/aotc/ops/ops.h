@@ -20,7 +20,21 @@ struct OpInfo {
   OpCategory category;
   GradKind grad;
   std::optional<OpKind> functional;  ///< Mutation ops: the pure op they become
+  const char* attrs;                 ///< attribute schema, as written in ops.def
 };
+
+enum class AttrKind : uint8_t { Int, Float, Bool, Str, DType, Ints };
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  bool required;
+};
+/// The op's attribute schema (its ops.def row, parsed), `no_grad:bool?` included.
+const std::vector<AttrSpec>& attrSchema(OpKind k);
+/// Checks `attrs` against the op's schema: every required attribute present,
+/// none unknown, each of its kind (Note [Typed attributes]).  Throws UserError
+/// (message only) naming the op and the attribute.
+void checkAttrs(OpKind k, const Attrs& attrs);
 
 const OpInfo& opInfo(OpKind k);
 const char* opName(OpKind k);

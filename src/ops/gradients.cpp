@@ -198,6 +198,90 @@ constexpr GradRule ruleFor(OpKind k) {
         return {gb, g.op(view, {g.GO(0)}, g.attrs())};
       };
     case OpKind::KeepGrad: return [](GradCtx& g) -> R { return {g.GO(0), kNoValue}; };
+    // Elementwise math: x = I(0), y = O(0).  One node-creating call per
+    // statement (Note [Node order]).
+    case OpKind::Expm1:
+      return [](GradCtx& g) -> R {
+        ValueId t = g.add(g.O(0), g.scalarLike(1.0, g.O(0)));
+        return {g.mul(g.GO(0), t)};
+      };
+    case OpKind::Log1p:
+      return [](GradCtx& g) -> R {
+        ValueId d = g.add(g.I(0), g.scalarLike(1.0, g.I(0)));
+        return {g.div(g.GO(0), d)};
+      };
+    case OpKind::Log2: case OpKind::Log10:
+      return [](GradCtx& g) -> R {
+        double ln = g.node().op == OpKind::Log2 ? 0.69314718055994531 : 2.3025850929940457;
+        ValueId d = g.mul(g.I(0), g.scalarLike(ln, g.O(0)));
+        return {g.div(g.GO(0), d)};
+      };
+    case OpKind::Reciprocal:
+      return [](GradCtx& g) -> R {
+        ValueId yy = g.mul(g.O(0), g.O(0));
+        ValueId m = g.mul(g.GO(0), yy);
+        return {g.neg(m)};
+      };
+    case OpKind::Tan:
+      return [](GradCtx& g) -> R {
+        ValueId yy = g.mul(g.O(0), g.O(0));
+        ValueId t = g.add(yy, g.scalarLike(1.0, g.O(0)));
+        return {g.mul(g.GO(0), t)};
+      };
+    case OpKind::Asin: case OpKind::Acos:
+      return [](GradCtx& g) -> R {
+        ValueId xx = g.mul(g.I(0), g.I(0));
+        ValueId one = g.scalarLike(1.0, g.O(0));
+        ValueId r = g.op(OpKind::Rsqrt, {g.sub(one, xx)});
+        ValueId m = g.mul(g.GO(0), r);
+        return {g.node().op == OpKind::Asin ? m : g.neg(m)};
+      };
+    case OpKind::Atan:
+      return [](GradCtx& g) -> R {
+        ValueId xx = g.mul(g.I(0), g.I(0));
+        ValueId d = g.add(xx, g.scalarLike(1.0, g.O(0)));
+        return {g.div(g.GO(0), d)};
+      };
+    case OpKind::Sinh: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Cosh, {g.I(0)}))}; };
+    case OpKind::Cosh: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Sinh, {g.I(0)}))}; };
+    case OpKind::Asinh: case OpKind::Acosh:
+      return [](GradCtx& g) -> R {
+        ValueId xx = g.mul(g.I(0), g.I(0));
+        ValueId one = g.scalarLike(1.0, g.O(0));
+        ValueId d = g.node().op == OpKind::Asinh ? g.add(xx, one) : g.sub(xx, one);
+        return {g.mul(g.GO(0), g.op(OpKind::Rsqrt, {d}))};
+      };
+    case OpKind::Atanh:
+      return [](GradCtx& g) -> R {
+        ValueId xx = g.mul(g.I(0), g.I(0));
+        ValueId d = g.sub(g.scalarLike(1.0, g.O(0)), xx);
+        return {g.div(g.GO(0), d)};
+      };
+    // Piecewise constant: zero gradient (ATen: zeros_like(grad)).
+    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc:
+      return [](GradCtx& g) -> R { return {g.zeros(g.type(g.I(0)))}; };
+    case OpKind::DivFloor:
+      return [](GradCtx& g) -> R {
+        ValueId za = g.zeros(g.type(g.I(0)));
+        return {za, g.zeros(g.type(g.I(1)))};
+      };
+    case OpKind::Atan2:
+      return [](GradCtx& g) -> R {
+        ValueId aa = g.mul(g.I(0), g.I(0));
+        ValueId bb = g.mul(g.I(1), g.I(1));
+        ValueId s = g.add(aa, bb);
+        ValueId ga = g.div(g.mul(g.GO(0), g.I(1)), s);
+        ValueId gb = g.neg(g.div(g.mul(g.GO(0), g.I(0)), s));
+        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
+      };
+    // d/db fmod(a, b) = -trunc(a / b); d/db remainder(a, b) = -floor(a / b).
+    case OpKind::Fmod: case OpKind::Remainder:
+      return [](GradCtx& g) -> R {
+        ValueId q = g.node().op == OpKind::Fmod ? g.op(OpKind::Trunc, {g.div(g.I(0), g.I(1))})
+                                                : g.op(OpKind::DivFloor, {g.I(0), g.I(1)});
+        ValueId gb = g.neg(g.mul(g.GO(0), q));
+        return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
+      };
     case OpKind::Abs: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Sign, {g.I(0)}))}; };
     case OpKind::Sin: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Cos, {g.I(0)}))}; };
     case OpKind::Cos: return [](GradCtx& g) -> R { return {g.neg(g.mul(g.GO(0), g.op(OpKind::Sin, {g.I(0)})))}; };

@@ -92,6 +92,17 @@ std::vector<TensorType> unaryFloat(const std::vector<TensorType>& in, const Attr
   return one(TensorType::contiguous(isFloating(in[0].dtype) ? in[0].dtype : DType::F32, in[0].sizes));
 }
 
+std::vector<TensorType> isRule(const std::vector<TensorType>& in, const Attrs&) {
+  return one(TensorType::contiguous(DType::Bool, in[0].sizes));
+}
+std::vector<TensorType> floatBinary(const std::vector<TensorType>& in, const Attrs& a) { return divRule(in, a); }
+std::vector<TensorType> integralRule(const std::vector<TensorType>& in, const Attrs&) {
+  for (const TensorType& t : in)
+    if (isFloating(t.dtype)) shapeError("bitwise ops take integer or bool tensors, got " + std::string(dtypeName(t.dtype)));
+  if (in.size() == 1 && in[0].dtype == DType::Bool) shapeError("bitwise_not of a bool tensor is logical_not");
+  return in.size() == 1 ? one(TensorType::contiguous(in[0].dtype, in[0].sizes)) : broadcastRule(in, promote(in[0].dtype, in[1].dtype));
+}
+
 std::vector<TensorType> constantRule(const std::vector<TensorType>&, const Attrs& a) {
   DType d = DType::F32;
   if (hasAttr(a, "dtype")) {
@@ -494,6 +505,14 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::TInplace: return tRule;
     case OpKind::Abs: case OpKind::Sign: return unary;
     case OpKind::Sin: case OpKind::Cos: case OpKind::Erf: return unaryFloat;
+    case OpKind::Expm1: case OpKind::Log1p: case OpKind::Log2: case OpKind::Log10: case OpKind::Reciprocal:
+    case OpKind::Tan: case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Sinh: case OpKind::Cosh:
+    case OpKind::Asinh: case OpKind::Acosh: case OpKind::Atanh: return unaryFloat;
+    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: return unary;
+    case OpKind::IsNan: case OpKind::IsInf: return isRule;
+    case OpKind::Atan2: return floatBinary;
+    case OpKind::Fmod: case OpKind::Remainder: case OpKind::DivFloor: return binary;
+    case OpKind::BitwiseAnd: case OpKind::BitwiseOr: case OpKind::BitwiseXor: case OpKind::BitwiseNot: return integralRule;
     case OpKind::Pow: case OpKind::Maximum: case OpKind::Minimum: return binary;
     case OpKind::Lt: case OpKind::Le: case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: return compare;
     case OpKind::LogicalAnd: case OpKind::LogicalOr: return logicalRule;

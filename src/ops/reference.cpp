@@ -88,6 +88,28 @@ Outs pointwise(const Ins& in, const std::vector<TensorType>& ot, F f) {
   return {std::move(o)};
 }
 
+/// Python's %: the remainder takes the divisor's sign (ATen's remainder).
+double remainderOf(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+/// ATen's div_floor_floating (c10/util/generic_math.h).
+double divFloorOf(double a, double b) {
+  if (b == 0) return a / b;
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  double fl;
+  if (div != 0) {
+    fl = std::floor(div);
+    if (div - fl > 0.5) fl += 1.0;
+  } else {
+    fl = std::copysign(0.0, a / b);
+  }
+  return fl;
+}
+
 #define PW(expr) \
   [](const Ins& in, const Attrs&, const std::vector<TensorType>& ot) -> Outs { \
     return pointwise(in, ot, [](const double* a) { return (expr); });          \
@@ -586,6 +608,34 @@ constexpr Kernel kernelFor(OpKind k) {
     case OpKind::LogicalOr: return PW(a[0] != 0 || a[1] != 0 ? 1.0 : 0.0);
     case OpKind::LogicalNot: return PW(a[0] == 0 ? 1.0 : 0.0);
     case OpKind::Cast: return PW(a[0]);
+    case OpKind::Expm1: return PW(std::expm1(a[0]));
+    case OpKind::Log1p: return PW(std::log1p(a[0]));
+    case OpKind::Log2: return PW(std::log2(a[0]));
+    case OpKind::Log10: return PW(std::log10(a[0]));
+    case OpKind::Reciprocal: return PW(1.0 / a[0]);
+    case OpKind::Tan: return PW(std::tan(a[0]));
+    case OpKind::Asin: return PW(std::asin(a[0]));
+    case OpKind::Acos: return PW(std::acos(a[0]));
+    case OpKind::Atan: return PW(std::atan(a[0]));
+    case OpKind::Sinh: return PW(std::sinh(a[0]));
+    case OpKind::Cosh: return PW(std::cosh(a[0]));
+    case OpKind::Asinh: return PW(std::asinh(a[0]));
+    case OpKind::Acosh: return PW(std::acosh(a[0]));
+    case OpKind::Atanh: return PW(std::atanh(a[0]));
+    case OpKind::Floor: return PW(std::floor(a[0]));
+    case OpKind::Ceil: return PW(std::ceil(a[0]));
+    case OpKind::Round: return PW(std::nearbyint(a[0]));
+    case OpKind::Trunc: return PW(std::trunc(a[0]));
+    case OpKind::IsNan: return PW(std::isnan(a[0]) ? 1.0 : 0.0);
+    case OpKind::IsInf: return PW(std::isinf(a[0]) ? 1.0 : 0.0);
+    case OpKind::Atan2: return PW(std::atan2(a[0], a[1]));
+    case OpKind::Fmod: return PW(std::fmod(a[0], a[1]));
+    case OpKind::Remainder: return PW(remainderOf(a[0], a[1]));
+    case OpKind::DivFloor: return PW(divFloorOf(a[0], a[1]));
+    case OpKind::BitwiseAnd: return PW(static_cast<double>(static_cast<int64_t>(a[0]) & static_cast<int64_t>(a[1])));
+    case OpKind::BitwiseOr: return PW(static_cast<double>(static_cast<int64_t>(a[0]) | static_cast<int64_t>(a[1])));
+    case OpKind::BitwiseXor: return PW(static_cast<double>(static_cast<int64_t>(a[0]) ^ static_cast<int64_t>(a[1])));
+    case OpKind::BitwiseNot: return PW(static_cast<double>(~static_cast<int64_t>(a[0])));
     case OpKind::Amax:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Max); };
     case OpKind::Amin:

@@ -41,6 +41,78 @@ __device__ __forceinline__ double aotc_erf(double x) { return erf(x); }
 __device__ __forceinline__ float aotc_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double aotc_pow(double a, double b) { return pow(a, b); }
 template <typename T> __device__ __forceinline__ T aotc_pow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
+__device__ __forceinline__ float aotc_expm1(float x) { return expm1f(x); }
+__device__ __forceinline__ double aotc_expm1(double x) { return expm1(x); }
+__device__ __forceinline__ float aotc_log1p(float x) { return log1pf(x); }
+__device__ __forceinline__ double aotc_log1p(double x) { return log1p(x); }
+__device__ __forceinline__ float aotc_log2(float x) { return log2f(x); }
+__device__ __forceinline__ double aotc_log2(double x) { return log2(x); }
+__device__ __forceinline__ float aotc_log10(float x) { return log10f(x); }
+__device__ __forceinline__ double aotc_log10(double x) { return log10(x); }
+__device__ __forceinline__ float aotc_tan(float x) { return tanf(x); }
+__device__ __forceinline__ double aotc_tan(double x) { return tan(x); }
+__device__ __forceinline__ float aotc_asin(float x) { return asinf(x); }
+__device__ __forceinline__ double aotc_asin(double x) { return asin(x); }
+__device__ __forceinline__ float aotc_acos(float x) { return acosf(x); }
+__device__ __forceinline__ double aotc_acos(double x) { return acos(x); }
+__device__ __forceinline__ float aotc_atan(float x) { return atanf(x); }
+__device__ __forceinline__ double aotc_atan(double x) { return atan(x); }
+__device__ __forceinline__ float aotc_sinh(float x) { return sinhf(x); }
+__device__ __forceinline__ double aotc_sinh(double x) { return sinh(x); }
+__device__ __forceinline__ float aotc_cosh(float x) { return coshf(x); }
+__device__ __forceinline__ double aotc_cosh(double x) { return cosh(x); }
+__device__ __forceinline__ float aotc_asinh(float x) { return asinhf(x); }
+__device__ __forceinline__ double aotc_asinh(double x) { return asinh(x); }
+__device__ __forceinline__ float aotc_acosh(float x) { return acoshf(x); }
+__device__ __forceinline__ double aotc_acosh(double x) { return acosh(x); }
+__device__ __forceinline__ float aotc_atanh(float x) { return atanhf(x); }
+__device__ __forceinline__ double aotc_atanh(double x) { return atanh(x); }
+__device__ __forceinline__ float aotc_reciprocal(float x) { return 1.0f / x; }
+__device__ __forceinline__ double aotc_reciprocal(double x) { return 1.0 / x; }
+// Rounding: integers are already whole (the templates); round is half to even.
+template <typename T> __device__ __forceinline__ T aotc_floor(T x) { return x; }
+__device__ __forceinline__ float aotc_floor(float x) { return floorf(x); }
+__device__ __forceinline__ double aotc_floor(double x) { return floor(x); }
+template <typename T> __device__ __forceinline__ T aotc_ceil(T x) { return x; }
+__device__ __forceinline__ float aotc_ceil(float x) { return ceilf(x); }
+__device__ __forceinline__ double aotc_ceil(double x) { return ceil(x); }
+template <typename T> __device__ __forceinline__ T aotc_round(T x) { return x; }
+__device__ __forceinline__ float aotc_round(float x) { return rintf(x); }
+__device__ __forceinline__ double aotc_round(double x) { return rint(x); }
+template <typename T> __device__ __forceinline__ T aotc_trunc(T x) { return x; }
+__device__ __forceinline__ float aotc_trunc(float x) { return truncf(x); }
+__device__ __forceinline__ double aotc_trunc(double x) { return trunc(x); }
+template <typename T> __device__ __forceinline__ bool aotc_isnan(T x) { return x != x; }
+template <typename T> __device__ __forceinline__ bool aotc_isinf(T) { return false; }
+__device__ __forceinline__ bool aotc_isinf(float x) { return isinf(x); }
+__device__ __forceinline__ bool aotc_isinf(double x) { return isinf(x); }
+__device__ __forceinline__ float aotc_atan2(float a, float b) { return atan2f(a, b); }
+__device__ __forceinline__ double aotc_atan2(double a, double b) { return atan2(a, b); }
+// fmod, remainder (divisor's sign), floor division (ATen's div_floor_floating).
+// Integer forms are only emitted with a non-zero constant divisor.
+template <typename T> __device__ __forceinline__ T aotc_fmod(T a, T b) { return a % b; }
+__device__ __forceinline__ float aotc_fmod(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double aotc_fmod(double a, double b) { return fmod(a, b); }
+template <typename T> __device__ __forceinline__ T aotc_remainder(T a, T b) {
+  T m = aotc_fmod(a, b);
+  return (m != T(0) && ((b < T(0)) != (m < T(0)))) ? m + b : m;
+}
+template <typename T> __device__ __forceinline__ T aotc_div_floor(T a, T b) {
+  T q = a / b;
+  return ((a % b != 0) && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> __device__ __forceinline__ T aotc_div_floor_fp(T a, T b) {
+  if (b == T(0)) return a / b;
+  T mod = aotc_fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+  if (div == T(0)) return copysign(T(0), a / b);
+  T fl = floor(div);
+  if (div - fl > T(0.5)) fl += T(1);
+  return fl;
+}
+__device__ __forceinline__ float aotc_div_floor(float a, float b) { return aotc_div_floor_fp(a, b); }
+__device__ __forceinline__ double aotc_div_floor(double a, double b) { return aotc_div_floor_fp(a, b); }
 // maximum/minimum propagate NaN, as ATen's do.
 template <typename T> __device__ __forceinline__ T aotc_max(T a, T b) { return (a != a || a > b) ? a : b; }
 template <typename T> __device__ __forceinline__ T aotc_min(T a, T b) { return (a != a || a < b) ? a : b; }

@@ -162,6 +162,22 @@ def _arg(a):
     raise ValueError(f"fx_export: cannot serialize argument {a!r} of type {type(a).__name__}")
 
 
+def _wrap_numbers(func, args):
+    """PyTorch 1.13 hands __torch_dispatch__ a wrapped-number operand (the
+    Scalar of `bitwise_or(t, 3)`, which ATen wraps into a 0-dim tensor) as a
+    Python number, and the op then refuses it when called again.  The node
+    records the number (aotc's converters take a number where a tensor may
+    be); the call gets the 0-dim tensor ATen made."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return args
+    out = list(args)
+    for i, (a, arg) in enumerate(zip(out, schema.arguments)):
+        if isinstance(a, (bool, int, float)) and str(arg.type) == "Tensor":
+            out[i] = torch.tensor(a)
+    return tuple(out)
+
+
 def _meta_of(t):
     return {"dtype": _dtype_name(t.dtype), "shape": list(t.shape), "stride": list(t.stride())}
 
@@ -398,7 +414,7 @@ class _Recorder(TorchDispatchMode):
         self.constants[name] = t.detach().clone()
         return g.add_input(t, name, role="constant", requires_grad=False)
 
-    def _subst(self, x):
+    def _subst(self, x):  # noqa: E301
         return tree_map(lambda a: self.subst.get(a._cdata, a) if isinstance(a, torch.Tensor) else a, x)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -409,7 +425,7 @@ class _Recorder(TorchDispatchMode):
         self.current = str(func)
         entry = g.prepare(func, args, kwargs) if g is not None else None
         self.current = None
-        out = func(*args, **kwargs)
+        out = func(*_wrap_numbers(func, args), **kwargs)
         if g is not None:
             g.record(entry, out)
         return out

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 const fs::path kFx = fs::path(AOTC_SOURCE_DIR) / "testdata" / "fx";
 const fs::path kConformance = fs::path(AOTC_SOURCE_DIR) / "testdata" / "conformance";
 const fs::path kExporter = fs::path(AOTC_SOURCE_DIR) / "testdata" / "exporter";
+const fs::path kOps = fs::path(AOTC_SOURCE_DIR) / "testdata" / "ops";
 
 Logger quietLogger() { return std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()); }
 
@@ -136,6 +137,15 @@ TEST_P(Exporter, MatchesEager) { compileRunCompare(kExporter, std::get<0>(GetPar
 INSTANTIATE_TEST_SUITE_P(Programs, Exporter,
                          ::testing::Combine(::testing::ValuesIn(fixtures(kExporter)), ::testing::ValuesIn(partitionerNames())),
                          programAndPartitioner);
+
+// Op conformance (issue 12): each op spelling's samples, exported from
+// PyTorch with their eager outputs and gradients, through compile and run on
+// the reference and emulate backends.
+class OpConformance : public ::testing::TestWithParam<std::string> {};
+TEST_P(OpConformance, MatchesEager) { compileRunCompare(kOps, GetParam(), "min-cut", {"sm_90"}); }
+INSTANTIATE_TEST_SUITE_P(Ops, OpConformance, ::testing::ValuesIn(fixtures(kOps)),
+                         [](const auto& info) { return info.param; });
+TEST(E2E, OpSuiteIsThere) { EXPECT_GE(fixtures(kOps).size(), 40u); }
 
 TEST(E2E, ExporterSuiteCoversEveryForm) {
   auto f = fixtures(kExporter);

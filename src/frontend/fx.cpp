@@ -162,6 +162,8 @@ class Converter {
     return scalar(v, d);
   }
   bool inBackward() const { return inBackward_; }
+  bool noGrad() const { return noGrad_; }
+  const std::map<std::string, std::string>* names() const { return names_; }
   void setInBackward(bool b) { inBackward_ = b; }
   /// The user-facing name of a value (a custom backward's saved input is
   /// named after the model value it stands for).
@@ -676,6 +678,518 @@ V asStrided(Converter& c) {
   return {x};
 }
 
+// ---------------------------------------------------------------- Core ATen breadth
+// Each converter below builds its op from IR ops whose rules (shape,
+// reference, CUDA, gradient) exist; a decomposition is used only where it is
+// exact (issue 12: numerics within eager's tolerances, same NaN/inf/tie
+// behaviour).
+
+/// An integer fmod/remainder/floor-division needs a divisor the compiler can
+/// see is non-zero: a kernel cannot raise ZeroDivisionError as eager does.
+void requireSafeIntDivisor(Converter& c, ValueId a, size_t i, const char* kw, const char* op) {
+  if (isFloating(c.type(a).dtype)) return;
+  if (c.isTensor(i, kw) || c.number(i, kw) == 0)
+    c.fail(cat("integer ", op, " needs a non-zero Python number as the divisor (a kernel cannot raise ZeroDivisionError)"));
+}
+V binaryChecked(Converter& c, OpKind k, const char* what) {
+  ValueId a = c.tensor(0, "self");
+  ValueId b = c.operand(1, "other", a);
+  if (!isFloating(c.type(a).dtype) || !isFloating(c.type(b).dtype)) {
+    if (isFloating(promoteTypes(c.type(a).dtype, c.type(b).dtype))) return {c.op(k, {a, b})};
+    requireSafeIntDivisor(c, a, 1, "other", what);
+  }
+  return {c.op(k, {a, b})};
+}
+/// pow(Scalar self, Tensor exponent).
+V powScalarBase(Converter& c) {
+  ValueId e = c.tensor(1, "exponent");
+  const json* s = c.arg(0, "self");
+  DType d = c.type(e).dtype;
+  if (s && s->is_number_float() && !isFloating(d)) d = DType::F32;
+  ValueId base = c.scalar(c.number(0, "self"), d);
+  return {c.op(OpKind::Pow, {base, e})};
+}
+/// div(a, b, rounding_mode): None is true division; "trunc" is trunc(a / b)
+/// (ATen's formula for floating types); "floor" is div_floor.
+V divMode(Converter& c) {
+  ValueId a = c.tensor(0, "self");
+  ValueId b = c.operand(1, "other", a);
+  const json* m = c.arg(2, "rounding_mode");
+  std::string mode = m && m->is_string() ? m->get<std::string>() : "";
+  if (mode.empty()) return {c.op(OpKind::Div, {a, b})};
+  if (mode != "trunc" && mode != "floor") c.fail("div: rounding_mode must be 'trunc' or 'floor', got " + m->dump());
+  DType d = promoteTypes(c.type(a).dtype, c.type(b).dtype);
+  if (!isFloating(d)) {
+    requireSafeIntDivisor(c, a, 1, "other", "division with rounding_mode");
+    if (mode == "floor") return {c.op(OpKind::DivFloor, {a, b})};
+    // Integer truncating division: C++'s, through the remainder.
+    ValueId r = c.op(OpKind::Fmod, {a, b});
+    ValueId q = bin(c, OpKind::Div, {bin(c, OpKind::Sub, {a, r}), b});
+    return {c.op(OpKind::Cast, {q}, Attrs{{"dtype", std::string(dtypeName(d))}})};
+  }
+  if (mode == "floor") return {c.op(OpKind::DivFloor, {a, b})};
+  return {c.op(OpKind::Trunc, {c.op(OpKind::Div, {a, b})})};
+}
+/// clamp(self, min: Tensor?, max: Tensor?): max(min(...)) as ATen, NaN kept.
+V clampTensor(Converter& c) {
+  ValueId y = c.tensor(0, "self");
+  if (c.has(1, "min")) {
+    ValueId lo = c.operand(1, "min", y);
+    y = c.op(OpKind::Where, {bin(c, OpKind::Lt, {y, lo}), lo, y});
+  }
+  if (c.has(2, "max")) {
+    ValueId hi = c.operand(2, "max", y);
+    y = c.op(OpKind::Where, {bin(c, OpKind::Gt, {y, hi}), hi, y});
+  }
+  return {y};
+}
+ValueId maskedFill(Converter& c) {
+  ValueId x = c.tensor(0, "self"), mask = c.tensor(1, "mask");
+  if (c.type(mask).dtype != DType::Bool) c.fail("masked_fill: the mask must be a bool tensor");
+  ValueId v = c.operand(2, "value", x);
+  if (c.type(v).rank() != 0) c.fail("masked_fill: the value must be a 0-dim tensor or a number");
+  if (c.type(v).dtype != c.type(x).dtype) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}});
+  ValueId r = c.op(OpKind::Where, {mask, v, x});
+  if (c.type(r).sizes != c.type(x).sizes) c.fail("masked_fill: the mask does not broadcast to the input's shape");
+  return r;
+}
+/// elu(x, alpha, scale, input_scale) = x > 0 ? scale * x : scale * alpha * expm1(x * input_scale).
+ValueId elu(Converter& c, ValueId x) {
+  double alpha = c.number(1, "alpha", 1.0), scale = c.number(2, "scale", 1.0), inScale = c.number(3, "input_scale", 1.0);
+  ValueId pos = c.scaled(x, scale);
+  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, inScale)}), alpha * scale);
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), pos, neg});
+}
+/// celu(x, alpha) = max(0, x) + min(0, alpha * expm1(x / alpha)).
+ValueId celu(Converter& c, ValueId x) {
+  double alpha = c.number(1, "alpha", 1.0);
+  if (alpha == 0) c.fail("celu: alpha must not be 0");
+  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, 1.0 / alpha)}), alpha);
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, neg});
+}
+/// softplus(x, beta, threshold) = x * beta > threshold ? x : log1p(exp(x * beta)) / beta.
+ValueId softplus(Converter& c, ValueId x, double beta, double threshold) {
+  ValueId bx = c.scaled(x, beta);
+  ValueId soft = c.op(OpKind::Log1p, {c.op(OpKind::Exp, {bx})});
+  if (beta != 1.0) soft = bin(c, OpKind::Div, {soft, sc(c, beta, x)});
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {bx, sc(c, threshold, x)}), x, soft});
+}
+/// log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) (ATen's stable form).
+ValueId logSigmoid(Converter& c, ValueId x) {
+  ValueId m = c.op(OpKind::Minimum, {x, sc(c, 0.0, x)});
+  ValueId t = c.op(OpKind::Log1p, {c.op(OpKind::Exp, {c.op(OpKind::Neg, {c.op(OpKind::Abs, {x})})})});
+  return bin(c, OpKind::Sub, {m, t});
+}
+/// logaddexp(a, b) = max + log1p(exp(-|a - b|)); a when a == b is infinite.
+ValueId logaddexp(Converter& c, ValueId a, ValueId b) {
+  ValueId mx = c.op(OpKind::Maximum, {a, b});
+  ValueId d = c.op(OpKind::Abs, {bin(c, OpKind::Sub, {a, b})});
+  ValueId r = bin(c, OpKind::Add, {mx, c.op(OpKind::Log1p, {c.op(OpKind::Exp, {c.op(OpKind::Neg, {d})})})});
+  ValueId same = bin(c, OpKind::LogicalAnd, {c.op(OpKind::IsInf, {a}), bin(c, OpKind::Eq, {a, b})});
+  return c.op(OpKind::Where, {same, a, r});
+}
+/// xlogy(x, y) = 0 where x == 0 (unless y is NaN), else x * log(y).
+ValueId xlogy(Converter& c, ValueId x, ValueId y) {
+  ValueId r = bin(c, OpKind::Mul, {x, c.op(OpKind::Log, {y})});
+  ValueId zero = c.op(OpKind::Where, {bin(c, OpKind::Eq, {x, sc(c, 0.0, x)}), sc(c, 0.0, r), r});
+  return c.op(OpKind::Where, {c.op(OpKind::IsNan, {y}), y, zero});
+}
+/// prelu(x, w): w has 1 or C (= x.size(1)) entries.
+ValueId prelu(Converter& c, ValueId x, ValueId w) {
+  const TensorType& xt = c.type(x);
+  int64_t n = c.type(w).numel();
+  if (n != 1 && (xt.rank() < 2 || xt.sizes[1] != n)) c.fail("prelu: the weight must have 1 or x.size(1) elements");
+  Ints shape(static_cast<size_t>(std::max<int64_t>(xt.rank(), 1)), 1);
+  if (n != 1) shape[1] = n;
+  ValueId wb = reshapeTo(c, w, xt.rank() == 0 ? Ints{} : shape);
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, bin(c, OpKind::Mul, {wb, x})});
+}
+/// max.dim / min.dim -> (values, indices): the values are gathered at the
+/// index, so the gradient goes to that element only, as eager's does.
+V maxMinDim(Converter& c, bool isMax) {
+  ValueId x = c.tensor(0, "self");
+  int64_t dim = dimArg(c, 1, "dim", x);
+  bool keep = c.boolean(2, "keepdim", false);
+  if (c.type(x).rank() == 0) return {x, c.scalar(0, DType::I64)};
+  ValueId key = x;
+  if (!isMax) key = c.type(x).dtype == DType::Bool ? c.op(OpKind::LogicalNot, {x})
+                   : isFloating(c.type(x).dtype) ? c.op(OpKind::Neg, {x}) : c.op(OpKind::BitwiseNot, {x});
+  ValueId idx = c.op(OpKind::ArgMax, {key}, Attrs{{"dim", dim}, {"keepdim", true}});
+  ValueId vals = c.op(OpKind::Gather, {x, idx}, Attrs{{"dim", dim}});
+  if (!keep) {
+    vals = c.op(OpKind::Squeeze, {vals}, Attrs{{"dim", Ints{dim}}});
+    idx = c.op(OpKind::Squeeze, {idx}, Attrs{{"dim", Ints{dim}}});
+  }
+  return {vals, idx};
+}
+/// argmin = argmax of an order-reversing map (exact: neg for floats, ~ for
+/// integers, not for bools; ties and NaN pick the same element).
+V argmin(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  DType d = c.type(x).dtype;
+  ValueId key = d == DType::Bool ? c.op(OpKind::LogicalNot, {x}) : isFloating(d) ? c.op(OpKind::Neg, {x}) : c.op(OpKind::BitwiseNot, {x});
+  Attrs a{{"keepdim", c.boolean(2, "keepdim", false)}};
+  if (c.has(1, "dim")) a["dim"] = c.integer(1, "dim");
+  return {c.op(OpKind::ArgMax, {key}, a)};
+}
+/// any(x, dims) = sum(x != 0) > 0.
+ValueId anyOf(Converter& c, ValueId x, Ints dims, bool keep) {
+  ValueId nz = c.type(x).dtype == DType::Bool ? x : bin(c, OpKind::Ne, {x, sc(c, 0.0, x)});
+  ValueId n = reduceOp(c, OpKind::Sum, c.op(OpKind::Cast, {nz}, Attrs{{"dtype", std::string("i64")}}), dims, keep);
+  return bin(c, OpKind::Gt, {n, c.scalar(0, DType::I64)});
+}
+/// repeat(x, reps): x viewed with a size-1 dim before each dim, expanded, copied, flattened.
+ValueId repeatOp(Converter& c, ValueId x, const Ints& reps) {
+  const TensorType& t = c.type(x);
+  if (static_cast<int64_t>(reps.size()) < t.rank()) c.fail("repeat: fewer repeats than the tensor has dims");
+  Ints padded(reps.size() - static_cast<size_t>(t.rank()), 1);
+  padded.insert(padded.end(), t.sizes.begin(), t.sizes.end());
+  Ints split, expanded, out;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0) c.fail("repeat: negative repeat count");
+    split.insert(split.end(), {1, padded[i]});
+    expanded.insert(expanded.end(), {reps[i], padded[i]});
+    out.push_back(mulSize(reps[i], padded[i]));
+  }
+  ValueId v = reshapeTo(c, x, split);
+  ValueId e = c.op(OpKind::Expand, {v}, Attrs{{"size", expanded}});
+  return c.op(OpKind::View, {c.op(OpKind::Clone, {e})}, Attrs{{"size", out}});
+}
+/// A constant int64 index vector.
+ValueId indexVector(Converter& c, const Ints& idx) {
+  // arange + gather would do; a small table is one constant per element,
+  // so build it from arange pieces: start + step * i runs.
+  V parts;
+  size_t i = 0;
+  while (i < idx.size()) {
+    size_t j = i + 1;
+    int64_t step = j < idx.size() ? idx[j] - idx[i] : 1;
+    while (j < idx.size() && idx[j] - idx[j - 1] == step) ++j;
+    if (step == 0) {
+      parts.push_back(c.op(OpKind::Constant, {}, Attrs{{"value", static_cast<double>(idx[i])}, {"dtype", std::string("i64")},
+                                                        {"shape", Ints{static_cast<int64_t>(j - i)}}}));
+    } else {
+      double s = static_cast<double>(idx[i]), st = static_cast<double>(step);
+      parts.push_back(c.op(OpKind::Arange, {}, Attrs{{"start", s}, {"end", s + st * static_cast<double>(j - i - 1) + st / 2},
+                                                     {"step", st}, {"dtype", std::string("i64")}}));
+    }
+    i = j;
+  }
+  if (parts.empty()) return c.op(OpKind::Constant, {}, Attrs{{"value", 0.0}, {"dtype", std::string("i64")}, {"shape", Ints{0}}});
+  return parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{0}}});
+}
+/// x gathered along `dim` at constant indices: index_select (its gradient is index_add).
+ValueId pick(Converter& c, ValueId x, int64_t dim, const Ints& idx) {
+  bool identity = static_cast<int64_t>(idx.size()) == c.type(x).sizes[static_cast<size_t>(dim)];
+  for (size_t i = 0; identity && i < idx.size(); ++i) identity = idx[i] == static_cast<int64_t>(i);
+  if (identity) return x;
+  return c.op(OpKind::IndexSelect, {x, indexVector(c, idx)}, Attrs{{"dim", dim}});
+}
+ValueId flipOp(Converter& c, ValueId x, const Ints& dims) {
+  for (int64_t d0 : dims) {
+    int64_t d = wrapDim(d0, std::max<int64_t>(c.type(x).rank(), 1));
+    if (c.type(x).rank() == 0) break;
+    int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
+    Ints idx;
+    for (int64_t i = n - 1; i >= 0; --i) idx.push_back(i);
+    x = pick(c, x, d, idx);
+  }
+  return x;
+}
+ValueId rollOp(Converter& c, ValueId x, const Ints& shifts, const Ints& dims) {
+  if (dims.empty()) {
+    if (shifts.size() != 1) c.fail("roll: without dims, give one shift");
+    TensorType t = c.type(x);
+    ValueId flat = reshapeTo(c, x, {t.numel()});
+    return reshapeTo(c, rollOp(c, flat, shifts, {0}), t.sizes);
+  }
+  if (shifts.size() != dims.size()) c.fail("roll: shifts and dims must have the same length");
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t d = wrapDim(dims[k], std::max<int64_t>(c.type(x).rank(), 1));
+    int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
+    if (n == 0) continue;
+    int64_t s = ((shifts[k] % n) + n) % n;
+    Ints idx;
+    for (int64_t i = 0; i < n; ++i) idx.push_back((i - s + n) % n);
+    x = pick(c, x, d, idx);
+  }
+  return x;
+}
+/// triu/tril: where(col - row >= k (triu) / <= k (tril), x, 0) over the last two dims.
+ValueId triangle(Converter& c, ValueId x, int64_t k, bool upper) {
+  const TensorType& t = c.type(x);
+  if (t.rank() < 2) c.fail(cat(upper ? "triu" : "tril", ": the input must have at least 2 dims"));
+  int64_t R = t.sizes[t.sizes.size() - 2], C = t.sizes.back();
+  auto ar = [&](int64_t n) {
+    return c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(n)}, {"step", 1.0}, {"dtype", std::string("i64")}});
+  };
+  ValueId rows = c.op(OpKind::View, {ar(R)}, Attrs{{"size", Ints{R, 1}}});
+  ValueId cols = ar(C);
+  ValueId diff = bin(c, OpKind::Sub, {cols, rows});
+  ValueId keep = bin(c, upper ? OpKind::Ge : OpKind::Le, {diff, c.scalar(static_cast<double>(k), DType::I64)});
+  ValueId zero = c.op(OpKind::Constant, {}, Attrs{{"value", 0.0}, {"dtype", std::string(dtypeName(t.dtype))}});
+  return c.op(OpKind::Where, {keep, x, zero});
+}
+/// Source indices of nearest upsampling (ATen: min(floor(dst * scale), in - 1)
+/// with scale in float).
+Ints nearestIndices(int64_t in, int64_t out, std::optional<double> scaleFactor) {
+  float scale = scaleFactor && *scaleFactor > 0 ? static_cast<float>(1.0 / *scaleFactor)
+                                                 : static_cast<float>(in) / static_cast<float>(out);
+  Ints idx;
+  for (int64_t i = 0; i < out; ++i)
+    idx.push_back(std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * scale)), in - 1));
+  return idx;
+}
+/// Output sizes and scale factors of an upsample node: the .vec overloads
+/// take (input, output_size?, [align_corners,] scale_factors?), the others
+/// (self, output_size, [align_corners,] scales_h?, scales_w?).
+std::pair<Ints, std::vector<std::optional<double>>> upsampleSizes(Converter& c, ValueId x, bool vec, size_t scaleIdx) {
+  const TensorType& t = c.type(x);
+  if (t.rank() != 4) c.fail("upsampling expects a 4-D (N, C, H, W) input");
+  std::vector<std::optional<double>> scales(2);
+  Ints out;
+  if (c.has(1, "output_size")) {
+    out = c.ints(1, "output_size");
+    if (out.size() != 2) c.fail("upsampling: output_size must have 2 values");
+  }
+  if (vec && c.has(scaleIdx, "scale_factors")) {
+    const json* s = c.arg(scaleIdx, "scale_factors");
+    if (!s->is_array() || s->size() != 2) c.fail("upsampling: scale_factors must have 2 values");
+    for (size_t i = 0; i < 2; ++i) {
+      if (!(*s)[i].is_number()) c.fail("upsampling: scale_factors must be numbers");
+      scales[i] = (*s)[i].get<double>();
+    }
+    if (out.empty())
+      for (size_t i = 0; i < 2; ++i) {
+        double o = std::floor(static_cast<double>(t.sizes[2 + i]) * *scales[i]);
+        if (!(o >= 1 && o <= static_cast<double>(kMaxIntArg))) c.fail("upsampling: the scale factor gives an empty or huge output");
+        out.push_back(static_cast<int64_t>(o));
+      }
+  } else if (!vec) {
+    scales[0] = optNumber(c, scaleIdx, "scales_h");
+    scales[1] = optNumber(c, scaleIdx + 1, "scales_w");
+  }
+  if (out.empty()) c.fail("upsampling needs output_size or scale_factors");
+  for (int64_t o : out)
+    if (o <= 0) c.fail("upsampling: output size must be positive");
+  return {out, scales};
+}
+template <bool Vec>
+V upsampleNearest(Converter& c) {
+  ValueId x = c.tensor(0, Vec ? "input" : "self");
+  auto [out, scales] = upsampleSizes(c, x, Vec, 2);
+  const TensorType t = c.type(x);
+  ValueId h = pick(c, x, 2, nearestIndices(t.sizes[2], out[0], scales[0]));
+  return {pick(c, h, 3, nearestIndices(t.sizes[3], out[1], scales[1]))};
+}
+/// upsample_bilinear2d: ATen's CPU kernel, with its float source-index
+/// arithmetic; the two taps per dim are index_selects, the weights constants.
+template <bool Vec>
+V upsampleBilinear(Converter& c) {
+  ValueId x = c.tensor(0, Vec ? "input" : "self");
+  bool align = c.boolean(2, "align_corners", false);
+  auto [out, scales] = upsampleSizes(c, x, Vec, 3);
+  const TensorType t = c.type(x);
+  DType dt = t.dtype;
+  if (!isFloating(dt)) c.fail("upsample_bilinear2d expects a floating-point input");
+  V res;
+  ValueId cur = x;
+  for (int d = 0; d < 2; ++d) {
+    int64_t in = t.sizes[2 + static_cast<size_t>(d)], o = out[static_cast<size_t>(d)];
+    float scale;
+    if (align) scale = o > 1 ? static_cast<float>(in - 1) / static_cast<float>(o - 1) : 0.0f;
+    else scale = scales[static_cast<size_t>(d)] && *scales[static_cast<size_t>(d)] > 0 ? static_cast<float>(1.0 / *scales[static_cast<size_t>(d)])
+                                                                                      : static_cast<float>(in) / static_cast<float>(o);
+    Ints i0, i1;
+    std::vector<double> l0, l1;
+    for (int64_t i = 0; i < o; ++i) {
+      float src = align ? scale * static_cast<float>(i) : std::max(scale * (static_cast<float>(i) + 0.5f) - 0.5f, 0.0f);
+      int64_t a = static_cast<int64_t>(src);
+      int64_t step = a < in - 1 ? 1 : 0;
+      float lambda1 = src - static_cast<float>(a), lambda0 = 1.0f - lambda1;
+      i0.push_back(a);
+      i1.push_back(a + step);
+      l0.push_back(lambda0);
+      l1.push_back(lambda1);
+    }
+    int64_t dim = 2 + d;
+    Ints wshape = d == 0 ? Ints{o, 1} : Ints{o};
+    auto weights = [&](const std::vector<double>& w) {
+      // One constant per distinct run is too many; weights are data: stack
+      // scalars through cat (small: one entry per output row or column).
+      V parts;
+      for (double v : w) parts.push_back(c.op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(dt))}, {"shape", Ints{1}}}));
+      ValueId vec = parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{0}}});
+      return c.op(OpKind::View, {vec}, Attrs{{"size", wshape}});
+    };
+    ValueId a0 = pick(c, cur, dim, i0), a1 = pick(c, cur, dim, i1);
+    ValueId w0 = weights(l0);
+    ValueId w1 = weights(l1);
+    ValueId p0 = bin(c, OpKind::Mul, {a0, w0});
+    ValueId p1 = bin(c, OpKind::Mul, {a1, w1});
+    cur = bin(c, OpKind::Add, {p0, p1});
+  }
+  return {cur};
+}
+/// reflection/replication padding of the last dims: constant index maps.
+V indexPad(Converter& c, bool reflect, size_t ndims) {
+  ValueId x = c.tensor(0, "self");
+  Ints pad = c.ints(1, "padding");
+  if (pad.size() != 2 * ndims) c.fail(cat("padding must have ", 2 * ndims, " values"));
+  const TensorType t = c.type(x);
+  if (t.rank() < static_cast<int64_t>(ndims)) c.fail("padding: the input has too few dims");
+  for (size_t k = 0; k < ndims; ++k) {
+    int64_t dim = t.rank() - 1 - static_cast<int64_t>(k);
+    int64_t n = t.sizes[static_cast<size_t>(dim)], lo = pad[2 * k], hi = pad[2 * k + 1];
+    if (reflect && (lo >= n || hi >= n)) c.fail("reflection padding must be smaller than the input dim");
+    if (n == 0 || lo + n + hi < 0) c.fail("padding: bad padding for an input dim of size " + std::to_string(n));
+    Ints idx;
+    for (int64_t i = -lo; i < n + hi; ++i) {
+      int64_t j = i;
+      if (reflect) {
+        if (j < 0) j = -j;
+        if (j >= n) j = 2 * (n - 1) - j;
+      } else {
+        j = std::clamp<int64_t>(j, 0, n - 1);
+      }
+      idx.push_back(j);
+    }
+    x = pick(c, x, dim, idx);
+  }
+  return {x};
+}
+/// x[indices]: advanced indexing with integer index tensors on consecutive
+/// dims (leading Nones allowed): the dims are flattened and index_selected
+/// at the linear index, so the gradient is index_add's.
+V indexTensor(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  const json* list = c.arg(1, "indices");
+  if (!list || !list->is_array()) c.fail("index: indices must be a list");
+  const TensorType t = c.type(x);
+  size_t first = 0;
+  while (first < list->size() && (*list)[first].is_null()) ++first;
+  std::vector<ValueId> idx;
+  for (size_t i = first; i < list->size(); ++i) {
+    if ((*list)[i].is_null()) {
+      bool trailing = true;
+      for (size_t j = i; j < list->size(); ++j) trailing = trailing && (*list)[j].is_null();
+      if (!trailing) c.fail("index: index tensors separated by None are not supported");
+      break;
+    }
+    ValueId v = c.ref((*list)[i], 1);
+    DType d = c.type(v).dtype;
+    if (d == DType::Bool)
+      c.fail("index with a bool mask has a data-dependent output shape, which aotc cannot compile (use torch.where)");
+    if (isFloating(d)) c.fail("index: index tensors must be integers");
+    idx.push_back(v);
+  }
+  if (idx.empty()) return {x};
+  size_t k = idx.size();
+  if (first + k > static_cast<size_t>(t.rank())) c.fail("index: too many indices for the tensor");
+  Ints bshape = c.type(idx[0]).sizes;
+  for (ValueId v : idx) {
+    auto b = broadcastShapes(bshape, c.type(v).sizes);
+    if (!b) c.fail("index: index tensors do not broadcast together");
+    bshape = *b;
+  }
+  // Linear index over dims [first, first + k), with negative indices wrapped.
+  ValueId lin = kNoValue;
+  for (size_t j = 0; j < k; ++j) {
+    int64_t n = t.sizes[first + j];
+    ValueId v = idx[j];
+    if (c.type(v).dtype != DType::I64) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string("i64")}});
+    ValueId wrapped = c.op(OpKind::Where, {bin(c, OpKind::Lt, {v, c.scalar(0, DType::I64)}),
+                                           bin(c, OpKind::Add, {v, c.scalar(static_cast<double>(n), DType::I64)}), v});
+    lin = lin == kNoValue ? wrapped : bin(c, OpKind::Add, {bin(c, OpKind::Mul, {lin, c.scalar(static_cast<double>(n), DType::I64)}), wrapped});
+  }
+  lin = c.op(OpKind::Expand, {lin}, Attrs{{"size", bshape}});
+  int64_t bn = 1;
+  for (int64_t s : bshape) bn = mulSize(bn, s);
+  ValueId flatIdx = reshapeTo(c, lin, {bn});
+  int64_t mid = 1;
+  Ints flat(t.sizes.begin(), t.sizes.begin() + static_cast<int64_t>(first));
+  for (size_t j = 0; j < k; ++j) mid = mulSize(mid, t.sizes[first + j]);
+  flat.push_back(mid);
+  flat.insert(flat.end(), t.sizes.begin() + static_cast<int64_t>(first + k), t.sizes.end());
+  ValueId xs = reshapeTo(c, x, flat);
+  ValueId sel = c.op(OpKind::IndexSelect, {xs, flatIdx}, Attrs{{"dim", static_cast<int64_t>(first)}});
+  Ints out(t.sizes.begin(), t.sizes.begin() + static_cast<int64_t>(first));
+  out.insert(out.end(), bshape.begin(), bshape.end());
+  out.insert(out.end(), t.sizes.begin() + static_cast<int64_t>(first + k), t.sizes.end());
+  return {reshapeTo(c, sel, out)};
+}
+/// new_zeros/new_ones/new_empty(self, size, dtype?) and new_full(self, size, value, dtype?).
+ValueId newFilled(Converter& c, double v, size_t dtypeIdx) {
+  ValueId x = c.tensor(0, "self");
+  Ints size = c.ints(1, "size");
+  for (int64_t d : size)
+    if (d < 0) c.fail("negative size");
+  return constantLike(c, v, TensorType::contiguous(dtypeArg(c, dtypeIdx, "dtype", c.type(x).dtype), size));
+}
+/// pixel_shuffle(x, r): (N, C*r*r, H, W) -> (N, C, H*r, W*r).
+ValueId pixelShuffle(Converter& c, ValueId x, int64_t r, bool inverse) {
+  const TensorType t = c.type(x);
+  if (t.rank() < 3 || r <= 0) c.fail("pixel_shuffle expects an input of at least 3 dims and a positive factor");
+  Ints lead(t.sizes.begin(), t.sizes.end() - 3);
+  int64_t C = t.sizes[t.sizes.size() - 3], H = t.sizes[t.sizes.size() - 2], W = t.sizes.back();
+  int64_t L = static_cast<int64_t>(lead.size());
+  auto with = [&](Ints tail) { Ints s = lead; s.insert(s.end(), tail.begin(), tail.end()); return s; };
+  Ints perm;
+  for (int64_t i = 0; i < L; ++i) perm.push_back(i);
+  if (!inverse) {
+    if (C % (r * r)) c.fail("pixel_shuffle: channels must be divisible by the factor squared");
+    ValueId v = reshapeTo(c, x, with({C / (r * r), r, r, H, W}));
+    for (int64_t p : {0, 3, 1, 4, 2}) perm.push_back(L + p);
+    ValueId p = c.op(OpKind::Permute, {v}, Attrs{{"dims", perm}});
+    return reshapeTo(c, p, with({C / (r * r), H * r, W * r}));
+  }
+  if (H % r || W % r) c.fail("pixel_unshuffle: height and width must be divisible by the factor");
+  ValueId v = reshapeTo(c, x, with({C, H / r, r, W / r, r}));
+  for (int64_t p : {0, 2, 4, 1, 3}) perm.push_back(L + p);
+  ValueId p = c.op(OpKind::Permute, {v}, Attrs{{"dims", perm}});
+  return reshapeTo(c, p, with({C * r * r, H / r, W / r}));
+}
+/// Loss reductions: 0 none, 1 mean, 2 sum.
+ValueId reduced(Converter& c, ValueId v, int64_t red) {
+  if (red == 0) return v;
+  if (red != 1 && red != 2) c.fail("reduction must be 0 (none), 1 (mean) or 2 (sum)");
+  return reduceOp(c, red == 1 ? OpKind::Mean : OpKind::Sum, v, {}, false);
+}
+/// binary_cross_entropy_with_logits(x, t, weight?, pos_weight?, reduction),
+/// ATen's formula: (1 - t) * x + (1 + (pw - 1) * t) * (log1p(exp(-|x|)) + max(-x, 0)).
+V bceWithLogits(Converter& c) {
+  ValueId x = c.tensor(0, "self"), t = c.tensor(1, "target");
+  ValueId sp = bin(c, OpKind::Add, {c.op(OpKind::Log1p, {c.op(OpKind::Exp, {c.op(OpKind::Neg, {c.op(OpKind::Abs, {x})})})}),
+                                    c.op(OpKind::Maximum, {c.op(OpKind::Neg, {x}), sc(c, 0.0, x)})});
+  ValueId oneMinusT = bin(c, OpKind::Sub, {sc(c, 1.0, t), t});
+  ValueId loss;
+  if (c.has(3, "pos_weight")) {
+    ValueId pw = c.tensor(3, "pos_weight");
+    ValueId lw = bin(c, OpKind::Add, {sc(c, 1.0, t), bin(c, OpKind::Mul, {bin(c, OpKind::Sub, {pw, sc(c, 1.0, pw)}), t})});
+    loss = bin(c, OpKind::Add, {bin(c, OpKind::Mul, {oneMinusT, x}), bin(c, OpKind::Mul, {lw, sp})});
+  } else {
+    loss = bin(c, OpKind::Add, {bin(c, OpKind::Mul, {oneMinusT, x}), sp});
+  }
+  if (c.has(2, "weight")) loss = bin(c, OpKind::Mul, {loss, c.tensor(2, "weight")});
+  return {reduced(c, loss, c.integer(4, "reduction", 1))};
+}
+/// smooth_l1 (beta) and huber (delta) losses.
+V smoothL1(Converter& c, bool huber) {
+  ValueId x = c.tensor(0, "self"), t = c.tensor(1, "target");
+  double b = c.number(3, huber ? "delta" : "beta", 1.0);
+  ValueId d = c.op(OpKind::Abs, {bin(c, OpKind::Sub, {x, t})});
+  ValueId sq = bin(c, OpKind::Mul, {bin(c, OpKind::Mul, {d, d}), sc(c, huber ? 0.5 : 0.5 / (b == 0 ? 1.0 : b), d)});
+  ValueId lin = huber ? bin(c, OpKind::Mul, {bin(c, OpKind::Sub, {d, sc(c, 0.5 * b, d)}), sc(c, b, d)})
+                      : bin(c, OpKind::Sub, {d, sc(c, 0.5 * b, d)});
+  ValueId loss = (!huber && b == 0) ? d : c.op(OpKind::Where, {bin(c, OpKind::Lt, {d, sc(c, b, d)}), sq, lin});
+  return {reduced(c, loss, c.integer(2, "reduction", 1))};
+}
+/// A node whose result shape depends on tensor data: refused by name.
+V dataDependent(Converter& c) {
+  c.fail("the result's shape (or value) depends on tensor data, which an ahead-of-time artifact cannot express; "
+         "rewrite without it (torch.where instead of boolean masks, shapes from sizes)");
+}
+
 const std::map<std::string, ConvertFn>& converters() {
   static const std::map<std::string, ConvertFn> table = {
       {"aten.add.Tensor", [](Converter& c) { return addLike(c, OpKind::Add, 1); }},
@@ -973,8 +1487,296 @@ const std::map<std::string, ConvertFn>& converters() {
        }},
       {"aten.copy_.default",
        [](Converter& c) -> V { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), c.tensor(1, "src")})}; }},
+      // ---- Core ATen breadth (issue 12)
+      {"aten.expm1.default", [](Converter& c) { return unary(c, OpKind::Expm1); }},
+      {"aten.log1p.default", [](Converter& c) { return unary(c, OpKind::Log1p); }},
+      {"aten.log2.default", [](Converter& c) { return unary(c, OpKind::Log2); }},
+      {"aten.log10.default", [](Converter& c) { return unary(c, OpKind::Log10); }},
+      {"aten.reciprocal.default", [](Converter& c) { return unary(c, OpKind::Reciprocal); }},
+      {"aten.tan.default", [](Converter& c) { return unary(c, OpKind::Tan); }},
+      {"aten.asin.default", [](Converter& c) { return unary(c, OpKind::Asin); }},
+      {"aten.acos.default", [](Converter& c) { return unary(c, OpKind::Acos); }},
+      {"aten.atan.default", [](Converter& c) { return unary(c, OpKind::Atan); }},
+      {"aten.sinh.default", [](Converter& c) { return unary(c, OpKind::Sinh); }},
+      {"aten.cosh.default", [](Converter& c) { return unary(c, OpKind::Cosh); }},
+      {"aten.asinh.default", [](Converter& c) { return unary(c, OpKind::Asinh); }},
+      {"aten.acosh.default", [](Converter& c) { return unary(c, OpKind::Acosh); }},
+      {"aten.atanh.default", [](Converter& c) { return unary(c, OpKind::Atanh); }},
+      {"aten.floor.default", [](Converter& c) { return unary(c, OpKind::Floor); }},
+      {"aten.ceil.default", [](Converter& c) { return unary(c, OpKind::Ceil); }},
+      {"aten.round.default", [](Converter& c) { return unary(c, OpKind::Round); }},
+      {"aten.trunc.default", [](Converter& c) { return unary(c, OpKind::Trunc); }},
+      {"aten.fix.default", [](Converter& c) { return unary(c, OpKind::Trunc); }},
+      {"aten.isnan.default", [](Converter& c) { return unary(c, OpKind::IsNan); }},
+      {"aten.isinf.default", [](Converter& c) { return unary(c, OpKind::IsInf); }},
+      {"aten.atan2.default", [](Converter& c) { return binary(c, OpKind::Atan2); }},
+      {"aten.fmod.Tensor", [](Converter& c) { return binaryChecked(c, OpKind::Fmod, "fmod"); }},
+      {"aten.fmod.Scalar", [](Converter& c) { return binaryChecked(c, OpKind::Fmod, "fmod"); }},
+      {"aten.remainder.Tensor", [](Converter& c) { return binaryChecked(c, OpKind::Remainder, "remainder"); }},
+      {"aten.remainder.Scalar", [](Converter& c) { return binaryChecked(c, OpKind::Remainder, "remainder"); }},
+      {"aten.floor_divide.default", [](Converter& c) { return binaryChecked(c, OpKind::DivFloor, "floor division"); }},
+      {"aten.div.Tensor_mode", divMode},
+      {"aten.div.Scalar_mode", divMode},
+      {"aten.bitwise_and.Tensor", [](Converter& c) { return binary(c, OpKind::BitwiseAnd); }},
+      {"aten.bitwise_and.Scalar", [](Converter& c) { return binary(c, OpKind::BitwiseAnd); }},
+      {"aten.bitwise_or.Tensor", [](Converter& c) { return binary(c, OpKind::BitwiseOr); }},
+      {"aten.bitwise_or.Scalar", [](Converter& c) { return binary(c, OpKind::BitwiseOr); }},
+      {"aten.bitwise_xor.Tensor", [](Converter& c) { return binary(c, OpKind::BitwiseXor); }},
+      {"aten.bitwise_xor.Scalar", [](Converter& c) { return binary(c, OpKind::BitwiseXor); }},
+      {"aten.bitwise_not.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         return {c.op(c.type(x).dtype == DType::Bool ? OpKind::LogicalNot : OpKind::BitwiseNot, {x})};
+       }},
+      {"aten.logical_xor.default",
+       [](Converter& c) -> V {
+         ValueId a = c.tensor(0, "self"), b = c.tensor(1, "other");
+         ValueId na = c.type(a).dtype == DType::Bool ? a : bin(c, OpKind::Ne, {a, sc(c, 0.0, a)});
+         ValueId nb = c.type(b).dtype == DType::Bool ? b : bin(c, OpKind::Ne, {b, sc(c, 0.0, b)});
+         return {bin(c, OpKind::Ne, {na, nb})};
+       }},
+      {"aten.pow.Scalar", powScalarBase},
+      {"aten.clamp.Tensor", clampTensor},
+      {"aten.clamp_min.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), c.number(1, "min"), std::nullopt)}; }},
+      {"aten.clamp_max.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), std::nullopt, c.number(1, "max"))}; }},
+      {"aten.clamp_min.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); ValueId lo = c.tensor(1, "min"); return {c.op(OpKind::Where, {bin(c, OpKind::Lt, {x, lo}), lo, x})}; }},
+      {"aten.clamp_max.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); ValueId hi = c.tensor(1, "max"); return {c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, hi}), hi, x})}; }},
+      {"aten.masked_fill.Scalar", [](Converter& c) -> V { return {maskedFill(c)}; }},
+      {"aten.masked_fill.Tensor", [](Converter& c) -> V { return {maskedFill(c)}; }},
+      {"aten.elu.default", [](Converter& c) -> V { return {elu(c, c.tensor(0, "self"))}; }},
+      {"aten.celu.default", [](Converter& c) -> V { return {celu(c, c.tensor(0, "self"))}; }},
+      {"aten.softplus.default",
+       [](Converter& c) -> V { return {softplus(c, c.tensor(0, "self"), c.number(1, "beta", 1.0), c.number(2, "threshold", 20.0))}; }},
+      {"aten.mish.default",
+       [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {bin(c, OpKind::Mul, {x, c.op(OpKind::Tanh, {softplus(c, x, 1.0, 20.0)})})}; }},
+      {"aten.log_sigmoid_forward.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         // (output, buffer): the buffer only feeds log_sigmoid_backward.
+         return {logSigmoid(c, x), constantLike(c, 0.0, c.type(x))};
+       }},
+      {"aten.logaddexp.default", [](Converter& c) -> V { return {logaddexp(c, c.tensor(0, "self"), c.tensor(1, "other"))}; }},
+      {"aten.xlogy.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {xlogy(c, x, c.operand(1, "other", x))}; }},
+      {"aten.xlogy.Scalar_Other", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {xlogy(c, x, c.operand(1, "other", x))}; }},
+      {"aten.prelu.default", [](Converter& c) -> V { return {prelu(c, c.tensor(0, "self"), c.tensor(1, "weight"))}; }},
+      {"aten._prelu_kernel.default", [](Converter& c) -> V { return {prelu(c, c.tensor(0, "self"), c.tensor(1, "weight"))}; }},
+      {"aten.max.dim", [](Converter& c) { return maxMinDim(c, true); }},
+      {"aten.min.dim", [](Converter& c) { return maxMinDim(c, false); }},
+      {"aten.max.default", [](Converter& c) -> V { return {reduceOp(c, OpKind::Amax, c.tensor(0, "self"), {}, false)}; }},
+      {"aten.min.default", [](Converter& c) -> V { return {reduceOp(c, OpKind::Amin, c.tensor(0, "self"), {}, false)}; }},
+      {"aten.argmin.default", argmin},
+      {"aten.any.default", [](Converter& c) -> V { return {anyOf(c, c.tensor(0, "self"), {}, false)}; }},
+      {"aten.any.dim", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {anyOf(c, x, {dimArg(c, 1, "dim", x)}, c.boolean(2, "keepdim", false))}; }},
+      {"aten.any.dims", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {anyOf(c, x, c.ints(1, "dim", Ints{}), c.boolean(2, "keepdim", false))}; }},
+      {"aten.var.dim",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         return {variance(c, x, c.ints(1, "dim", Ints{}), c.boolean(2, "unbiased", true) ? 1.0 : 0.0, c.boolean(3, "keepdim", false))};
+       }},
+      {"aten.var.default",
+       [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {variance(c, x, {}, c.boolean(1, "unbiased", true) ? 1.0 : 0.0, false)}; }},
+      {"aten.repeat.default", [](Converter& c) -> V { return {repeatOp(c, c.tensor(0, "self"), c.ints(1, "repeats"))}; }},
+      {"aten.flip.default", [](Converter& c) -> V { return {flipOp(c, c.tensor(0, "self"), c.ints(1, "dims"))}; }},
+      {"aten.roll.default", [](Converter& c) -> V { return {rollOp(c, c.tensor(0, "self"), c.ints(1, "shifts"), c.ints(2, "dims", Ints{}))}; }},
+      {"aten.triu.default", [](Converter& c) -> V { return {triangle(c, c.tensor(0, "self"), c.integer(1, "diagonal", 0), true)}; }},
+      {"aten.tril.default", [](Converter& c) -> V { return {triangle(c, c.tensor(0, "self"), c.integer(1, "diagonal", 0), false)}; }},
+      {"aten.new_zeros.default", [](Converter& c) -> V { return {newFilled(c, 0.0, 2)}; }},
+      {"aten.new_ones.default", [](Converter& c) -> V { return {newFilled(c, 1.0, 2)}; }},
+      {"aten.new_empty.default", [](Converter& c) -> V { return {newFilled(c, 0.0, 2)}; }},
+      {"aten.new_full.default", [](Converter& c) -> V { return {newFilled(c, c.number(2, "fill_value"), 3)}; }},
+      {"aten.empty_strided.default", [](Converter& c) -> V { return {filled(c, 0.0, 2)}; }},
+      {"aten.fill.Scalar", [](Converter& c) -> V { return {constantLike(c, c.number(1, "value"), c.type(c.tensor(0, "self")))}; }},
+      {"aten.fill.Tensor",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self"), v = c.tensor(1, "value");
+         if (c.type(v).rank() != 0) c.fail("fill: the value must be a 0-dim tensor");
+         if (c.type(v).dtype != c.type(x).dtype) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}});
+         return {c.op(OpKind::Expand, {v}, Attrs{{"size", c.type(x).sizes}})};
+       }},
+      {"aten.copy.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self"), src = c.tensor(1, "src");
+         if (c.type(src).dtype != c.type(x).dtype) src = c.op(OpKind::Cast, {src}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}});
+         if (c.type(src).sizes != c.type(x).sizes) src = c.op(OpKind::Expand, {src}, Attrs{{"size", c.type(x).sizes}});
+         return {c.op(OpKind::Clone, {src})};
+       }},
+      {"aten.slice_scatter.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         Attrs a{{"dim", dimArg(c, 2, "dim", x)}, {"start", c.clampedInteger(3, "start", 0)},
+                 {"end", c.clampedInteger(4, "end", kMaxIntArg)}, {"step", c.integer(5, "step", 1)}};
+         return {c.op(OpKind::SliceScatter, {x, c.tensor(1, "src")}, a)};
+       }},
+      {"aten.select_scatter.default",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         return {c.op(OpKind::SelectScatter, {x, c.tensor(1, "src")}, Attrs{{"dim", dimArg(c, 2, "dim", x)}, {"index", c.integer(3, "index")}})};
+       }},
+      {"aten.unsafe_split.Tensor", split},
+      {"aten.unsafe_split_with_sizes.default",
+       [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return splitSizes(c, x, dimArg(c, 2, "dim", x), c.ints(1, "split_sizes")); }},
+      {"aten.index.Tensor", indexTensor},
+      {"aten.upsample_nearest2d.vec", upsampleNearest<true>},
+      {"aten.upsample_nearest2d.default", upsampleNearest<false>},
+      {"aten.upsample_bilinear2d.vec", upsampleBilinear<true>},
+      {"aten.upsample_bilinear2d.default", upsampleBilinear<false>},
+      {"aten.reflection_pad1d.default", [](Converter& c) { return indexPad(c, true, 1); }},
+      {"aten.reflection_pad2d.default", [](Converter& c) { return indexPad(c, true, 2); }},
+      {"aten.reflection_pad3d.default", [](Converter& c) { return indexPad(c, true, 3); }},
+      {"aten.replication_pad1d.default", [](Converter& c) { return indexPad(c, false, 1); }},
+      {"aten.replication_pad2d.default", [](Converter& c) { return indexPad(c, false, 2); }},
+      {"aten.replication_pad3d.default", [](Converter& c) { return indexPad(c, false, 3); }},
+      {"aten.pixel_shuffle.default", [](Converter& c) -> V { return {pixelShuffle(c, c.tensor(0, "self"), c.integer(1, "upscale_factor"), false)}; }},
+      {"aten.pixel_unshuffle.default", [](Converter& c) -> V { return {pixelShuffle(c, c.tensor(0, "self"), c.integer(1, "downscale_factor"), true)}; }},
+      {"aten.binary_cross_entropy_with_logits.default", bceWithLogits},
+      {"aten.smooth_l1_loss.default", [](Converter& c) { return smoothL1(c, false); }},
+      {"aten.huber_loss.default", [](Converter& c) { return smoothL1(c, true); }},
+      {"aten.nonzero.default", dataDependent},
+      {"aten._local_scalar_dense.default", dataDependent},
+      {"aten.masked_select.default", dataDependent},
+      {"aten.unique.default", dataDependent},
+      {"aten._unique2.default", dataDependent},
+      {"aten.item.default", dataDependent},
   };
   return table;
+}
+
+// Note [Generic spellings]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Three families of ATen spellings are derived from the functional op rather
+// than listed one by one (issue 12):
+//  * in-place `aten.op_.ov` is `aten.op.ov` plus copy_ into self (with ATen's
+//    in-place casting rule: a floating result cannot go into an integer self,
+//    and the result must have self's shape);
+//  * `out=` overloads (`aten.op.out`, `aten.op.ov_out`) are the functional
+//    form plus copy_ into `out` (out must already have the result's shape:
+//    resizing `out` is refused);
+//  * `aten._foreach_op[_].ov` unrolls into the per-tensor op, element by
+//    element of its list arguments (`List` -> `.Tensor`, `Scalar`/`ScalarList`
+//    -> `.Scalar`).
+// An op with its own entry in the table (t_, squeeze_, copy_, ...) is never
+// derived.
+namespace spelling {
+
+struct Parsed {
+  std::string name, overload;  ///< "aten.add_", "Tensor"
+};
+std::optional<Parsed> parse(const std::string& target) {
+  size_t dot = target.rfind('.');
+  if (target.rfind("aten.", 0) != 0 || dot == std::string::npos || dot <= 5) return std::nullopt;
+  return Parsed{target.substr(0, dot), target.substr(dot + 1)};
+}
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+/// The functional spelling an in-place target derives from, if any.
+std::optional<std::string> inplaceBase(const std::string& target) {
+  auto p = parse(target);
+  if (!p || !endsWith(p->name, "_") || p->name.rfind("aten._foreach_", 0) == 0) return std::nullopt;
+  std::string f = p->name.substr(0, p->name.size() - 1) + "." + p->overload;
+  if (converters().count(f)) return f;
+  return std::nullopt;
+}
+/// The functional spelling an out= target derives from, if any.
+std::optional<std::string> outBase(const std::string& target) {
+  auto p = parse(target);
+  if (!p) return std::nullopt;
+  std::vector<std::string> cands;
+  if (p->overload == "out") cands = {p->name + ".default", p->name + ".Tensor"};
+  else if (endsWith(p->overload, "_out")) cands = {p->name + "." + p->overload.substr(0, p->overload.size() - 4)};
+  for (const std::string& f : cands)
+    if (converters().count(f)) return f;
+  return std::nullopt;
+}
+/// The per-element spellings of a _foreach target (first that converts wins).
+std::vector<std::string> foreachElement(const std::string& target) {
+  auto p = parse(target);
+  if (!p || p->name.rfind("aten._foreach_", 0) != 0) return {};
+  std::string op = "aten." + p->name.substr(std::string("aten._foreach_").size());
+  if (p->overload == "List") return {op + ".Tensor"};
+  if (p->overload == "Scalar" || p->overload == "ScalarList") return {op + ".Scalar", op + ".Tensor"};
+  if (p->overload == "Tensor") return {op + ".Tensor"};
+  return {op + "." + p->overload};
+}
+
+}  // namespace spelling
+
+bool knownTarget(const std::string& target, int depth = 0) {
+  if (converters().count(target)) return true;
+  if (depth > 2) return false;
+  if (spelling::inplaceBase(target) || spelling::outBase(target)) return true;
+  for (const std::string& e : spelling::foreachElement(target))
+    if (knownTarget(e, depth + 1)) return true;
+  return false;
+}
+
+/// copy_ of `result` into `dst` for a derived in-place or out= spelling.
+V copyInto(Converter& c, ValueId dst, ValueId result, const char* what) {
+  const TensorType& d = c.type(dst);
+  const TensorType& r = c.type(result);
+  if (r.sizes != d.sizes)
+    c.fail(cat(what, ": the result ", TensorType::contiguous(r.dtype, r.sizes).str(), " does not have the shape of ",
+               TensorType::contiguous(d.dtype, d.sizes).str(), what[0] == 'o' ? " (resizing out= is not supported)" : ""));
+  if (r.dtype != d.dtype) {
+    if (isFloating(r.dtype) && !isFloating(d.dtype))
+      c.fail(cat(what, ": result type ", dtypeName(r.dtype), " can't be cast to the desired output type ", dtypeName(d.dtype)));
+    result = c.op(OpKind::Cast, {result}, Attrs{{"dtype", std::string(dtypeName(d.dtype))}});
+  }
+  return {c.op(OpKind::CopyInplace, {dst, result})};
+}
+
+V convertTarget(Converter& c, const std::string& target, int depth = 0) {
+  auto it = converters().find(target);
+  if (it != converters().end()) return it->second(c);
+  if (auto f = spelling::inplaceBase(target)) {
+    V r = converters().at(*f)(c);
+    if (r.size() != 1) c.fail("in-place form of a multi-result op");
+    return copyInto(c, c.tensor(0, "self"), r[0], "in-place op");
+  }
+  if (auto f = spelling::outBase(target)) {
+    V r = converters().at(*f)(c);
+    if (r.size() != 1) c.fail("out= form of a multi-result op is not supported");
+    if (!c.isTensor(SIZE_MAX, "out")) c.fail("out= overload without an `out` tensor");
+    return copyInto(c, c.tensor(SIZE_MAX, "out"), r[0], "out=");
+  }
+  std::vector<std::string> elems = spelling::foreachElement(target);
+  if (!elems.empty() && depth < 2) {
+    const json& node = c.node();
+    size_t n = SIZE_MAX;
+    auto scan = [&](const json& a) {
+      if (a.is_array() && (n == SIZE_MAX || a.size() == n)) n = a.size();
+      else if (a.is_array()) c.fail("_foreach: list arguments have different lengths");
+    };
+    for (const json& a : node["args"]) scan(a);
+    if (node.contains("kwargs"))
+      for (const auto& [k, a] : node["kwargs"].items()) scan(a);
+    if (n == SIZE_MAX) c.fail("_foreach op without a list argument");
+    std::string elem;
+    for (const std::string& e : elems)
+      if (knownTarget(e, depth + 1)) {
+        elem = e;
+        break;
+      }
+    if (elem.empty()) c.fail("no per-tensor op for " + target);
+    bool inplace = spelling::parse(target)->name.back() == '_';
+    V out;
+    for (size_t i = 0; i < n; ++i) {
+      json e = node;
+      e["target"] = elem;
+      for (json& a : e["args"])
+        if (a.is_array()) a = json(a[i]);
+      if (e.contains("kwargs"))
+        for (auto& [k, a] : e["kwargs"].items())
+          if (a.is_array()) a = json(a[i]);
+      Converter ce(c.graph(), e, c.loc(), c.env(), c.noGrad());
+      ce.setInBackward(c.inBackward());
+      ce.setNames(c.names());
+      V r = convertTarget(ce, elem, depth + 1);
+      if (!inplace) out.insert(out.end(), r.begin(), r.end());
+    }
+    return out;
+  }
+  c.fail("unsupported op " + target);
 }
 
 std::string readFile(const std::string& path) {
@@ -1041,7 +1843,7 @@ void collectUnknown(const json& nodes, const std::string& path, std::map<std::st
       throw UserError(SourceLoc{path, "", ""}, "malformed node " + n.dump().substr(0, 120) + " (needs name, target, args)");
     const std::string target = n["target"].get<std::string>();
     if (target == "getitem") continue;
-    if (!converters().count(target)) unknown[target].push_back(nodeLoc(n, path));
+    if (!knownTarget(target)) unknown[target].push_back(nodeLoc(n, path));
     if (target == "aotc.autograd_function")
       for (const char* r : {"forward", "backward"})
         if (n.contains(r) && n[r].is_object() && n[r].contains("nodes") && n[r]["nodes"].is_array())
@@ -1081,7 +1883,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
     const size_t firstNew = g.values.size();
     std::vector<ValueId> outs;
     try {
-      outs = converters().at(target)(c);
+      outs = convertTarget(c, target);
     } catch (const json::exception& e) {
       throw UserError(loc, std::string("malformed arguments: ") + e.what());
     } catch (const UserError& e) {

@@ -84,8 +84,8 @@ __device__ __forceinline__ float aotc_trunc(float x) { return truncf(x); }
 __device__ __forceinline__ double aotc_trunc(double x) { return trunc(x); }
 template <typename T> __device__ __forceinline__ bool aotc_isnan(T x) { return x != x; }
 template <typename T> __device__ __forceinline__ bool aotc_isinf(T) { return false; }
-__device__ __forceinline__ bool aotc_isinf(float x) { return isinf(x); }
-__device__ __forceinline__ bool aotc_isinf(double x) { return isinf(x); }
+__device__ __forceinline__ bool aotc_isinf(float x) { return x == x && (x - x) != (x - x); }
+__device__ __forceinline__ bool aotc_isinf(double x) { return x == x && (x - x) != (x - x); }
 __device__ __forceinline__ float aotc_atan2(float a, float b) { return atan2f(a, b); }
 __device__ __forceinline__ double aotc_atan2(double a, double b) { return atan2(a, b); }
 // fmod, remainder (divisor's sign), floor division (ATen's div_floor_floating).

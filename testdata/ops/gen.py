@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""Op conformance fixtures (issue 12): for each op spelling, a small program
+that applies it to several samples (broadcasting, a transposed
+non-contiguous operand, size-1 dims), exported with tools/fx_export.py and
+run eagerly by PyTorch for its reference (outputs and gradients).  Samples
+stay small so the suite stays fast.
+
+    /usr/bin/python3 testdata/ops/gen.py [OUTDIR]
+"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from gen_util import seeded_randn, write_fixtures  # noqa: E402
+
+rn = seeded_randn(1200)
+
+
+def unary(fn, lo=-2.0, hi=2.0):
+    """fn on a [2,3] tensor, a transposed [4,3] one and a [1,5]; values in (lo, hi)."""
+    def prog(a, b, c):
+        return fn(a), fn(b.t()), fn(c)
+    span = hi - lo
+    mk = (lambda *s: (torch.rand(*s, generator=torch.Generator().manual_seed(sum(s) + 7)) * span + lo).requires_grad_(True))
+    return prog, (mk(2, 3), mk(3, 4), mk(1, 5))
+
+
+def binary(fn, lo=-2.0, hi=2.0, away=0.0, scalar=True):
+    """fn(x, y) with broadcasting ([2,3] with [3]), a transposed operand, a
+    size-1 one and (if the op takes one) a Python scalar."""
+    def prog(a, b, c, d):
+        return (fn(a, b), fn(c.t(), a), fn(a, d)) + ((fn(a, 1.5),) if scalar else ())
+    span = hi - lo
+
+    def mk(*s):
+        t = torch.rand(*s, generator=torch.Generator().manual_seed(sum(s) + 11)) * span + lo
+        if away:
+            t = torch.where(t.abs() < away, t.sign() * away + t, t)
+        return t.requires_grad_(True)
+    return prog, (mk(2, 3), mk(3), mk(3, 2), mk(1))
+
+
+programs = []
+
+
+def add(name, prog_args, **opts):
+    prog, args = prog_args
+    programs.append((name, prog, args) + ((opts,) if opts else ()))
+
+
+# elementwise math
+add("expm1", unary(torch.expm1))
+add("log1p", unary(torch.log1p, -0.5, 2))
+add("log2", unary(torch.log2, 0.2, 3))
+add("log10", unary(torch.log10, 0.2, 3))
+add("reciprocal", unary(torch.reciprocal, 0.5, 2))
+add("tan", unary(torch.tan, -1.2, 1.2))
+add("asin", unary(torch.asin, -0.9, 0.9))
+add("acos", unary(torch.acos, -0.9, 0.9))
+add("atan", unary(torch.atan))
+add("sinh", unary(torch.sinh))
+add("cosh", unary(torch.cosh))
+add("asinh", unary(torch.asinh))
+add("acosh", unary(torch.acosh, 1.2, 3))
+add("atanh", unary(torch.atanh, -0.9, 0.9))
+add("rounding", unary(lambda x: torch.floor(x * 3) + torch.ceil(x * 3) + torch.round(x * 3) + torch.trunc(x * 3) + x))
+add("atan2", binary(torch.atan2, away=0.2, scalar=False))
+add("fmod", binary(torch.fmod, away=0.3))
+add("remainder", binary(torch.remainder, away=0.3))
+add("div_modes", binary(lambda x, y: torch.div(x, y, rounding_mode="floor") + torch.div(x, y, rounding_mode="trunc") + x * y, away=0.3))
+add("pow_scalar_base", unary(lambda x: torch.pow(2.0, x)))
+add("elu", unary(lambda x: F.elu(x, alpha=0.7)))
+add("selu_celu", unary(lambda x: torch.selu(x) + F.celu(x, alpha=1.3)))
+add("softplus", unary(lambda x: F.softplus(x) + F.softplus(x * 10, beta=2.0, threshold=5.0)))
+add("mish", unary(F.mish))
+add("logsigmoid", unary(F.logsigmoid, -6, 6))
+add("logaddexp", binary(torch.logaddexp, scalar=False))
+add("xlogy", binary(lambda x, y: torch.xlogy(x, y.abs() + 0.1) if torch.is_tensor(y) else torch.xlogy(x, y)))
+add("clamp_tensor", binary(lambda x, y: torch.clamp(x, min=y - 0.5, max=y + 0.5) + torch.clamp_min(x, 0.3) + torch.clamp_max(x, -0.2),
+                          scalar=False))
+
+
+def nan_inf(x):
+    y = torch.where(x > 1, x / 0.0, x)
+    y = torch.where(x < -1.5, y * float("nan"), y)
+    return torch.isnan(y).float() * 2 + torch.isinf(y).float() + x
+add("isnan_isinf", unary(nan_inf))
+
+
+def ints(x):
+    i = (x * 10).long()
+    j = i.flip(0)
+    a = (i & j) + torch.bitwise_or(i, 3) + (i ^ j) + (~i) + i % 3 + torch.fmod(i, 4) + torch.div(i, 3, rounding_mode="floor") \
+        + torch.div(i, 3, rounding_mode="trunc") + i.bitwise_not()
+    b = torch.logical_xor(i > 0, j < 0)
+    return x * a.float() + b.float()
+add("integer_ops", unary(ints))
+
+
+# reductions with indices
+def maxmin(x):
+    v, i = torch.max(x, dim=1)
+    w, j = torch.min(x, dim=0, keepdim=True)
+    return v, i, w, j, torch.argmin(x, dim=1), x.max(), x.min(), torch.any(x > 1.5), torch.any(x > 1, dim=1)
+add("max_min_dim", (maxmin, (rn(3, 4, rg=True),)))
+add("var_dim", (lambda x: (torch.var(x, dim=1), torch.var(x, dim=(0, 1), unbiased=False, keepdim=True)), (rn(3, 4, rg=True),)))
+
+
+# shape ops
+add("repeat", (lambda x, y: (x.repeat(2, 3), y.repeat(2, 1, 2), x.t().repeat(1, 2)), (rn(2, 3, rg=True), rn(4, rg=True))))
+add("flip_roll", (lambda x: (torch.flip(x, [0, 2]), torch.roll(x, 2, 1), torch.roll(x, (1, -1), (0, 2)), torch.roll(x, 5)),
+                  (rn(2, 3, 4, rg=True),)))
+add("triu_tril", (lambda x, y: (torch.triu(x), torch.tril(x, -1), torch.triu(y, 1), torch.tril(y.transpose(1, 2), 2)),
+                  (rn(4, 5, rg=True), rn(2, 3, 4, rg=True))))
+add("masked_fill", (lambda x, m: (x.masked_fill(m, -1.0), x.masked_fill(m[0], float("-inf")).softmax(-1),
+                                  x.masked_fill(m, torch.tensor(2.0))),
+                    (rn(3, 4, rg=True), torch.tensor([[True, False, False, True], [False] * 4, [True] * 3 + [False]]))))
+
+
+def new_fill(x):
+    z = x.new_zeros((2, 3)) + x.new_ones(3) + x.new_full((1, 3), 2.5)
+    f = torch.full_like(x, 3.0)
+    f.fill_(torch.tensor(1.5))
+    return x * z + f, torch.zeros_like(x).fill_(2.0) * x
+add("new_fill", (new_fill, (rn(2, 3, rg=True),)))
+
+
+def scatter_views(x, s):
+    return torch.slice_scatter(x, s, dim=1, start=0, end=4, step=2), torch.select_scatter(x, s[:, 0], 1, 3)
+add("scatter_views", (scatter_views, (rn(3, 5, rg=True), rn(3, 2, rg=True))))
+
+
+def index_t(x, i, j):
+    return x[i], x[:, j], x[i, j], x[i.view(2, 1), j.view(1, 2)], x[-1], x[[0, 2]]
+add("index_tensor", (index_t, (rn(4, 5, rg=True), torch.tensor([3, 0]), torch.tensor([-1, 2]))))
+add("upsample_nearest", (lambda x: (F.interpolate(x, scale_factor=2, mode="nearest"), F.interpolate(x, size=(5, 7), mode="nearest"),
+                                    F.interpolate(x, scale_factor=0.5, mode="nearest")), (rn(1, 2, 4, 6, rg=True),)))
+add("upsample_bilinear", (lambda x: (F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False),
+                                     F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True),
+                                     F.interpolate(x, size=(3, 4), mode="bilinear")), (rn(1, 2, 4, 6, rg=True),)))
+add("pad_modes", (lambda x, y: (F.pad(x, (2, 1, 1, 2), mode="reflect"), F.pad(x, (1, 3, 2, 0), mode="replicate"),
+                                F.pad(y, (2, 1), mode="reflect"), F.pad(y, (0, 2), mode="replicate")),
+                  (rn(1, 2, 4, 5, rg=True), rn(2, 3, 4, rg=True))))
+add("pixel_shuffle", (lambda x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(F.pixel_shuffle(x, 2) * 2, 2)), (rn(1, 8, 3, 2, rg=True),)))
+add("prelu", (lambda x, w, v: (F.prelu(x, w), F.prelu(x, v)), (rn(2, 3, 4, 4, rg=True), rn(3, rg=True), rn(1, rg=True))))
+add("split_unsafe", (lambda x: [t * (i + 1) for i, t in enumerate(torch.split(x, 2, dim=1))] +
+                     list(torch.split(x, [1, 3, 1], dim=1)), (rn(3, 5, rg=True),)))
+
+
+# losses
+def losses(x, t, w):
+    return (F.binary_cross_entropy_with_logits(x, t.sigmoid()),
+            F.binary_cross_entropy_with_logits(x, t.sigmoid(), pos_weight=w.detach().abs(), reduction="sum"),
+            F.smooth_l1_loss(x, t), F.smooth_l1_loss(x, t, beta=0.5, reduction="none"),
+            F.huber_loss(x, t, delta=0.7), F.kl_div(x.log_softmax(-1), t.softmax(-1), reduction="batchmean"),
+            F.kl_div(x.log_softmax(-1), t.log_softmax(-1), reduction="sum", log_target=True))
+add("losses", (losses, (rn(3, 4, rg=True), rn(3, 4, rg=True), rn(4))))
+
+
+# generic spellings: in-place, out=, _foreach
+def inplace_forms(x):
+    y = x.clone()
+    y.mul_(0.5).expm1_()
+    f = x.clone()
+    f.floor_()
+    z = x.clone()
+    z.clamp_min_(0.1).log1p_()
+    # out= refuses inputs that require grad in eager.
+    d = x.detach()
+    out = torch.empty(2, 3)
+    torch.sin(d, out=out)
+    w = d.clone()
+    torch.atan2(d, d + 1, out=w)
+    return y + z + f, out * x, w * x
+add("inplace_out", (inplace_forms, (rn(2, 3, rg=True),)))
+
+
+def foreach_forms(a, b):
+    xs = [a.clone(), b.clone()]
+    torch._foreach_mul_(xs, 2.0)
+    torch._foreach_add_(xs, [a, b], alpha=0.5)
+    ys = torch._foreach_exp([a, b])
+    zs = torch._foreach_mul(xs, [1.5, -2.0])
+    return xs[0] + ys[0] + zs[0], xs[1] * ys[1] + zs[1]
+add("foreach", (foreach_forms, (rn(2, 3), rn(4))))  # 1.13 has no _foreach gradients
+
+
+if __name__ == "__main__":
+    write_fixtures(programs, HERE)

@@ -18,7 +18,7 @@ import tempfile
 
 def main():
     a, b, root = sys.argv[1:4]
-    models = sorted(glob.glob(os.path.join(root, "testdata", d, "*.json")) for d in ("fx", "conformance", "exporter", "random"))
+    models = sorted(glob.glob(os.path.join(root, "testdata", d, "*.json")) for d in ("fx", "conformance", "exporter", "random", "ops"))
     models = [m for group in models for m in group]
     work = tempfile.mkdtemp(prefix="aotc-compare-")
     cache = os.path.join(work, "cache")

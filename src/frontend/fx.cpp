@@ -481,17 +481,60 @@ V nllLoss(Converter& c) {
   return {bin(c, OpKind::Div, {total, count}), count};
 }
 
+/// convolution(input, weight, bias?, stride, padding, dilation, transposed,
+/// output_padding, groups): 2-D, and 1-D as 2-D over a unit height; the
+/// transposed one is conv2d_backward_input (the adjoint of conv2d).
 V convolution(Converter& c) {
   ValueId x = c.tensor(0, "input"), w = c.tensor(1, "weight");
-  if (c.boolean(6, "transposed", false)) c.fail("transposed convolution is not supported yet");
-  if (c.type(x).rank() != 4) c.fail("only 2-D convolution (4-D input) is supported");
-  Attrs a{{"stride", c.ints(3, "stride")}, {"padding", c.ints(4, "padding")}, {"dilation", c.ints(5, "dilation")},
-          {"groups", c.integer(8, "groups", 1)}};
-  ValueId y = c.op(OpKind::Conv2d, {x, w}, a);
-  if (c.has(2, "bias")) {
-    int64_t O = c.type(w).sizes[0];
-    y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", Ints{1, O, 1, 1}}})});
+  int64_t rank = c.type(x).rank();
+  if (rank != 4 && rank != 3) c.fail("only 1-D and 2-D convolution (3-D or 4-D input) are supported");
+  if (c.type(w).rank() != rank) c.fail("convolution: weight and input ranks differ");
+  bool oneD = rank == 3;
+  auto two = [&](size_t i, const char* kw, int64_t dflt) {
+    Ints v = c.ints(i, kw, Ints{dflt});
+    if (v.size() == 1 && !oneD) v.push_back(v[0]);
+    if (oneD) {
+      if (v.size() != 1) c.fail(cat("convolution: ", kw, " must have 1 value for a 1-D convolution"));
+      v.insert(v.begin(), kw[0] == 's' || kw[0] == 'd' ? 1 : 0);
+    }
+    if (v.size() != 2) c.fail(cat("convolution: ", kw, " must have 2 values"));
+    return v;
+  };
+  Ints stride = two(3, "stride", 1), padding = two(4, "padding", 0), dilation = two(5, "dilation", 1);
+  int64_t groups = c.integer(8, "groups", 1);
+  if (oneD) {
+    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
   }
+  Attrs a{{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+  ValueId y;
+  int64_t outChannels;
+  if (c.boolean(6, "transposed", false)) {
+    Ints op = two(7, "output_padding", 0);
+    const TensorType xt = c.type(x), wt = c.type(w);
+    if (groups <= 0 || xt.sizes[1] != wt.sizes[0]) c.fail("transposed convolution: input channels do not match the weight");
+    outChannels = wt.sizes[1] * groups;
+    Ints in{xt.sizes[0], outChannels, 0, 0};
+    for (size_t d = 0; d < 2; ++d) {
+      if (op[d] < 0 || (op[d] >= stride[d] && op[d] >= dilation[d]))
+        c.fail("transposed convolution: output_padding must be smaller than stride or dilation");
+      in[2 + d] = addSize(addSize(mulSize(xt.sizes[2 + d] - 1, stride[d]), -2 * padding[d]),
+                          addSize(mulSize(dilation[d], wt.sizes[2 + d] - 1), op[d] + 1));
+      if (in[2 + d] <= 0) c.fail("transposed convolution: the output is empty");
+    }
+    a["input_size"] = in;
+    ValueId xc = c.type(x).isContiguous() ? x : c.op(OpKind::Clone, {x});
+    ValueId wc = c.type(w).isContiguous() ? w : c.op(OpKind::Clone, {w});
+    y = c.op(OpKind::Conv2dBackwardInput, {xc, wc}, a);
+  } else {
+    y = c.op(OpKind::Conv2d, {x, w}, a);
+    outChannels = c.type(w).sizes[0];
+  }
+  if (c.has(2, "bias")) {
+    Ints bshape{1, outChannels, 1, 1};
+    y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", bshape}})});
+  }
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
   return {y};
 }
 
@@ -1190,6 +1233,209 @@ V dataDependent(Converter& c) {
          "rewrite without it (torch.where instead of boolean masks, shapes from sizes)");
 }
 
+/// The *_backward ops a forward can contain (torch.autograd.grad inside the
+/// program): each is the op aotc's own gradient rules emit.
+V avgPoolBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "self");
+  Attrs a{{"kernel", c.ints(2, "kernel_size")}, {"stride", c.ints(3, "stride", Ints{})}, {"padding", c.ints(4, "padding", Ints{0})},
+          {"ceil_mode", c.boolean(5, "ceil_mode", false)}, {"count_include_pad", c.boolean(6, "count_include_pad", true)},
+          {"input_size", c.type(x).sizes}};
+  if (c.has(7, "divisor_override")) a["divisor"] = c.integer(7, "divisor_override");
+  return {c.op(OpKind::AvgPool2dBackward, {c.type(go).isContiguous() ? go : c.op(OpKind::Clone, {go})}, a)};
+}
+V maxPoolBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "self"), idx = c.tensor(7, "indices");
+  Attrs a{{"kernel", c.ints(2, "kernel_size")}, {"stride", c.ints(3, "stride", Ints{})}, {"padding", c.ints(4, "padding", Ints{0})},
+          {"dilation", c.ints(5, "dilation", Ints{1})}, {"ceil_mode", c.boolean(6, "ceil_mode", false)}, {"input_size", c.type(x).sizes}};
+  ValueId goc = c.type(go).isContiguous() ? go : c.op(OpKind::Clone, {go});
+  return {c.op(OpKind::MaxPool2dBackward, {goc, idx}, a)};
+}
+V adaptiveAvgPoolBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "self");
+  ValueId goc = c.type(go).isContiguous() ? go : c.op(OpKind::Clone, {go});
+  return {c.op(OpKind::AdaptiveAvgPool2dBackward, {goc}, Attrs{{"input_size", c.type(x).sizes}})};
+}
+/// convolution_backward(grad_output, input, weight, bias_sizes, stride,
+/// padding, dilation, transposed, output_padding, groups, output_mask).
+V convolutionBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "input"), w = c.tensor(2, "weight");
+  if (c.boolean(7, "transposed", false)) c.fail("convolution_backward of a transposed convolution is not supported yet");
+  if (c.type(x).rank() != 4) c.fail("convolution_backward: only 2-D convolution is supported");
+  Attrs a{{"stride", c.ints(4, "stride")}, {"padding", c.ints(5, "padding")}, {"dilation", c.ints(6, "dilation")},
+          {"groups", c.integer(9, "groups", 1)}};
+  const json* mask = c.arg(10, "output_mask");
+  auto want = [&](size_t i) { return !mask || !mask->is_array() || i >= mask->size() || !(*mask)[i].is_boolean() || (*mask)[i].get<bool>(); };
+  ValueId goc = c.type(go).isContiguous() ? go : c.op(OpKind::Clone, {go});
+  V out;
+  Attrs ai = a, aw = a;
+  ai["input_size"] = c.type(x).sizes;
+  aw["weight_size"] = c.type(w).sizes;
+  ValueId wc = c.type(w).isContiguous() ? w : c.op(OpKind::Clone, {w});
+  ValueId xc = c.type(x).isContiguous() ? x : c.op(OpKind::Clone, {x});
+  out.push_back(want(0) ? c.op(OpKind::Conv2dBackwardInput, {goc, wc}, ai) : constantLike(c, 0.0, c.type(x)));
+  out.push_back(want(1) ? c.op(OpKind::Conv2dBackwardWeight, {goc, xc}, aw) : constantLike(c, 0.0, c.type(w)));
+  Ints bias = c.has(3, "bias_sizes") ? c.ints(3, "bias_sizes") : Ints{c.type(w).sizes[0]};
+  out.push_back(want(2) ? reduceOp(c, OpKind::Sum, goc, {0, 2, 3}, false)
+                        : constantLike(c, 0.0, TensorType::contiguous(c.type(go).dtype, bias)));
+  return out;
+}
+/// mse_loss_backward(grad_output, self, target, reduction) = 2 (x - t) go [/ n].
+V mseLossBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "self"), t = c.tensor(2, "target");
+  int64_t red = c.integer(3, "reduction", 1);
+  double k = red == 1 ? 2.0 / static_cast<double>(std::max<int64_t>(c.type(x).numel(), 1)) : 2.0;
+  ValueId d = bin(c, OpKind::Sub, {x, t});
+  ValueId r = bin(c, OpKind::Mul, {c.scaled(d, k), go});
+  if (c.type(r).sizes != c.type(x).sizes) r = c.op(OpKind::Expand, {r}, Attrs{{"size", c.type(x).sizes}});
+  return {r};
+}
+/// embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq).
+V embeddingBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_output"), idx = c.tensor(1, "indices");
+  int64_t n = c.integer(2, "num_weights"), pad = c.integer(3, "padding_idx", -1);
+  if (c.boolean(4, "scale_grad_by_freq", false)) c.fail("embedding backward with scale_grad_by_freq is not supported yet");
+  const TensorType gt = c.type(go);
+  int64_t D = gt.sizes.empty() ? 1 : gt.sizes.back(), m = c.type(idx).numel();
+  ValueId flatIdx = reshapeTo(c, idx, {m});
+  if (c.type(flatIdx).dtype != DType::I64) flatIdx = c.op(OpKind::Cast, {flatIdx}, Attrs{{"dtype", std::string("i64")}});
+  ValueId g2 = reshapeTo(c, go, {m, D});
+  if (pad >= 0) {
+    ValueId keep = bin(c, OpKind::Ne, {flatIdx, c.scalar(static_cast<double>(pad), DType::I64)});
+    ValueId k2 = c.op(OpKind::View, {keep}, Attrs{{"size", Ints{m, 1}}});
+    g2 = c.op(OpKind::Where, {k2, g2, sc(c, 0.0, g2)});
+  }
+  ValueId zeros = constantLike(c, 0.0, TensorType::contiguous(gt.dtype, {n, D}));
+  return {c.op(OpKind::IndexAdd, {zeros, flatIdx, g2}, Attrs{{"dim", int64_t{0}}})};
+}
+/// 1-D pooling as 2-D over a unit height.
+V pool1d(Converter& c, bool adaptive) {
+  ValueId x = c.tensor(0, "self");
+  if (c.type(x).rank() != 3) c.fail("1-D pooling expects a 3-D (N, C, L) input");
+  ValueId x4 = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+  ValueId y;
+  if (adaptive) {
+    Ints o = c.ints(1, "output_size");
+    if (o.size() != 1 || o[0] <= 0) c.fail("adaptive_avg_pool1d: output_size must be one positive value");
+    y = c.op(OpKind::AdaptiveAvgPool2d, {x4}, Attrs{{"output_size", Ints{1, o[0]}}});
+  } else {
+    auto one = [&](size_t i, const char* kw, Ints dflt, int64_t lead) {
+      Ints v = c.ints(i, kw, dflt);
+      if (v.empty()) return v;
+      if (v.size() != 1) c.fail(cat("avg_pool1d: ", kw, " must have 1 value"));
+      return Ints{lead, v[0]};
+    };
+    Attrs a{{"kernel", one(1, "kernel_size", {}, 1)}, {"stride", one(2, "stride", Ints{}, 1)}, {"padding", one(3, "padding", Ints{0}, 0)},
+            {"ceil_mode", c.boolean(4, "ceil_mode", false)}, {"count_include_pad", c.boolean(5, "count_include_pad", true)}};
+    if (std::get<Ints>(a["stride"]).empty()) a["stride"] = std::get<Ints>(a["kernel"]);
+    y = c.op(OpKind::AvgPool2d, {x4}, a);
+  }
+  return {c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}})};
+}
+/// index_put(self, indices, values, accumulate): integer indices as in
+/// indexTensor, written through index_add on the flattened indexed dims.
+/// Without accumulate, later duplicates win (eager's CPU behaviour): a
+/// value is dropped when a later index equals its own, found with a
+/// pairwise comparison, so at most 4096 indices (the values' gradient is
+/// still grad[indices] for each, as eager's).  A bool mask with one value
+/// is where(mask, value, self).
+V indexPut(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  const json* list = c.arg(1, "indices");
+  if (!list || !list->is_array()) c.fail("index_put: indices must be a list");
+  ValueId v = c.tensor(2, "values");
+  bool acc = c.boolean(3, "accumulate", false);
+  const TensorType t = c.type(x);
+  if (c.type(v).dtype != t.dtype) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string(dtypeName(t.dtype))}});
+  // x[mask] = scalar.
+  if (list->size() == 1 && !(*list)[0].is_null() && c.type(c.ref((*list)[0], 1)).dtype == DType::Bool) {
+    ValueId m = c.ref((*list)[0], 1);
+    if (c.type(v).numel() != 1 || acc)
+      c.fail("index_put with a bool mask needs a single value and no accumulate (otherwise its shape depends on the data)");
+    const TensorType mt = c.type(m);
+    if (mt.rank() > t.rank()) c.fail("index_put: the mask has more dims than the tensor");
+    for (int64_t d = 0; d < mt.rank(); ++d)
+      if (mt.sizes[static_cast<size_t>(d)] != t.sizes[static_cast<size_t>(d)]) c.fail("index_put: the mask's shape does not match the tensor's leading dims");
+    Ints ms = mt.sizes;
+    ms.resize(static_cast<size_t>(t.rank()), 1);
+    ValueId mm = reshapeTo(c, m, ms);
+    ValueId v0 = reshapeTo(c, v, {});
+    return {c.op(OpKind::Where, {mm, v0, x})};
+  }
+  size_t first = 0;
+  while (first < list->size() && (*list)[first].is_null()) ++first;
+  std::vector<ValueId> idx;
+  for (size_t i = first; i < list->size(); ++i) {
+    if ((*list)[i].is_null()) c.fail("index_put: index tensors separated by None are not supported");
+    ValueId iv = c.ref((*list)[i], 1);
+    if (c.type(iv).dtype == DType::Bool || isFloating(c.type(iv).dtype)) c.fail("index_put: index tensors must be integers (or one bool mask)");
+    idx.push_back(iv);
+  }
+  if (idx.empty()) c.fail("index_put without index tensors");
+  size_t k = idx.size();
+  if (first + k > static_cast<size_t>(t.rank())) c.fail("index_put: too many indices for the tensor");
+  Ints bshape = c.type(idx[0]).sizes;
+  for (ValueId iv : idx) {
+    auto b = broadcastShapes(bshape, c.type(iv).sizes);
+    if (!b) c.fail("index_put: index tensors do not broadcast together");
+    bshape = *b;
+  }
+  ValueId lin = kNoValue;
+  for (size_t j = 0; j < k; ++j) {
+    int64_t n = t.sizes[first + j];
+    ValueId iv = idx[j];
+    if (c.type(iv).dtype != DType::I64) iv = c.op(OpKind::Cast, {iv}, Attrs{{"dtype", std::string("i64")}});
+    ValueId neg = bin(c, OpKind::Lt, {iv, c.scalar(0, DType::I64)});
+    ValueId plus = bin(c, OpKind::Add, {iv, c.scalar(static_cast<double>(n), DType::I64)});
+    ValueId wrapped = c.op(OpKind::Where, {neg, plus, iv});
+    lin = lin == kNoValue ? wrapped : bin(c, OpKind::Add, {bin(c, OpKind::Mul, {lin, c.scalar(static_cast<double>(n), DType::I64)}), wrapped});
+  }
+  int64_t bn = 1;
+  for (int64_t s : bshape) bn = mulSize(bn, s);
+  ValueId flatIdx = reshapeTo(c, c.op(OpKind::Expand, {lin}, Attrs{{"size", bshape}}), {bn});
+  Ints pre(t.sizes.begin(), t.sizes.begin() + static_cast<int64_t>(first));
+  Ints post(t.sizes.begin() + static_cast<int64_t>(first + k), t.sizes.end());
+  int64_t mid = 1;
+  for (size_t j = 0; j < k; ++j) mid = mulSize(mid, t.sizes[first + j]);
+  Ints flat = pre, vshape = pre, vflat = pre;
+  flat.push_back(mid);
+  vflat.push_back(bn);
+  flat.insert(flat.end(), post.begin(), post.end());
+  vflat.insert(vflat.end(), post.begin(), post.end());
+  vshape.insert(vshape.end(), bshape.begin(), bshape.end());
+  vshape.insert(vshape.end(), post.begin(), post.end());
+  if (!broadcastShapes(vshape, c.type(v).sizes) || *broadcastShapes(vshape, c.type(v).sizes) != vshape)
+    c.fail("index_put: values do not broadcast to the indexed shape " + TensorType::contiguous(t.dtype, vshape).str());
+  ValueId vs = reshapeTo(c, c.op(OpKind::Clone, {c.op(OpKind::Expand, {v}, Attrs{{"size", vshape}})}), vflat);
+  ValueId xs = reshapeTo(c, x, flat);
+  int64_t dim = static_cast<int64_t>(first);
+  ValueId res;
+  if (acc) {
+    res = c.op(OpKind::IndexAdd, {xs, flatIdx, vs}, Attrs{{"dim", dim}});
+  } else {
+    if (bn > 4096) c.fail("index_put without accumulate takes at most 4096 indices (duplicates are resolved pairwise)");
+    // last[i]: no later j has the same index.
+    ValueId col = c.op(OpKind::View, {flatIdx}, Attrs{{"size", Ints{bn, 1}}});
+    ValueId same = bin(c, OpKind::Eq, {col, flatIdx});
+    ValueId later = triangle(c, c.op(OpKind::Cast, {same}, Attrs{{"dtype", std::string("i64")}}), 1, true);
+    ValueId dupLater = bin(c, OpKind::Gt, {reduceOp(c, OpKind::Sum, later, {1}, false), c.scalar(0, DType::I64)});
+    Ints mshape(flat.size(), 1);
+    mshape[first] = bn;
+    ValueId keep = c.op(OpKind::View, {c.op(OpKind::LogicalNot, {dupLater})}, Attrs{{"size", mshape}});
+    // Eager's gradient of the values is grad[indices] for every value, an
+    // overwritten duplicate included: keep_grad gives the masked values
+    // the gradient identity of all of them.
+    ValueId vk = c.op(OpKind::KeepGrad, {vs, c.op(OpKind::Where, {keep, vs, sc(c, 0.0, vs)})});
+    ValueId ones = c.op(OpKind::Cast, {keep}, Attrs{{"dtype", std::string("i64")}});
+    Ints hitShape(flat.size(), 1);
+    hitShape[first] = mid;
+    ValueId zeroHits = constantLike(c, 0.0, TensorType::contiguous(DType::I64, hitShape));
+    ValueId hits = c.op(OpKind::IndexAdd, {zeroHits, flatIdx, ones}, Attrs{{"dim", dim}});
+    ValueId written = c.op(OpKind::IndexAdd, {constantLike(c, 0.0, c.type(xs)), flatIdx, vk}, Attrs{{"dim", dim}});
+    res = c.op(OpKind::Where, {bin(c, OpKind::Gt, {hits, c.scalar(0, DType::I64)}), written, xs});
+  }
+  return {reshapeTo(c, res, t.sizes)};
+}
+
 const std::map<std::string, ConvertFn>& converters() {
   static const std::map<std::string, ConvertFn> table = {
       {"aten.add.Tensor", [](Converter& c) { return addLike(c, OpKind::Add, 1); }},
@@ -1631,6 +1877,16 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.binary_cross_entropy_with_logits.default", bceWithLogits},
       {"aten.smooth_l1_loss.default", [](Converter& c) { return smoothL1(c, false); }},
       {"aten.huber_loss.default", [](Converter& c) { return smoothL1(c, true); }},
+      {"aten.avg_pool2d_backward.default", avgPoolBackward},
+      {"aten.max_pool2d_with_indices_backward.default", maxPoolBackward},
+      {"aten._adaptive_avg_pool2d_backward.default", adaptiveAvgPoolBackward},
+      {"aten.convolution_backward.default", convolutionBackward},
+      {"aten.mse_loss_backward.default", mseLossBackward},
+      {"aten.embedding_dense_backward.default", embeddingBackward},
+      {"aten.avg_pool1d.default", [](Converter& c) { return pool1d(c, false); }},
+      {"aten.adaptive_avg_pool1d.default", [](Converter& c) { return pool1d(c, true); }},
+      {"aten.index_put.default", indexPut},
+      {"aten._index_put_impl.default", indexPut},
       {"aten.nonzero.default", dataDependent},
       {"aten._local_scalar_dense.default", dataDependent},
       {"aten.masked_select.default", dataDependent},

@@ -344,6 +344,18 @@ constexpr GradRule ruleFor(OpKind k) {
         return {g.op(OpKind::Conv2dBackwardInput, {go, g.contiguous(g.I(1))}, ai),
                 g.op(OpKind::Conv2dBackwardWeight, {go, g.contiguous(g.I(0))}, aw)};
       };
+    // z = conv2d_backward_input(g, w) is linear in each operand:
+    // <z, GO> = <conv2d(GO, w), g> = <w, conv2d_backward_weight(g, GO)>.
+    case OpKind::Conv2dBackwardInput:
+      return [](GradCtx& g) -> R {
+        Attrs ac = g.attrs(), aw = g.attrs();
+        ac.erase("input_size");
+        aw.erase("input_size");
+        aw["weight_size"] = sz(g, g.I(1));
+        ValueId go = g.contiguous(g.GO(0));
+        return {g.op(OpKind::Conv2d, {go, g.contiguous(g.I(1))}, ac),
+                g.op(OpKind::Conv2dBackwardWeight, {g.contiguous(g.I(0)), go}, aw)};
+      };
     case OpKind::MaxPool2d:
       return [](GradCtx& g) -> R {
         Attrs a = g.attrs();

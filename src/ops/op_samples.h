@@ -76,6 +76,8 @@ inline std::vector<Sample> samples() {
       {K::Bmm, {F({2, 2, 3}), F({2, 3, 2})}, none},
       {K::Conv2d, {F({1, 4, 5, 5}), F({2, 2, 3, 3})},
        Attrs{{"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}}},
+      {K::Conv2dBackwardInput, {F({1, 4, 3, 3}), F({4, 1, 3, 3})},
+       Attrs{{"input_size", Ints{1, 2, 6, 5}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}}},
       {K::MaxPool2d, {F({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}},
       {K::AvgPool2d, {F({1, 2, 5, 5})},
        Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}},

@@ -151,6 +151,36 @@ add("split_unsafe", (lambda x: [t * (i + 1) for i, t in enumerate(torch.split(x,
                      list(torch.split(x, [1, 3, 1], dim=1)), (rn(3, 5, rg=True),)))
 
 
+# convolution and pooling in 1-D, transposed convolution
+add("conv1d", (lambda x, w, b: (F.conv1d(x, w, b, stride=2, padding=1), F.conv1d(x, w[:, :2], None, padding=2, dilation=2, groups=2)),
+               (rn(2, 4, 9, rg=True), rn(6, 4, 3, rg=True), rn(6, rg=True))))
+add("conv_transpose", (lambda x, w, b, y, v: (F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+                                              F.conv_transpose2d(x, w[:, :1].repeat(1, 1, 1, 1), None, groups=2),
+                                              F.conv_transpose1d(y, v, stride=3, padding=1)),
+                       (rn(1, 4, 3, 4, rg=True), rn(4, 3, 3, 3, rg=True), rn(3, rg=True), rn(2, 3, 5, rg=True), rn(3, 2, 4, rg=True))))
+add("pool1d", (lambda x: (F.avg_pool1d(x, 3, 2, 1), F.adaptive_avg_pool1d(x, 3), F.avg_pool1d(x, 2)), (rn(2, 3, 9, rg=True),)))
+
+
+def index_put(x, i, j, v):
+    y = x.clone()
+    y[i] = v[0]
+    z = x.clone()
+    z.index_put_((i, j), v[1, :2], accumulate=True)
+    w = x.clone()
+    w[w > 0.5] = 0.0
+    u = x.clone()
+    u[torch.tensor([1, 3, 1])] = v[:3]  # a duplicate: the later write wins
+    return y, z, w, u
+add("index_put", (index_put, (rn(4, 5, rg=True), torch.tensor([2, 0]), torch.tensor([1, 4]), rn(3, 5, rg=True))))
+
+
+def grad_in_forward(x, w):
+    y = F.mse_loss(x * w, torch.ones_like(x))
+    g, = torch.autograd.grad(y, x, create_graph=True)
+    return g * 2 + x
+add("grad_in_forward", (grad_in_forward, (rn(3, 4, rg=True), rn(3, 4, rg=True))))
+
+
 # losses
 def losses(x, t, w):
     return (F.binary_cross_entropy_with_logits(x, t.sigmoid()),

@@ -1703,7 +1703,9 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten._reshape_alias.default", reshape},
       {"aten.constant_pad_nd.default",
        [](Converter& c) -> V { return {c.op(OpKind::Pad, {c.tensor(0, "self")}, Attrs{{"pad", c.ints(1, "pad")}, {"value", c.number(2, "value", 0.0)}})}; }},
-      {"aten.alias.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
+      // alias is a view that keeps the gradient (not detach).
+      {"aten.alias.default",
+       [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {c.op(OpKind::View, {x}, Attrs{{"size", c.type(x).sizes}})}; }},
       {"aten.as_strided.default", asStrided},
       {"aten.as_strided_.default", asStrided},
       {"aten.empty_like.default", [](Converter& c) -> V { return {likeConstant(c, 0.0)}; }},
@@ -1907,6 +1909,8 @@ const std::map<std::string, ConvertFn>& converters() {
 //  * `out=` overloads (`aten.op.out`, `aten.op.ov_out`) are the functional
 //    form plus copy_ into `out` (out must already have the result's shape:
 //    resizing `out` is refused);
+//  * `aten.view_op_copy.ov` (functionalized traces: view_copy, expand_copy,
+//    permute_copy, ...) is the view op followed by a copy (clone);
 //  * `aten._foreach_op[_].ov` unrolls into the per-tensor op, element by
 //    element of its list arguments (`List` -> `.Tensor`, `Scalar`/`ScalarList`
 //    -> `.Scalar`).
@@ -1944,6 +1948,14 @@ std::optional<std::string> outBase(const std::string& target) {
     if (converters().count(f)) return f;
   return std::nullopt;
 }
+/// The view op a `*_copy` target copies, if any.
+std::optional<std::string> copyBase(const std::string& target) {
+  auto p = parse(target);
+  if (!p || !endsWith(p->name, "_copy")) return std::nullopt;
+  std::string f = p->name.substr(0, p->name.size() - 5) + "." + p->overload;
+  if (converters().count(f)) return f;
+  return std::nullopt;
+}
 /// The per-element spellings of a _foreach target (first that converts wins).
 std::vector<std::string> foreachElement(const std::string& target) {
   auto p = parse(target);
@@ -1960,7 +1972,7 @@ std::vector<std::string> foreachElement(const std::string& target) {
 bool knownTarget(const std::string& target, int depth = 0) {
   if (converters().count(target)) return true;
   if (depth > 2) return false;
-  if (spelling::inplaceBase(target) || spelling::outBase(target)) return true;
+  if (spelling::inplaceBase(target) || spelling::outBase(target) || spelling::copyBase(target)) return true;
   for (const std::string& e : spelling::foreachElement(target))
     if (knownTarget(e, depth + 1)) return true;
   return false;
@@ -1988,6 +2000,11 @@ V convertTarget(Converter& c, const std::string& target, int depth = 0) {
     V r = converters().at(*f)(c);
     if (r.size() != 1) c.fail("in-place form of a multi-result op");
     return copyInto(c, c.tensor(0, "self"), r[0], "in-place op");
+  }
+  if (auto f = spelling::copyBase(target)) {
+    V r = converters().at(*f)(c);
+    for (ValueId& v : r) v = c.op(OpKind::Clone, {v});
+    return r;
   }
   if (auto f = spelling::outBase(target)) {
     V r = converters().at(*f)(c);
@@ -2220,6 +2237,8 @@ Graph convertRegion(const json& region, const std::string& path, const std::stri
 }  // namespace
 
 FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path);
+
+bool isSupportedFxTarget(const std::string& target) { return knownTarget(target); }
 
 std::vector<std::string> supportedFxTargets() {
   std::vector<std::string> v;

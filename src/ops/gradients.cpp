@@ -372,6 +372,39 @@ constexpr GradRule ruleFor(OpKind k) {
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::AdaptiveAvgPool2dBackward, {g.contiguous(g.GO(0))}, Attrs{{"input_size", sz(g, g.I(0))}})};
       };
+    // z = conv2d_backward_weight(g, x): <z, GO> = <conv2d(x, GO), g> = <x, conv2d_backward_input(g, GO)>.
+    case OpKind::Conv2dBackwardWeight:
+      return [](GradCtx& g) -> R {
+        Attrs ac = g.attrs(), ai = g.attrs();
+        ac.erase("weight_size");
+        ai.erase("weight_size");
+        ai["input_size"] = sz(g, g.I(1));
+        ValueId go = g.contiguous(g.GO(0));
+        return {g.op(OpKind::Conv2d, {g.contiguous(g.I(1)), go}, ac),
+                g.op(OpKind::Conv2dBackwardInput, {g.contiguous(g.I(0)), go}, ai)};
+      };
+    // Pool backwards are linear in the incoming gradient; their adjoints are
+    // the pools (max: GO gathered at the saved indices, ATen's
+    // max_pool_double_backward).  No gradient flows to the indices.
+    case OpKind::AvgPool2dBackward:
+      return [](GradCtx& g) -> R {
+        Attrs a = g.attrs();
+        a.erase("input_size");
+        return {g.op(OpKind::AvgPool2d, {g.contiguous(g.GO(0))}, a)};
+      };
+    case OpKind::AdaptiveAvgPool2dBackward:
+      return [](GradCtx& g) -> R {
+        Ints o = sz(g, g.I(0));
+        return {g.op(OpKind::AdaptiveAvgPool2d, {g.contiguous(g.GO(0))}, Attrs{{"output_size", Ints{o[2], o[3]}}})};
+      };
+    case OpKind::MaxPool2dBackward:
+      return [](GradCtx& g) -> R {
+        Ints o = sz(g, g.I(0)), in = sz(g, g.O(0));
+        ValueId flatGo = g.reshape(g.contiguous(g.GO(0)), {in[0], in[1], in[2] * in[3]});
+        ValueId flatIdx = g.reshape(g.contiguous(g.I(1)), {o[0], o[1], o[2] * o[3]});
+        ValueId picked = g.op(OpKind::Gather, {flatGo, flatIdx}, Attrs{{"dim", int64_t{2}}});
+        return {g.reshape(picked, o), kNoValue};
+      };
     case OpKind::IndexSelect:
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::IndexAdd, {g.zeros(g.type(g.I(0))), g.I(1), g.contiguous(g.GO(0))}, g.attrs()), kNoValue};

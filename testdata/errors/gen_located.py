@@ -21,8 +21,8 @@ class Attn(torch.nn.Module):
         self.proj = torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        x = torch.roll(self.proj(x), 1, 0)
-        return torch.cumsum(x, 1)
+        x = torch.i0(self.proj(x))
+        return torch.special.i1(x)
 
 
 class Net(torch.nn.Module):
@@ -33,7 +33,7 @@ class Net(torch.nn.Module):
     def forward(self, x):
         for b in self.blocks:
             x = b(x)
-        return torch.roll(x, 2, 1).sum()
+        return torch.i0(x).sum()
 
 
 if __name__ == "__main__":

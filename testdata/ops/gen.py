@@ -181,6 +181,41 @@ def grad_in_forward(x, w):
 add("grad_in_forward", (grad_in_forward, (rn(3, 4, rg=True), rn(3, 4, rg=True))))
 
 
+# Core ATen overloads called by their own names (the spellings 2.x traces
+# emit and a 1.13 trace of user code may not).
+A = torch.ops.aten
+
+
+def core_direct(x, y, b1, b2, i):
+    outs = [A.add.Scalar(x, 2.0), A.alias(x) * 3, A.mul.Scalar(x, -1.5), A.div.Scalar(x, 4.0),
+            A.div.Scalar_mode(x, 0.7, rounding_mode="floor"), A.bmm(b1, b2), A.copy(x, y[0]),
+            A.expand(y[0], [2, 3]) * x, A.fill.Scalar(x, 0.25) + x, A.full([2, 3], 1.5) * x, A.hardtanh(x * 2, -0.5, 0.5),
+            A.erf(x), A.log(x.abs() + 0.5), A.maximum(x, y[1]), A.minimum(x, y[1]),
+            A.index_put(x, [i], y[:2], False), A.index_put(x, [i], y[:2], True)]
+    outs += [A.eq.Tensor(x, y[0]), A.eq.Scalar(x, 0.5), A.ge.Tensor(x, y[0]), A.ge.Scalar(x, 0.1), A.gt.Tensor(x, y[0]),
+             A.le.Tensor(x, y[0]), A.le.Scalar(x, 0.1), A.lt.Tensor(x, y[0]), A.ne.Tensor(x, y[0]), A.ne.Scalar(x, 0.0)]
+    m = x > 0
+    outs += [A.logical_and(m, y[0] > 0), A.logical_or(m, y[0] > 0), A.logical_not(m), A.arange.start_step(0, 5, 2),
+             A.bitwise_and.Scalar(A.arange.start_step(0, 6, 1), 3), A.bitwise_or.Scalar(A.arange.start_step(0, 6, 1), 8),
+             A.bitwise_xor.Scalar(A.arange.start_step(0, 6, 1), 5)]
+    return outs
+add("core_direct", (core_direct, (rn(2, 3, rg=True), rn(3, 3, rg=True), rn(2, 2, 3, rg=True), rn(2, 3, 2, rg=True),
+                                  torch.tensor([1, 0]))))
+
+
+def backward_ops(x, w, g, idx):
+    y, ind = A.max_pool2d_with_indices(x, [2, 2], [2, 2])
+    outs = [A.max_pool2d_with_indices_backward(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, ind),
+            A.avg_pool2d_backward(g, x, [2, 2], [2, 2], [0, 0], False, True, None),
+            A._adaptive_avg_pool2d_backward(g, x)]
+    gc = torch.ones(1, 3, 3, 3) * g.sum()
+    outs += list(A.convolution_backward(gc, x, w, [3], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True]))
+    outs.append(A.embedding_dense_backward(g.reshape(4, 2), idx, 5, 1, False))
+    return outs
+add("backward_ops", (backward_ops, (rn(1, 2, 4, 4, rg=True), rn(3, 2, 2, 2, rg=True), rn(1, 2, 2, 2, rg=True),
+                                    torch.tensor([0, 1, 3, 1]))))
+
+
 # losses
 def losses(x, t, w):
     return (F.binary_cross_entropy_with_logits(x, t.sigmoid()),

@@ -3,6 +3,8 @@
 //   aotc-opt FILE --passes=functionalize,dce [--split-input-file]
 //   aotc-opt FILE --partition=default     prints the forward then the backward
 //   aotc-opt FILE --roundtrip             prints parse(FILE) unchanged
+//   aotc-opt --fx-targets < NAMES         prints `NAME supported|unsupported`
+//                                         per ATen target (scripts/op_coverage)
 // Errors print as `FILE:LINE: error: ...` or `FILE: node 'n' (op): error: ...`.
 //===----------------------------------------------------------------------===//
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "aotc/frontend/fx.h"
 #include "aotc/ir/text.h"
 #include "aotc/passes/passes.h"
 
@@ -23,6 +26,11 @@ int main(int argc, char** argv) {
     else if (a.rfind("--partition=", 0) == 0) partition = a.substr(12);
     else if (a == "--split-input-file") split = true;
     else if (a == "--roundtrip") roundtrip = true;
+    else if (a == "--fx-targets") {
+      std::string t;
+      while (std::cin >> t) std::printf("%s %s\n", t.c_str(), aotc::isSupportedFxTarget(t) ? "supported" : "unsupported");
+      return 0;
+    }
     else if (a[0] != '-' || a == "-") file = a;
     else {
       std::fprintf(stderr, "aotc-opt: unknown option %s\n", a.c_str());

@@ -36,5 +36,8 @@ FxModel loadFxGraphText(const std::string& text, const std::string& path);
 
 /// The ATen targets the front end understands (sorted), for `aotc inspect`.
 std::vector<std::string> supportedFxTargets();
+/// Whether the front end converts `target`: listed, or derived from a listed
+/// functional op (in-place, out=, _foreach; Note [Generic spellings]).
+bool isSupportedFxTarget(const std::string& target);
 
 }  // namespace aotc

@@ -1227,6 +1227,55 @@ V smoothL1(Converter& c, bool huber) {
   ValueId loss = (!huber && b == 0) ? d : c.op(OpKind::Where, {bin(c, OpKind::Lt, {d, sc(c, b, d)}), sq, lin});
   return {reduced(c, loss, c.integer(2, "reduction", 1))};
 }
+V cumsum(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  int64_t dim = dimArg(c, 1, "dim", x);
+  if (c.has(2, "dtype")) x = c.op(OpKind::Cast, {x}, Attrs{{"dtype", std::string(dtypeName(dtypeArg(c, 2, "dtype", c.type(x).dtype)))}});
+  if (c.type(x).rank() == 0) return {c.op(OpKind::Clone, {x})};
+  return {c.op(OpKind::Cumsum, {x}, Attrs{{"dim", dim}})};
+}
+/// sort(self, dim=-1, descending=False) and sort.stable(self, *, stable, dim, descending).
+V sortOp(Converter& c, size_t dimIdx, size_t descIdx) {
+  ValueId x = c.tensor(0, "self");
+  int64_t dim = dimArg(c, dimIdx, "dim", x, -1);
+  bool desc = c.boolean(descIdx, "descending", false);
+  if (c.type(x).rank() == 0) return {x, c.scalar(0, DType::I64)};
+  return c.ops(OpKind::Sort, {x}, Attrs{{"dim", dim}, {"descending", desc}}, {});
+}
+/// topk(self, k, dim=-1, largest=True, sorted=True): the first k of a sort
+/// (ties keep index order; with sorted=False eager's order is unspecified).
+V topk(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  int64_t k = c.integer(1, "k"), dim = dimArg(c, 2, "dim", x, -1);
+  bool largest = c.boolean(3, "largest", true);
+  int64_t n = c.type(x).rank() == 0 ? 1 : c.type(x).sizes[static_cast<size_t>(dim)];
+  if (k < 0 || k > n) c.fail(cat("topk: k (", k, ") is out of range for a dim of size ", n));
+  if (c.type(x).rank() == 0) return {x, c.scalar(0, DType::I64)};
+  V s = c.ops(OpKind::Sort, {x}, Attrs{{"dim", dim}, {"descending", largest}}, {});
+  Attrs a{{"dim", dim}, {"start", int64_t{0}}, {"end", k}, {"step", int64_t{1}}};
+  ValueId v = c.op(OpKind::Slice, {s[0]}, a);
+  return {v, c.op(OpKind::Slice, {s[1]}, a)};
+}
+/// _native_batch_norm_legit_no_training(input, weight, bias, running_mean,
+/// running_var, momentum, eps) and _native_batch_norm_legit.no_stats(input,
+/// weight, bias, training, momentum, eps): native_batch_norm's arguments
+/// with the missing ones filled in.
+V batchNormVariant(Converter& c, bool noStats) {
+  json node = c.node();
+  json& args = node["args"];
+  if (!args.is_array()) c.fail("malformed arguments");
+  if (noStats) {
+    if (args.size() > 3) args.insert(args.begin() + 3, {json(nullptr), json(nullptr)});
+    else node["kwargs"]["running_mean"] = nullptr;
+  } else {
+    if (args.size() >= 5) args.insert(args.begin() + 5, json(false));
+    else node["kwargs"]["training"] = false;
+  }
+  Converter v(c.graph(), node, c.loc(), c.env(), c.noGrad());
+  v.setInBackward(c.inBackward());
+  v.setNames(c.names());
+  return batchNorm(v);
+}
 /// A node whose result shape depends on tensor data: refused by name.
 V dataDependent(Converter& c) {
   c.fail("the result's shape (or value) depends on tensor data, which an ahead-of-time artifact cannot express; "
@@ -1889,6 +1938,14 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.adaptive_avg_pool1d.default", [](Converter& c) { return pool1d(c, true); }},
       {"aten.index_put.default", indexPut},
       {"aten._index_put_impl.default", indexPut},
+      {"aten.cumsum.default", cumsum},
+      {"aten._native_batch_norm_legit_no_training.default", [](Converter& c) { return batchNormVariant(c, false); }},
+      {"aten._native_batch_norm_legit.no_stats", [](Converter& c) { return batchNormVariant(c, true); }},
+      {"aten.sort.default", [](Converter& c) { return sortOp(c, 1, 2); }},
+      {"aten.sort.stable", [](Converter& c) { return sortOp(c, 2, 3); }},
+      {"aten.topk.default", topk},
+      {"aten.argsort.default", [](Converter& c) -> V { return {sortOp(c, 1, 2)[1]}; }},
+      {"aten.argsort.stable", [](Converter& c) -> V { return {sortOp(c, 2, 3)[1]}; }},
       {"aten.nonzero.default", dataDependent},
       {"aten._local_scalar_dense.default", dataDependent},
       {"aten.masked_select.default", dataDependent},

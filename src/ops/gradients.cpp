@@ -415,6 +415,18 @@ constexpr GradRule ruleFor(OpKind k) {
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::ScatterAdd, {g.zeros(g.type(g.I(0))), g.I(1), g.contiguous(g.GO(0))}, g.attrs()), kNoValue};
       };
+    case OpKind::Cumsum:
+      return [](GradCtx& g) -> R {
+        Attrs a = g.attrs();
+        a["reverse"] = !attrBool(a, "reverse", false);
+        return {g.op(OpKind::Cumsum, {g.GO(0)}, a)};
+      };
+    // The sorted values' gradient goes back to where each came from.
+    case OpKind::Sort:
+      return [](GradCtx& g) -> R {
+        Attrs a{{"dim", attrInt(g.attrs(), "dim")}};
+        return {g.op(OpKind::ScatterAdd, {g.zeros(g.type(g.I(0))), g.O(1), g.contiguous(g.GO(0))}, a)};
+      };
     case OpKind::ScatterAdd:
       return [](GradCtx& g) -> R { return {g.GO(0), kNoValue, g.op(OpKind::Gather, {g.GO(0), g.I(1)}, g.attrs())}; };
     case OpKind::Cat:

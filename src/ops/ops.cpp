@@ -406,6 +406,15 @@ std::vector<TensorType> scatterAddRule(const std::vector<TensorType>& in, const 
   wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
   return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
 }
+std::vector<TensorType> cumsumRule(const std::vector<TensorType>& in, const Attrs& a) {
+  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
+  return one(TensorType::contiguous(isFloating(in[0].dtype) ? in[0].dtype : DType::I64, in[0].sizes));
+}
+std::vector<TensorType> sortRule(const std::vector<TensorType>& in, const Attrs& a) {
+  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
+  if (in[0].dtype == DType::Bool) shapeError("sort of a bool tensor is not supported");
+  return {TensorType::contiguous(in[0].dtype, in[0].sizes), TensorType::contiguous(DType::I64, in[0].sizes)};
+}
 std::vector<TensorType> catRule(const std::vector<TensorType>& in, const Attrs& a) {
   if (in.empty()) shapeError("cat: expects at least one tensor");
   Ints s = in[0].sizes;
@@ -534,6 +543,8 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::IndexAdd: return indexAddRule;
     case OpKind::Gather: return gatherRule;
     case OpKind::ScatterAdd: return scatterAddRule;
+    case OpKind::Cumsum: return cumsumRule;
+    case OpKind::Sort: return sortRule;
     case OpKind::Cat: return catRule;
     case OpKind::Pad: return padRule;
     case OpKind::Arange: return arangeRule;

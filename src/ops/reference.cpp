@@ -515,6 +515,49 @@ Outs scatterAddKernel(const Ins& in, const Attrs& a, const std::vector<TensorTyp
   for (double& v : o.data) v = roundTo(o.dtype, v);
   return {o};
 }
+/// Calls f(base flat index of a line along dim d, stride of d, length) for every line.
+template <typename F>
+void forEachLine(const Ints& sizes, int64_t d, F f) {
+  Ints outer = sizes;
+  int64_t n = sizes.empty() ? 1 : sizes[static_cast<size_t>(d)];
+  if (!outer.empty()) outer[static_cast<size_t>(d)] = 1;
+  int64_t stride = 1;
+  for (size_t q = sizes.size(); q-- > static_cast<size_t>(d) + 1;) stride *= sizes[q];
+  forEach(outer, [&](const Ints& c, int64_t) { f(sizes.empty() ? 0 : flatIndex(c, sizes), stride, n); });
+}
+Outs cumsumKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
+  HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
+  int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(static_cast<int64_t>(o.sizes.size()), 1));
+  bool rev = attrBool(a, "reverse", false);
+  forEachLine(o.sizes, d, [&](int64_t base, int64_t stride, int64_t n) {
+    double acc = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      size_t e = static_cast<size_t>(base + (rev ? n - 1 - k : k) * stride);
+      acc = roundTo(o.dtype, acc + in[0]->data[e]);
+      o.data[e] = acc;
+    }
+  });
+  return {o};
+}
+Outs sortKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
+  HostTensor v = HostTensor::zeros(ot[0].dtype, ot[0].sizes), ix = HostTensor::zeros(DType::I64, ot[0].sizes);
+  int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(static_cast<int64_t>(v.sizes.size()), 1));
+  bool desc = attrBool(a, "descending", false);
+  forEachLine(v.sizes, d, [&](int64_t base, int64_t stride, int64_t n) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) order[static_cast<size_t>(k)] = k;
+    auto val = [&](int64_t k) { return in[0]->data[static_cast<size_t>(base + k * stride)]; };
+    // NaN is the largest value.
+    auto less = [](double x, double y) { return (x < y) || (std::isnan(y) && !std::isnan(x)); };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) { return desc ? less(val(q), val(p)) : less(val(p), val(q)); });
+    for (int64_t k = 0; k < n; ++k) {
+      size_t e = static_cast<size_t>(base + k * stride);
+      v.data[e] = val(order[static_cast<size_t>(k)]);
+      ix.data[e] = static_cast<double>(order[static_cast<size_t>(k)]);
+    }
+  });
+  return {v, ix};
+}
 Outs catKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
   HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
   int64_t d = wrapDim(attrInt(a, "dim"), static_cast<int64_t>(o.sizes.size()));
@@ -655,6 +698,8 @@ constexpr Kernel kernelFor(OpKind k) {
     case OpKind::IndexAdd: return indexAddKernel;
     case OpKind::Gather: return gatherKernel;
     case OpKind::ScatterAdd: return scatterAddKernel;
+    case OpKind::Cumsum: return cumsumKernel;
+    case OpKind::Sort: return sortKernel;
     case OpKind::Cat: return catKernel;
     case OpKind::Pad: return padKernel;
     case OpKind::Arange:

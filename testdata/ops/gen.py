@@ -7,6 +7,7 @@ stay small so the suite stays fast.
 
     /usr/bin/python3 testdata/ops/gen.py [OUTDIR]
 """
+import json
 import os
 import sys
 
@@ -216,6 +217,46 @@ add("backward_ops", (backward_ops, (rn(1, 2, 4, 4, rg=True), rn(3, 2, 2, 2, rg=T
                                     torch.tensor([0, 1, 3, 1]))))
 
 
+add("cumsum", (lambda x, i: (torch.cumsum(x, 1), torch.cumsum(x.t(), 0), torch.cumsum(i, 0), x.cumsum(-1).cumsum(0)),
+               (rn(3, 4, rg=True), torch.tensor([3, -1, 2, 5]))))
+
+
+def sorting(x):
+    v, i = torch.sort(x, dim=1)
+    w, j = torch.sort(x, dim=0, descending=True, stable=True)
+    t, k = torch.topk(x, 2, dim=1)
+    u, m = torch.topk(x.t(), 3, dim=0, largest=False)
+    return v, i, w, j, t, k, u, m, torch.argsort(x, dim=1, descending=True)
+add("sort_topk", (sorting, (rn(4, 5, rg=True),)))
+
+
+def bn_eval(x, w, b, rm, rv):
+    return torch.ops.aten.native_batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5)[0]
+
+
+def bn_train_no_stats(x, w, b):
+    return torch.ops.aten.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5)[0]
+add("bn_legit_no_training", (bn_eval, (rn(2, 3, 4, rg=True), rn(3, rg=True), rn(3, rg=True), rn(3), rn(3).abs() + 0.5)))
+add("bn_legit_no_stats", (bn_train_no_stats, (rn(2, 3, 4, rg=True), rn(3, rg=True), rn(3, rg=True))))
+
+
+def respell_batch_norm(outdir):
+    """PyTorch 1.13 has no _native_batch_norm_legit*: the two fixtures above
+    are exported with native_batch_norm and respelled as 2.x traces spell
+    them (same semantics, arguments without `training` or the running stats)."""
+    for name, target, drop in (("bn_legit_no_training", "aten._native_batch_norm_legit_no_training.default", [5]),
+                               ("bn_legit_no_stats", "aten._native_batch_norm_legit.no_stats", [3, 4])):
+        path = os.path.join(outdir, name + ".json")
+        doc = json.load(open(path))
+        for n in doc["nodes"]:
+            if n["target"] == "aten.native_batch_norm.default":
+                n["target"] = target
+                n["args"] = [a for k, a in enumerate(n["args"]) if k not in drop]
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+
+
 # losses
 def losses(x, t, w):
     return (F.binary_cross_entropy_with_logits(x, t.sigmoid()),
@@ -256,3 +297,4 @@ add("foreach", (foreach_forms, (rn(2, 3), rn(4))))  # 1.13 has no _foreach gradi
 
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
+    respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

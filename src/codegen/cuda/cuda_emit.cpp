@@ -1232,6 +1232,30 @@ struct Lowering {
         b << "  out0[i] = acc;\n";
         break;
       }
+      case OpKind::Cumsum: {
+        const TensorType& x = g.type(n.inputs[0]);
+        bool rev = attrBool(n.attrs, "reverse", false);
+        b << "  " << ct << " acc = 0;\n";
+        b << "  for (aotc_i64 j = " << (rev ? c[d] : "0") << "; j " << (rev ? "< " + std::to_string(x.sizes[d]) : "<= " + c[d])
+          << "; ++j) acc += (" << ct << ")in0[" << at(x, with(d, "j")) << "];\n";
+        b << "  out0[i] = acc;\n";
+        break;
+      }
+      case OpKind::Sort: {
+        // This thread's element goes to its rank: the number of elements
+        // that sort before it (ties by index: stable; NaN is the largest).
+        const TensorType& x = g.type(n.inputs[0]);
+        bool desc = attrBool(n.attrs, "descending", false);
+        b << "  " << ct << " v = (" << ct << ")in0[" << at(x, c) << "];\n  aotc_i64 rank = 0;\n";
+        b << "  for (aotc_i64 j = 0; j < " << x.sizes[d] << "; ++j) {\n";
+        b << "    " << ct << " u = (" << ct << ")in0[" << at(x, with(d, "j")) << "];\n";
+        std::string before = desc ? "(u > v || (u != u && v == v))" : "(u < v || (v != v && u == u))";
+        b << "    bool tie = (u == v) || (u != u && v != v);\n";
+        b << "    if (" << before << " || (tie && j < " << c[d] << ")) ++rank;\n  }\n";
+        b << "  out0[" << at(ot, with(d, "rank")) << "] = in0[" << at(x, c) << "];\n";
+        b << "  out1[" << at(ot, with(d, "rank")) << "] = " << c[d] << ";\n";
+        break;
+      }
       case OpKind::Cat: {
         int64_t start = 0;
         for (size_t k = 0; k < n.inputs.size(); ++k) {

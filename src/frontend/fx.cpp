@@ -1276,6 +1276,89 @@ V batchNormVariant(Converter& c, bool noStats) {
   v.setNames(c.names());
   return batchNorm(v);
 }
+/// scatter(self, dim, index, src | value).
+V scatterOp(Converter& c, bool value) {
+  ValueId x = c.tensor(0, "self"), idx = c.tensor(2, "index");
+  ValueId src;
+  if (value) {
+    ValueId v = c.operand(3, "value", x);
+    if (c.type(v).dtype != c.type(x).dtype) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}});
+    src = c.op(OpKind::Expand, {reshapeTo(c, v, {})}, Attrs{{"size", c.type(idx).sizes}});
+  } else {
+    src = c.tensor(3, "src");
+  }
+  if (c.has(4, "reduce")) c.fail("scatter with reduce= is not supported (use scatter_add or scatter_reduce)");
+  return {c.op(OpKind::Scatter, {x, idx, src}, Attrs{{"dim", dimArg(c, 1, "dim", x)}})};
+}
+/// scatter_reduce(self, dim, index, src, reduce, include_self=True): "sum"
+/// and "mean" (ATen's mean counts self when included).
+V scatterReduce(Converter& c) {
+  ValueId x = c.tensor(0, "self"), idx = c.tensor(2, "index"), src = c.tensor(3, "src");
+  const json* r = c.arg(4, "reduce");
+  std::string red = r && r->is_string() ? r->get<std::string>() : "";
+  bool self = c.boolean(5, "include_self", true);
+  Attrs a{{"dim", dimArg(c, 1, "dim", x)}};
+  if (red != "sum" && red != "mean") c.fail("scatter_reduce: reduce='" + red + "' is not supported yet (sum, mean are)");
+  if (c.type(idx).sizes != c.type(src).sizes) c.fail("scatter_reduce: index and src must have the same shape");
+  ValueId base = x;
+  if (!self) base = c.op(OpKind::Scatter, {x, idx, constantLike(c, 0.0, c.type(src))}, a);
+  ValueId sum = c.op(OpKind::ScatterAdd, {base, idx, src}, a);
+  if (red == "sum") return {sum};
+  ValueId ones = constantLike(c, 1.0, c.type(src));
+  ValueId start = constantLike(c, self ? 1.0 : 0.0, c.type(x));
+  ValueId count = c.op(OpKind::ScatterAdd, {start, idx, ones}, a);
+  count = c.op(OpKind::Maximum, {count, sc(c, 1.0, count)});
+  if (isFloating(c.type(x).dtype)) return {bin(c, OpKind::Div, {sum, count})};
+  return {c.op(OpKind::DivFloor, {sum, count})};
+}
+/// masked_scatter(self, mask, source): the i-th True place takes source's
+/// i-th element: gathered at cumsum(mask) - 1.  Eager refuses a source with
+/// fewer elements than True places; here the index is clamped to stay in
+/// bounds.
+V maskedScatter(Converter& c) {
+  ValueId x = c.tensor(0, "self"), m = c.tensor(1, "mask"), s = c.tensor(2, "source");
+  if (c.type(m).dtype != DType::Bool) c.fail("masked_scatter: the mask must be bool");
+  const TensorType t = c.type(x);
+  ValueId mb = c.type(m).sizes == t.sizes ? m : c.op(OpKind::Expand, {m}, Attrs{{"size", t.sizes}});
+  int64_t n = t.numel(), sn = c.type(s).numel();
+  if (sn == 0) return {x};
+  ValueId flatMask = reshapeTo(c, c.op(OpKind::Cast, {mb}, Attrs{{"dtype", std::string("i64")}}), {n});
+  ValueId pos = bin(c, OpKind::Sub, {c.op(OpKind::Cumsum, {flatMask}, Attrs{{"dim", int64_t{0}}}), c.scalar(1, DType::I64)});
+  ValueId lo = c.op(OpKind::Maximum, {pos, c.scalar(0, DType::I64)});
+  ValueId clamped = c.op(OpKind::Minimum, {lo, c.scalar(static_cast<double>(sn - 1), DType::I64)});
+  ValueId picked = c.op(OpKind::IndexSelect, {reshapeTo(c, s, {sn}), clamped}, Attrs{{"dim", int64_t{0}}});
+  return {c.op(OpKind::Where, {mb, reshapeTo(c, picked, t.sizes), x})};
+}
+/// native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
+/// weight?, bias?, output_mask): ATen's formulas.
+V layerNormBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_out"), x = c.tensor(1, "input");
+  Ints shape = c.ints(2, "normalized_shape");
+  ValueId mean = c.tensor(3, "mean"), rstd = c.tensor(4, "rstd");
+  ValueId w = c.has(5, "weight") ? c.tensor(5, "weight") : kNoValue;
+  const TensorType t = c.type(x);
+  int64_t r = t.rank(), k = static_cast<int64_t>(shape.size());
+  Ints inner, outer;
+  double N = 1;
+  for (int64_t d = 0; d < r; ++d) (d >= r - k ? inner : outer).push_back(d);
+  for (int64_t d : inner) N *= static_cast<double>(t.sizes[static_cast<size_t>(d)]);
+  ValueId xhat = bin(c, OpKind::Mul, {bin(c, OpKind::Sub, {x, mean}), rstd});
+  ValueId gw = w == kNoValue ? go : bin(c, OpKind::Mul, {go, w});
+  ValueId s1 = reduceOp(c, OpKind::Sum, gw, inner, true);
+  ValueId s2 = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {gw, xhat}), inner, true);
+  ValueId t1 = bin(c, OpKind::Sub, {c.scaled(gw, N), s1});
+  ValueId t2 = bin(c, OpKind::Sub, {t1, bin(c, OpKind::Mul, {xhat, s2})});
+  ValueId gx = bin(c, OpKind::Mul, {t2, bin(c, OpKind::Div, {rstd, sc(c, N, rstd)})});
+  const json* mask = c.arg(7, "output_mask");
+  auto want = [&](size_t i) { return !mask || !mask->is_array() || i >= mask->size() || !(*mask)[i].is_boolean() || (*mask)[i].get<bool>(); };
+  V out{want(0) ? gx : constantLike(c, 0.0, t)};
+  Ints ws(t.sizes.end() - k, t.sizes.end());
+  if (w != kNoValue && want(1)) out.push_back(reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {go, xhat}), outer, false));
+  else out.push_back(constantLike(c, 0.0, TensorType::contiguous(t.dtype, ws)));
+  if (c.has(6, "bias") && want(2)) out.push_back(reduceOp(c, OpKind::Sum, go, outer, false));
+  else out.push_back(constantLike(c, 0.0, TensorType::contiguous(t.dtype, ws)));
+  return out;
+}
 /// A node whose result shape depends on tensor data: refused by name.
 V dataDependent(Converter& c) {
   c.fail("the result's shape (or value) depends on tensor data, which an ahead-of-time artifact cannot express; "
@@ -1939,6 +2022,11 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.index_put.default", indexPut},
       {"aten._index_put_impl.default", indexPut},
       {"aten.cumsum.default", cumsum},
+      {"aten.scatter.src", [](Converter& c) { return scatterOp(c, false); }},
+      {"aten.scatter.value", [](Converter& c) { return scatterOp(c, true); }},
+      {"aten.scatter_reduce.two", scatterReduce},
+      {"aten.masked_scatter.default", maskedScatter},
+      {"aten.native_layer_norm_backward.default", layerNormBackward},
       {"aten._native_batch_norm_legit_no_training.default", [](Converter& c) { return batchNormVariant(c, false); }},
       {"aten._native_batch_norm_legit.no_stats", [](Converter& c) { return batchNormVariant(c, true); }},
       {"aten.sort.default", [](Converter& c) { return sortOp(c, 1, 2); }},

@@ -415,6 +415,21 @@ constexpr GradRule ruleFor(OpKind k) {
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::ScatterAdd, {g.zeros(g.type(g.I(0))), g.I(1), g.contiguous(g.GO(0))}, g.attrs()), kNoValue};
       };
+    // self: grad with the scattered places zeroed; src: grad gathered at index.
+    case OpKind::Scatter:
+      return [](GradCtx& g) -> R {
+        ValueId gs = g.op(OpKind::Scatter, {g.contiguous(g.GO(0)), g.I(1), g.zeros(g.type(g.I(2)))}, g.attrs());
+        Ints s = sz(g, g.I(2));
+        ValueId gsrc = g.op(OpKind::Gather, {g.GO(0), g.I(1)}, g.attrs());
+        // src may be larger than index: its other elements get no gradient.
+        if (sz(g, gsrc) != s) {
+          Ints p;
+          Ints is = sz(g, g.I(1));
+          for (size_t d = 0; d < s.size(); ++d) p.insert(p.begin(), {0, s[d] - is[d]});
+          gsrc = g.op(OpKind::Pad, {gsrc}, Attrs{{"pad", p}, {"value", 0.0}});
+        }
+        return {gs, kNoValue, gsrc};
+      };
     case OpKind::Cumsum:
       return [](GradCtx& g) -> R {
         Attrs a = g.attrs();

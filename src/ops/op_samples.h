@@ -93,6 +93,7 @@ inline std::vector<Sample> samples() {
       {K::IndexAdd, {F({4, 3}), I({2}, {1, 3}), F({2, 3})}, Attrs{{"dim", int64_t{0}}}},
       {K::Gather, {F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0})}, Attrs{{"dim", int64_t{1}}}},
       {K::ScatterAdd, {F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0}), F({3, 2})}, Attrs{{"dim", int64_t{1}}}},
+      {K::Scatter, {F({3, 4}), I({3, 2}, {0, 3, 1, 2, 2, 0}), F({3, 3})}, Attrs{{"dim", int64_t{1}}}},
       {K::Cumsum, {F({2, 4})}, Attrs{{"dim", int64_t{1}}}},
       {K::Cumsum, {F({3, 2})}, Attrs{{"dim", int64_t{0}}, {"reverse", true}}},
       {K::Sort, {F({2, 5})}, Attrs{{"dim", int64_t{1}}}},

@@ -406,6 +406,16 @@ std::vector<TensorType> scatterAddRule(const std::vector<TensorType>& in, const 
   wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
   return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
 }
+std::vector<TensorType> scatterRule2(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[1].dtype != DType::I64 || in[1].rank() != in[0].rank() || in[2].rank() != in[0].rank())
+    shapeError("scatter: index and source must be int64 and have the input's rank");
+  for (int64_t d = 0; d < in[1].rank(); ++d)
+    if (in[1].sizes[static_cast<size_t>(d)] > in[2].sizes[static_cast<size_t>(d)])
+      shapeError("scatter: the index is larger than the source in dim " + std::to_string(d));
+  if (in[2].dtype != in[0].dtype) shapeError("scatter: source and input dtypes differ");
+  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
+  return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
+}
 std::vector<TensorType> cumsumRule(const std::vector<TensorType>& in, const Attrs& a) {
   wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
   return one(TensorType::contiguous(isFloating(in[0].dtype) ? in[0].dtype : DType::I64, in[0].sizes));
@@ -544,6 +554,7 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Gather: return gatherRule;
     case OpKind::ScatterAdd: return scatterAddRule;
     case OpKind::Cumsum: return cumsumRule;
+    case OpKind::Scatter: return scatterRule2;
     case OpKind::Sort: return sortRule;
     case OpKind::Cat: return catRule;
     case OpKind::Pad: return padRule;

@@ -525,6 +525,17 @@ void forEachLine(const Ints& sizes, int64_t d, F f) {
   for (size_t q = sizes.size(); q-- > static_cast<size_t>(d) + 1;) stride *= sizes[q];
   forEach(outer, [&](const Ints& c, int64_t) { f(sizes.empty() ? 0 : flatIndex(c, sizes), stride, n); });
 }
+Outs scatterKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
+  HostTensor o = *in[0];
+  o.dtype = ot[0].dtype;
+  int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(static_cast<int64_t>(o.sizes.size()), 1));
+  forEach(in[1]->sizes, [&](const Ints& c, int64_t e) {
+    Ints k = c;
+    k[static_cast<size_t>(d)] = checkedIndex(in[1]->data[static_cast<size_t>(e)], o.sizes[static_cast<size_t>(d)]);
+    o.data[static_cast<size_t>(flatIndex(k, o.sizes))] = in[2]->data[static_cast<size_t>(flatIndex(c, in[2]->sizes))];
+  });
+  return {o};
+}
 Outs cumsumKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
   HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
   int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(static_cast<int64_t>(o.sizes.size()), 1));
@@ -699,6 +710,7 @@ constexpr Kernel kernelFor(OpKind k) {
     case OpKind::Gather: return gatherKernel;
     case OpKind::ScatterAdd: return scatterAddKernel;
     case OpKind::Cumsum: return cumsumKernel;
+    case OpKind::Scatter: return scatterKernel;
     case OpKind::Sort: return sortKernel;
     case OpKind::Cat: return catKernel;
     case OpKind::Pad: return padKernel;

@@ -230,6 +230,21 @@ def sorting(x):
 add("sort_topk", (sorting, (rn(4, 5, rg=True),)))
 
 
+def scatters(x, s, i):
+    return (torch.scatter(x, 1, i, s[:, :2]), torch.scatter(x, 0, i.t()[:, :2] % 3, 2.5), x.scatter_reduce(1, i, s[:, :2], "sum"),
+            x.scatter_reduce(1, i, s[:, :2], "mean", include_self=False), x.scatter_reduce(1, i, s[:, :2], "mean"),
+            torch.scatter(x, 1, i[:, :1], s[:, :1]))
+add("scatter", (scatters, (rn(3, 5, rg=True), rn(3, 4, rg=True), torch.tensor([[0, 4], [2, 2], [1, 3]]))))
+add("masked_scatter", (lambda x, m, s: (x.masked_scatter(m, s), x.masked_scatter(m[0], s)),
+                       (rn(3, 4, rg=True), torch.tensor([[True, False, True, False], [False] * 4, [True] * 4]), rn(4, 4, rg=True))))
+
+
+def layer_norm_backward(x, w, b, go):
+    out, mean, rstd = torch.ops.aten.native_layer_norm(x, [4], w, b, 1e-5)
+    return torch.ops.aten.native_layer_norm_backward(go, x, [4], mean, rstd, w, b, [True, True, True])
+add("layer_norm_backward", (layer_norm_backward, (rn(2, 3, 4, rg=True), rn(4, rg=True), rn(4, rg=True), rn(2, 3, 4, rg=True))))
+
+
 def bn_eval(x, w, b, rm, rv):
     return torch.ops.aten.native_batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5)[0]
 

@@ -1232,6 +1232,18 @@ struct Lowering {
         b << "  out0[i] = acc;\n";
         break;
       }
+      case OpKind::Scatter: {
+        // The last index along dim that hits this element wins.
+        const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
+        b << "  " << ct << " val = (" << ct << ")in0[" << at(base, c) << "];\n  bool inside = true;\n";
+        for (size_t q = 0; q < r; ++q)
+          if (q != d) b << "  inside = inside && " << c[q] << " < " << ix.sizes[q] << ";\n";
+        b << "  if (inside) for (aotc_i64 j = 0; j < " << ix.sizes[d] << "; ++j) {\n";
+        b << "    aotc_i64 k = in1[" << at(ix, with(d, "j")) << "];\n";
+        b << "    if (" << wrap("k", base.sizes[d]) << " == " << c[d] << ") val = (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
+        b << "  out0[i] = val;\n";
+        break;
+      }
       case OpKind::Cumsum: {
         const TensorType& x = g.type(n.inputs[0]);
         bool rev = attrBool(n.attrs, "reverse", false);

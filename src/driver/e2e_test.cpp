@@ -235,6 +235,49 @@ TEST(Random, DropoutIsSeededAndBackendsAgree) {
   EXPECT_NE(runArtifact(o.out_dir, r).at("output.0").data, y.data);
 }
 
+TEST(Random, RandRandnRandpermAreSeededAndDistributed) {
+  // noise(x) = rand(64,64), 2 randn(64,64) + 1, x + randn_like(x), rand_like(x, f64), randperm(100).
+  const fs::path dir = fs::path(AOTC_SOURCE_DIR) / "testdata" / "random";
+  CompileOptions o;
+  o.model = (dir / "noise.json").string();
+  o.out_dir = scratch("noise").string();
+  compileModel(o, quietLogger());
+  RunOptions r;
+  r.input_files = {(dir / "noise.inputs.safetensors").string()};
+  r.forward_only = true;
+  auto ref = runArtifact(o.out_dir, r);
+  auto moments = [](const HostTensor& t) {
+    double m = 0, v = 0;
+    for (double x : t.data) m += x;
+    m /= static_cast<double>(t.data.size());
+    for (double x : t.data) v += (x - m) * (x - m);
+    return std::pair{m, std::sqrt(v / static_cast<double>(t.data.size() - 1))};
+  };
+  // 4096 draws each: bounds at about 4 standard errors.
+  auto [um, us] = moments(ref.at("output.0"));
+  EXPECT_NEAR(um, 0.5, 0.02);
+  EXPECT_NEAR(us, std::sqrt(1.0 / 12), 0.01);
+  for (double x : ref.at("output.0").data) EXPECT_TRUE(x >= 0 && x < 1);
+  auto [nm, ns] = moments(ref.at("output.1"));
+  EXPECT_NEAR(nm, 1.0, 0.13);
+  EXPECT_NEAR(ns, 2.0, 0.1);
+  auto [lm, ls] = moments(ref.at("output.2"));
+  EXPECT_NEAR(lm, 0.0, 0.065);
+  EXPECT_NEAR(ls, 1.0, 0.05);
+  EXPECT_EQ(ref.at("output.3").dtype, DType::F64);
+  std::vector<double> perm = ref.at("output.4").data;
+  std::sort(perm.begin(), perm.end());
+  for (size_t i = 0; i < perm.size(); ++i) EXPECT_EQ(perm[i], static_cast<double>(i)) << "randperm is a permutation";
+  EXPECT_NE(ref.at("output.4").data, perm) << "and not the identity";
+  // Every draw is its own stream: rand and randn_like do not repeat each other.
+  EXPECT_NE(ref.at("output.0").data[0], ref.at("output.3").data[0]);
+  r.backend = "emulate";
+  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  auto emu = runArtifact(o.out_dir, r);
+  for (int i : {0, 3, 4}) EXPECT_EQ(emu.at("output." + std::to_string(i)).data, ref.at("output." + std::to_string(i)).data) << i;
+  for (int i : {1, 2}) expectClose("emulate randn", emu.at("output." + std::to_string(i)), ref.at("output." + std::to_string(i)), 1e-5);
+}
+
 }  // namespace
 }  // namespace aotc
 

@@ -486,6 +486,14 @@ std::vector<TensorType> randMaskRule(const std::vector<TensorType>& in, const At
   return one(TensorType::contiguous(DType::Bool, attrInts(a, "shape")));
 }
 
+std::vector<TensorType> randUniformRule(const std::vector<TensorType>& in, const Attrs& a) {
+  if (in[0].dtype != DType::I64 || in[0].numel() != 1) shapeError("rand_uniform: the seed must be one int64");
+  DType d = *parseDType(attrString(a, "dtype"));
+  if (!isFloating(d)) shapeError("rand_uniform: the dtype must be floating point");
+  attrInt(a, "offset");
+  return one(TensorType::contiguous(d, attrInts(a, "shape")));
+}
+
 std::vector<TensorType> fromRegions(const std::vector<TensorType>&, const Attrs&) {
   shapeError("autograd_function: result types come from its forward region");
 }
@@ -561,6 +569,7 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Arange: return arangeRule;
     case OpKind::Permute: return permuteRule;
     case OpKind::RandMask: return randMaskRule;
+    case OpKind::RandUniform: return randUniformRule;
     case OpKind::Gt: return compare;
     case OpKind::Where: return whereRule;
     case OpKind::Sum: return sumRule;

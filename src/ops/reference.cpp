@@ -732,6 +732,14 @@ constexpr Kernel kernelFor(OpKind k) {
         for (size_t i = 0; i < o.data.size(); ++i) o.data[i] = philoxUniform(seed, offset, i) < p ? 1.0 : 0.0;
         return {o};
       };
+    case OpKind::RandUniform:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) -> Outs {
+        HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
+        uint64_t seed = static_cast<uint64_t>(static_cast<int64_t>(in[0]->data[0]));
+        uint64_t offset = static_cast<uint64_t>(attrInt(a, "offset"));
+        for (size_t i = 0; i < o.data.size(); ++i) o.data[i] = roundTo(o.dtype, philoxUniform(seed, offset, i));
+        return {o};
+      };
     case OpKind::KeepGrad:
       return [](const Ins& in, const Attrs&, const std::vector<TensorType>&) -> Outs { return {*in[1]}; };
     case OpKind::CustomGrad:

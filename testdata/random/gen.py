@@ -26,6 +26,12 @@ class DropoutNet(torch.nn.Module):
         return self.drop(torch.nn.functional.dropout(x, 0.3, training=True) * 2.0)
 
 
+def noise(x):
+    """rand, randn (Box-Muller), rand_like, randn_like and randperm."""
+    return (torch.rand(64, 64), torch.randn(64, 64) * 2 + 1, x + torch.randn_like(x), torch.rand_like(x, dtype=torch.float64),
+            torch.randperm(100))
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else HERE
     x = torch.ones(64, 64, requires_grad=True)
@@ -33,6 +39,9 @@ def main():
     write_safetensors(os.path.join(outdir, "dropout.inputs.safetensors"),
                       {"x": torch.ones(64, 64), "rng_seed": torch.tensor(7, dtype=torch.int64),
                        "grad_output.0": torch.ones(64, 64)})
+    x = torch.zeros(64, 64)
+    export(noise, (x,), os.path.join(outdir, "noise"))
+    write_safetensors(os.path.join(outdir, "noise.inputs.safetensors"), {"x": x, "rng_seed": torch.tensor(11, dtype=torch.int64)})
 
 
 if __name__ == "__main__":

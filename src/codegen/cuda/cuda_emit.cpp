@@ -1546,8 +1546,9 @@ struct Lowering {
         case OpCategory::Gather: launchAll(gatherKernel(n), n, ot.numel()); break;
         case OpCategory::Random: {
           std::ostringstream b;
-          b << "  out0[i] = aotc_uniform((unsigned long long)in0[0], " << attrInt(n.attrs, "offset") << "ull, (unsigned long long)i) < "
-            << literal(attrFloat(n.attrs, "prob"), DType::F32) << ";\n";
+          std::string u = "aotc_uniform((unsigned long long)in0[0], " + std::to_string(attrInt(n.attrs, "offset")) + "ull, (unsigned long long)i)";
+          if (n.op == OpKind::RandUniform) b << "  out0[i] = (" << storageType(ot.dtype) << ")(" << u << ");\n";
+          else b << "  out0[i] = " << u << " < " << literal(attrFloat(n.attrs, "prob"), DType::F32) << ";\n";
           launchAll(elementKernel(n, b.str()), n, ot.numel());
           break;
         }

@@ -135,6 +135,12 @@ class Functionalizer {
       case OpKind::View: case OpKind::Unsqueeze: case OpKind::Squeeze:
         return reshapeTo(v, out_.type(base).sizes, loc);
       case OpKind::Detach: return v;
+      case OpKind::Permute: {
+        const Ints& p = attrInts(step.attrs, "dims");
+        Ints inv(p.size());
+        for (size_t i = 0; i < p.size(); ++i) inv[static_cast<size_t>(wrapDim(p[i], static_cast<int64_t>(p.size())))] = static_cast<int64_t>(i);
+        return out_.add(OpKind::Permute, {v}, Attrs{{"dims", inv}}, loc);
+      }
       case OpKind::Slice: return out_.add(OpKind::SliceScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
       case OpKind::Select: return out_.add(OpKind::SelectScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
       case OpKind::Expand:

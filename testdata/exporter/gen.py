@@ -65,6 +65,11 @@ def mut_transpose_chain(x):
     return x.sin()
 
 
+def mut_permute_chain(x):
+    x.permute(2, 0, 1)[1, :, 1:].mul_(-2)
+    return x.cos()
+
+
 def mut_t_unsqueeze_chain(x):
     x.t().unsqueeze(0)[0, 1:].add_(5)
     return x.exp().sum(0)
@@ -322,6 +327,7 @@ def programs():
         ("args_dict_in", args_dict_in, ({"x": rn(2, 3, rg=True), "w": rn(3, rg=True), "b": rn(2)},)),
         ("args_nested_out", args_nested_out, (rn(2, 3, rg=True), rn(3, 4, rg=True))),
         ("args_list_in_tuple_out", args_list_in_tuple_out, ([rn(2, rg=True), rn(2)], (rn(2, rg=True), rn(2, rg=True)))),
+        ("mut_permute_chain", mut_permute_chain, (rn(2, 3, 4, rg=True),)),
     ]
 
 

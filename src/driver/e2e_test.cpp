@@ -232,6 +232,7 @@ TEST(Random, DropoutIsSeededAndBackendsAgree) {
   writeSafetensors(other, in);
   r.backend = "reference";
   r.input_files = {other};
+  r.grad_outputs_file = other;
   EXPECT_NE(runArtifact(o.out_dir, r).at("output.0").data, y.data);
 }
 

@@ -64,11 +64,23 @@ HostTensor checked(const std::map<std::string, HostTensor>& pool, const std::str
   if (it->second.sizes != shape)
     throw UserError(SourceLoc{"", name, what}, cat("shape ", TensorType::contiguous(d, it->second.sizes).str(),
                                                    " does not match the artifact's ", TensorType::contiguous(d, shape).str()));
+  // No silent rounding: a float64 tensor given for a float32 input is a
+  // mistake the caller should see.  Widening that loses nothing (f16, bf16
+  // -> f32 -> f64; i32 -> i64) is done.
   HostTensor t = it->second;
   if (t.dtype != d) {
-    if (isFloating(t.dtype) != isFloating(d))
-      throw UserError(SourceLoc{"", name, what}, cat("dtype ", dtypeName(t.dtype), " does not match the artifact's ", dtypeName(d)));
-    for (double& x : t.data) x = roundTo(d, x);
+    auto width = [](DType x) {
+      switch (x) {
+        case DType::F16: case DType::BF16: return 1;
+        case DType::F32: return 2;
+        case DType::F64: return 3;
+        default: return 0;
+      }
+    };
+    bool widen = (width(t.dtype) && width(d) > width(t.dtype)) || (t.dtype == DType::I32 && d == DType::I64);
+    if (!widen)
+      throw UserError(SourceLoc{"", name, what},
+                      cat("dtype ", dtypeName(t.dtype), " does not match the artifact's ", dtypeName(d), " (aotc does not round inputs)"));
     t.dtype = d;
   }
   return t;
@@ -247,9 +259,33 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
   verifyGraph(fw, "forward.ir");
   verifyGraph(bw, "backward.ir");
 
+  // Every tensor given must be an input of the artifact, given once: a typo
+  // or a stale file is an error, not an input silently left at its default.
   std::map<std::string, HostTensor> pool;
+  std::map<std::string, std::string> from;
+  std::set<std::string> known;
+  for (auto& in : m["inputs"]) {
+    known.insert(in["name"].get<std::string>());
+    for (auto& a : in.value("aliases", json::array())) known.insert(a.get<std::string>());
+  }
   for (const std::string& f : opts.input_files)
-    for (auto& [k, v] : readSafetensors(f)) pool[k] = std::move(v);
+    for (auto& [k, v] : readSafetensors(f)) {
+      // One file may hold the inputs and the grad outputs when it is given
+      // as both --inputs and --grad-outputs.
+      if (k.rfind("grad_output.", 0) == 0 && !known.count(k)) {
+        if (f == opts.grad_outputs_file || opts.forward_only) continue;
+        throw UserError(SourceLoc{f, k, "input"}, "is a grad output: pass this file as --grad-outputs too");
+      }
+      if (!known.count(k)) {
+        std::string names;
+        for (const std::string& n : known) names += (names.empty() ? "" : ", ") + n;
+        if (names.size() > 200) names = names.substr(0, 197) + "...";
+        throw UserError(SourceLoc{f, k, "input"}, "the artifact has no input of this name (inputs: " + names + ")");
+      }
+      if (from.count(k)) throw UserError(SourceLoc{f, k, "input"}, "is also given in " + from[k] + "; give each input once");
+      from[k] = f;
+      pool[k] = std::move(v);
+    }
 
   // The caller's buffers, which epilogue copies overwrite.
   std::map<std::string, HostTensor> caller;
@@ -323,6 +359,18 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
 
   std::map<std::string, HostTensor> gpool;
   if (!opts.grad_outputs_file.empty()) gpool = readSafetensors(opts.grad_outputs_file);
+  // A grad output must name a differentiable output (grad_output.<i>); the
+  // grad-outputs file may also hold the inputs (one file for both).
+  {
+    std::set<std::string> wanted;
+    for (auto& o : m["outputs"])
+      if (!o["tangent"].is_null()) wanted.insert("grad_output." + std::to_string(o["index"].get<size_t>()));
+    for (auto& [k, v] : gpool)
+      if (!wanted.count(k) && !known.count(k))
+        throw UserError(SourceLoc{opts.grad_outputs_file, k, "grad output"},
+                        k.rfind("grad_output.", 0) == 0 ? "no differentiable output has this index"
+                                                         : "is neither grad_output.<i> of a differentiable output nor an input");
+  }
   std::map<std::string, HostTensor> tangents;
   for (auto& o : m["outputs"]) {
     if (o["tangent"].is_null()) continue;

@@ -175,6 +175,16 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   // (Note [Lazy NVRTC]); a misspelling is refused now.
   for (auto& a : opts.archs)
     if (!archSpelling(a) || opts.cache_dir.empty()) requireArch(a);
+  {
+    std::vector<std::string> stages = pipelineStageNames();
+    stages.insert(stages.begin(), "captured");
+    for (const std::string& p : opts.print_ir_after)
+      if (p != "all" && std::find(stages.begin(), stages.end(), p) == stages.end()) {
+        std::string known = "all";
+        for (const std::string& s : stages) known += ", " + s;
+        throw UserError(SourceLoc{}, "--print-ir-after: unknown pass '" + p + "' (known: " + known + ")");
+      }
+  }
   std::string ext = fs::path(opts.model).extension().string();
   if (ext == ".onnx")
     throw UserError(SourceLoc{opts.model, "", ""}, "the ONNX front end is not part of this build yet; export the model with tools/fx_export.py");
@@ -406,8 +416,9 @@ std::string inspect(const std::string& path) {
     os << "  forward steps: " << m["forward"]["steps"].size() << ", backward steps: " << m["backward"]["steps"].size()
        << ", kernels: " << m["kernels"].size() << "\n";
     for (const char* prog : {"forward", "backward"})
-      os << "  " << prog << " arena (peak bytes): " << m[prog].value("arena_bytes", int64_t{0}) << " of "
-         << m[prog].value("alloc_bytes_unplanned", int64_t{0}) << " bytes of intermediates\n";
+      os << "  " << prog << " arena: " << m[prog].value("arena_bytes", int64_t{0}) << " bytes for "
+         << m[prog].value("alloc_bytes_unplanned", int64_t{0})
+         << " bytes of intermediates (buffers reuse memory when their lifetimes do not overlap; each starts 256-byte aligned)\n";
     return os.str();
   }
   FxModel fx = loadFxGraph(path);

@@ -35,6 +35,11 @@ std::vector<std::string> passNames() {
   };
 }
 
+std::vector<std::string> pipelineStageNames() {
+  return {"functionalize", "dce", "autodiff", "strip-autograd-markers", "functionalize-joint", "dce-joint",
+          "partition.forward", "partition.backward"};
+}
+
 std::vector<std::string> partitionerNames() { return {"min-cut", "default"}; }
 
 namespace {

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"min-cut", "default"}));
   compile->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here");
-  compile->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)");
+  compile->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));
   std::string cacheDir;
   bool noCache = false, timings = false;
   compile->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   batch->add_option("--arch", batchArch, "comma-separated GPU architectures")->capture_default_str();
   batch->add_option("--partitioner", copts.partitioner, "min-cut or default")->capture_default_str()->check(CLI::IsMember({"min-cut", "default"}));
   batch->add_option("--report", batchReport, "write a JSON report (status, errors, kernels, saved bytes, time per model)");
-  batch->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)");
+  batch->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));
 
   std::string graphModel, graphStage = "functionalize", graphFormat = "dot", graphOut;
   auto* graph = app.add_subcommand("graph", "the model's graph at a pipeline stage, as Graphviz DOT or IR text");
@@ -101,6 +101,19 @@ int main(int argc, char** argv) {
 
   // Exit status: 0 done, 1 bad input (one line per problem), 2 usage error,
   // 3 internal error (a bug in aotc).
+  // An unknown subcommand is named as such (CLI11 would say "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || s->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + s->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "aotc: error: unknown subcommand '%s' (known: %s); see aotc --help\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

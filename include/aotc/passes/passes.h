@@ -71,5 +71,7 @@ struct PipelineResult {
 
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts);
 std::vector<std::string> partitionerNames();
+/// The stages runPipeline reports to `after_pass`, in order.
+std::vector<std::string> pipelineStageNames();
 
 }  // namespace aotc

@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"reference", "emulate"}));
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
   run->add_option("--out", outFile, "results (safetensors)")->required();
+  std::string runCacheDir;
+  run->add_option("--cache-dir", runCacheDir, "where --backend emulate keeps host-compiled kernels (default: $XDG_CACHE_HOME/aotc/emulate)");
 
   // Exit status: 0 done, 1 bad input (one line per problem), 2 usage error,
   // 3 internal error (a bug in aotc).
@@ -148,7 +150,7 @@ int main(int argc, char** argv) {
       std::printf("%s", aotc::inspect(inspectPath).c_str());
     } else if (*run) {
       // The host-compiled kernels of `--backend emulate` are cached per user.
-      ropts.emulate_cache_dir = userCacheDir("emulate");
+      ropts.emulate_cache_dir = runCacheDir.empty() ? userCacheDir("emulate") : runCacheDir;
       aotc::runAndWrite(artifact, ropts, outFile, log);
     }
   } catch (const aotc::UserError& e) {

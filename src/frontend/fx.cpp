@@ -936,6 +936,12 @@ ValueId repeatOp(Converter& c, ValueId x, const Ints& reps) {
   ValueId e = c.op(OpKind::Expand, {v}, Attrs{{"size", expanded}});
   return c.op(OpKind::View, {c.op(OpKind::Clone, {e})}, Attrs{{"size", out}});
 }
+/// Constant index maps (flip, roll, padding, nearest upsampling) are built in
+/// memory: bounded so hostile sizes cannot exhaust it (Note [Bounded sizes]).
+constexpr int64_t kMaxIndexMap = int64_t{1} << 24;
+void requireIndexMap(Converter& c, int64_t n, const char* what) {
+  if (n > kMaxIndexMap) c.fail(cat(what, ": a dim of ", n, " elements is beyond the ", kMaxIndexMap, " this op handles"));
+}
 /// A constant int64 index vector.
 ValueId indexVector(Converter& c, const Ints& idx) {
   // arange + gather would do; a small table is one constant per element,
@@ -971,6 +977,7 @@ ValueId flipOp(Converter& c, ValueId x, const Ints& dims) {
     int64_t d = wrapDim(d0, std::max<int64_t>(c.type(x).rank(), 1));
     if (c.type(x).rank() == 0) break;
     int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
+    requireIndexMap(c, n, "flip");
     Ints idx;
     for (int64_t i = n - 1; i >= 0; --i) idx.push_back(i);
     x = pick(c, x, d, idx);
@@ -989,6 +996,7 @@ ValueId rollOp(Converter& c, ValueId x, const Ints& shifts, const Ints& dims) {
     int64_t d = wrapDim(dims[k], std::max<int64_t>(c.type(x).rank(), 1));
     int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
     if (n == 0) continue;
+    requireIndexMap(c, n, "roll");
     int64_t s = ((shifts[k] % n) + n) % n;
     Ints idx;
     for (int64_t i = 0; i < n; ++i) idx.push_back((i - s + n) % n);
@@ -1051,8 +1059,11 @@ std::pair<Ints, std::vector<std::optional<double>>> upsampleSizes(Converter& c, 
     scales[1] = optNumber(c, scaleIdx + 1, "scales_w");
   }
   if (out.empty()) c.fail("upsampling needs output_size or scale_factors");
-  for (int64_t o : out)
+  for (int64_t o : out) {
     if (o <= 0) c.fail("upsampling: output size must be positive");
+    // Bilinear weights are one constant per output row and column.
+    if (o > 16384) c.fail(cat("upsampling: an output size of ", o, " is beyond the 16384 this op handles"));
+  }
   return {out, scales};
 }
 template <bool Vec>
@@ -1124,6 +1135,7 @@ V indexPad(Converter& c, bool reflect, size_t ndims) {
     int64_t n = t.sizes[static_cast<size_t>(dim)], lo = pad[2 * k], hi = pad[2 * k + 1];
     if (reflect && (lo >= n || hi >= n)) c.fail("reflection padding must be smaller than the input dim");
     if (n == 0 || lo + n + hi < 0) c.fail("padding: bad padding for an input dim of size " + std::to_string(n));
+    requireIndexMap(c, lo + n + hi, "padding");
     Ints idx;
     for (int64_t i = -lo; i < n + hi; ++i) {
       int64_t j = i;
@@ -1210,7 +1222,7 @@ ValueId newFilled(Converter& c, double v, size_t dtypeIdx) {
 /// pixel_shuffle(x, r): (N, C*r*r, H, W) -> (N, C, H*r, W*r).
 ValueId pixelShuffle(Converter& c, ValueId x, int64_t r, bool inverse) {
   const TensorType t = c.type(x);
-  if (t.rank() < 3 || r <= 0) c.fail("pixel_shuffle expects an input of at least 3 dims and a positive factor");
+  if (t.rank() < 3 || r <= 0 || r > (int64_t{1} << 20)) c.fail("pixel_shuffle expects an input of at least 3 dims and a factor in [1, 2^20]");
   Ints lead(t.sizes.begin(), t.sizes.end() - 3);
   int64_t C = t.sizes[t.sizes.size() - 3], H = t.sizes[t.sizes.size() - 2], W = t.sizes.back();
   int64_t L = static_cast<int64_t>(lead.size());
@@ -1222,13 +1234,13 @@ ValueId pixelShuffle(Converter& c, ValueId x, int64_t r, bool inverse) {
     ValueId v = reshapeTo(c, x, with({C / (r * r), r, r, H, W}));
     for (int64_t p : {0, 3, 1, 4, 2}) perm.push_back(L + p);
     ValueId p = c.op(OpKind::Permute, {v}, Attrs{{"dims", perm}});
-    return reshapeTo(c, p, with({C / (r * r), H * r, W * r}));
+    return reshapeTo(c, p, with({C / (r * r), mulSize(H, r), mulSize(W, r)}));
   }
   if (H % r || W % r) c.fail("pixel_unshuffle: height and width must be divisible by the factor");
   ValueId v = reshapeTo(c, x, with({C, H / r, r, W / r, r}));
   for (int64_t p : {0, 2, 4, 1, 3}) perm.push_back(L + p);
   ValueId p = c.op(OpKind::Permute, {v}, Attrs{{"dims", perm}});
-  return reshapeTo(c, p, with({C * r * r, H / r, W / r}));
+  return reshapeTo(c, p, with({mulSize(C, r * r), H / r, W / r}));
 }
 /// Loss reductions: 0 none, 1 mean, 2 sum.
 ValueId reduced(Converter& c, ValueId v, int64_t red) {

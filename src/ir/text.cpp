@@ -506,6 +506,14 @@ void verifyGraph(const Graph& g, const std::string& file) {
     for (ValueId v : n.inputs)
       if (v < 0 || static_cast<size_t>(v) >= g.values.size() || !defined[v])
         fail(&n, "operand is used before it is defined (or in a cycle)");
+    // The forward never reads the backward (libFuzzer finding, fuzz_ir: a
+    // forward node fed by a `#bw` one aborted the partitioner).
+    if (n.phase == Phase::Forward)
+      for (ValueId v : n.inputs) {
+        int32_t d = g.values[v].node;
+        if (d >= 0 && g.nodes[static_cast<size_t>(d)].phase == Phase::Backward)
+          fail(&n, "a forward node uses %" + g.values[v].name + ", which is computed in the backward");
+      }
     std::vector<TensorType> tys;
     for (ValueId v : n.inputs) tys.push_back(g.type(v));
     std::vector<TensorType> want;

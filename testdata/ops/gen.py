@@ -310,6 +310,87 @@ def foreach_forms(a, b):
 add("foreach", (foreach_forms, (rn(2, 3), rn(4))))  # 1.13 has no _foreach gradients
 
 
+# ---------------------------------------------------------------- layers people use
+# Small versions of the layers issue 12 names (the full models are for
+# scripts/zoo_check.py): recurrent nets (unsafe_split), a UNet step
+# (transposed convolution, bilinear upsampling, cat skip), a GPT-2 block
+# (masked_fill causal mask, split, a tied head), InstanceNorm + PReLU, and
+# the losses (BCE-with-logits, smooth L1, Huber, KL divergence).
+class LSTMNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 16, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
+class GRUNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(8, 12, bidirectional=True)
+
+    def forward(self, x):
+        return self.gru(x)[0]
+
+
+class UNetStep(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv2d(3, 8, 3, 2, 1)
+        self.up = torch.nn.ConvTranspose2d(8, 4, 2, 2)
+        self.out = torch.nn.Conv2d(7, 2, 1)
+
+    def forward(self, x):
+        y = F.relu(self.down(x))
+        z = self.up(y)
+        z2 = F.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False)
+        return self.out(torch.cat([z, x], 1)) + z2[:, :2]
+
+
+class GPTBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(50, 16)
+        self.ln = torch.nn.LayerNorm(16)
+        self.attn = torch.nn.Linear(16, 48)
+        self.head = torch.nn.Linear(16, 50, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        x = self.wte(idx)
+        q, k, v = self.attn(self.ln(x)).split(16, dim=2)
+        a = (q @ k.transpose(1, 2)) / 4.0
+        mask = torch.tril(torch.ones(T, T)).bool()
+        a = a.masked_fill(~mask, float("-inf")).softmax(-1)
+        return self.head(x + a @ v)
+
+
+class NormPReLU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.InstanceNorm2d(3, affine=True)
+        self.act = torch.nn.PReLU(3)
+
+    def forward(self, x):
+        return self.act(self.norm(x))
+
+
+def more_losses(x, t):
+    return (F.binary_cross_entropy_with_logits(x, t.sigmoid()), F.smooth_l1_loss(x, t), F.huber_loss(x, t),
+            F.kl_div(x.log_softmax(-1), t.softmax(-1), reduction="batchmean"))
+
+
+torch.manual_seed(12)
+add("layer_lstm", (LSTMNet(), (rn(2, 5, 8, rg=True),)))
+add("layer_gru", (GRUNet(), (rn(5, 2, 8, rg=True),)))
+add("layer_unet", (UNetStep(), (rn(1, 3, 8, 8, rg=True),)))
+add("layer_gpt_block", (GPTBlock(), (torch.randint(0, 50, (2, 6), generator=torch.Generator().manual_seed(3)),)))
+add("layer_instancenorm_prelu", (NormPReLU(), (rn(2, 3, 5, 5, rg=True),)))
+add("layer_losses", (more_losses, (rn(3, 4, rg=True), rn(3, 4))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

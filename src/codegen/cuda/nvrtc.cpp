@@ -211,8 +211,17 @@ NvrtcOutput nvrtcCompile(const KernelSource& k, const std::string& arch) {
 }
 
 void requireArch(const std::string& arch) {
-  if (!archSpelling(arch) || !nvrtcSupportsArch(arch))
-    throw UserError(SourceLoc{}, "--arch: '" + arch + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports");
+  if (!archSpelling(arch) || !nvrtcSupportsArch(arch)) {
+    std::string known;
+    int n = 0;
+    if (compilers().numArchs(&n) == NVRTC_SUCCESS && n > 0) {
+      std::vector<int> archs(static_cast<size_t>(n));
+      compilers().archs(archs.data());
+      for (int a : archs) known += (known.empty() ? "" : ", ") + ("sm_" + std::to_string(a));
+    }
+    throw UserError(SourceLoc{}, "--arch: '" + arch + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports" +
+                                     (known.empty() ? std::string() : " (supported: " + known + ")"));
+  }
 }
 
 std::vector<KernelModule> groupKernels(const std::map<std::string, KernelSource>& kernels, size_t perModule) {

@@ -2544,6 +2544,12 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
     }
   }
   if (needWeights) {
+    // A renamed or moved weights file: say which field names it.
+    std::error_code ec;
+    if (!fs::exists(m.weights_path, ec))
+      throw UserError(SourceLoc{path, "weights", ""},
+                      "the weights file '" + weights + "' is not beside the model (" + m.weights_path +
+                          " does not exist); put it there or set the JSON's \"weights\" field to its name");
     auto header = readSafetensorsHeader(m.weights_path);
     for (auto& gi : m.graph.inputs) {
       if (gi.role == InputRole::UserInput) continue;

@@ -90,6 +90,7 @@ constexpr const char* kBlockRunner = R"aotc(
 #include <boost/context/fiber.hpp>
 #include <vector>
 extern "C" { thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc_gridDim; }
+extern "C" { int aotc_index_error = 0; }
 namespace {
 namespace bctx = boost::context;
 /// Stacks are slices of one region kept for the thread's lifetime.
@@ -205,6 +206,7 @@ class KernelLibrary {
     handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, std::string("dlopen failed: ") + dlerror());
     runBlock_ = reinterpret_cast<RunBlock>(dlsym(handle_, "aotc_run_block"));
+    indexError_ = reinterpret_cast<int*>(dlsym(handle_, "aotc_index_error"));
     if (!runBlock_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, "kernel library has no block runner");
     for (auto& n : names) fns_[n] = reinterpret_cast<Trampoline>(dlsym(handle_, ("aotc_launch_" + n).c_str()));
   }
@@ -219,12 +221,16 @@ class KernelLibrary {
     unsigned gx = grid[0].get<unsigned>(), bx = block[0].get<unsigned>();
     AOTC_CHECK(grid[1] == 1 && grid[2] == 1 && block[1] == 1 && block[2] == 1, "emulate: only 1-D launches");
     int barriers = barriers_.count(kernel) ? 1 : 0;
+    if (indexError_) *indexError_ = 0;
     for (unsigned b = 0; b < gx; ++b) runBlock_(f, args.data(), b, bx, gx, barriers);
   }
+  /// Whether the last launch met an index outside its dim (Note [Index errors]).
+  bool indexError() const { return indexError_ && *indexError_; }
 
  private:
   void* handle_ = nullptr;
   RunBlock runBlock_ = nullptr;
+  int* indexError_ = nullptr;
   std::set<std::string> barriers_;
   std::map<std::string, Trampoline> fns_;
 };
@@ -279,6 +285,14 @@ class EmulateBackend final : public ProgramBackend {
         std::vector<void*> args;
         for (auto& a : st.at("args")) args.push_back(ptr(a.get<std::string>()));
         lib_.launch(st.at("kernel"), st.at("grid"), st.at("block"), args);
+        if (lib_.indexError()) {
+          std::string nodes;
+          for (const json& k : manifest_.at("kernels"))
+            if (k.value("name", "") == st.at("kernel").get<std::string>() && k.contains("nodes"))
+              for (const json& nd : k["nodes"]) nodes += (nodes.empty() ? "" : ", ") + nd.get<std::string>();
+          throw UserError(SourceLoc{program, nodes, "emulate"},
+                          "index out of range in kernel " + st.at("kernel").get<std::string>() + " (an index tensor holds a value outside its dim)");
+        }
         if (st.contains("epilogue")) epilogues.push_back({st["epilogue"]["input"], st["args"][0]});
       } else if (op == "gemm" || op == "gemm_batched") {
         gemm(st, ptr, layout);

@@ -36,7 +36,17 @@ std::vector<HostTensor> interpretGraph(const Graph& g, const std::vector<HostTen
     }
     std::vector<TensorType> ot;
     for (ValueId v : n.outputs) ot.push_back(g.type(v));
-    auto outs = referenceEval(n.op, ins, n.attrs, ot);
+    std::vector<HostTensor> outs;
+    try {
+      outs = referenceEval(n.op, ins, n.attrs, ot);
+    } catch (const UserError& e) {
+      // A data error (an index out of range): name the node it happened in.
+      SourceLoc loc = n.loc;
+      loc.file = g.name;
+      if (loc.node.empty() && !n.outputs.empty()) loc.node = g.values[n.outputs[0]].name;
+      if (loc.op.empty()) loc.op = opName(n.op);
+      throw UserError(loc, e.diagnostics().front().message);
+    }
     for (size_t i = 0; i < outs.size(); ++i) env[n.outputs[i]] = std::move(outs[i]);
   }
   std::vector<HostTensor> res;

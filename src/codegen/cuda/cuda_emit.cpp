@@ -1193,16 +1193,13 @@ struct Lowering {
       k[d] = v;
       return k;
     };
-    auto wrap = [](const std::string& v, int64_t size) {
-      return "(" + v + " < 0 ? " + v + " + " + std::to_string(size) + " : " + v + ")";
-    };
     // The dim every op of this family works along (not Pad, which has none).
     const size_t d = hasAttr(n.attrs, "dim") ? static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1))) : 0;
     switch (n.op) {
       case OpKind::IndexSelect: {
         const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
         b << "  aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{c[d]} : std::vector<std::string>{}) << "];\n";
-        b << "  k = " << wrap("k", x.sizes[d]) << ";\n";
+        b << "  k = aotc_checked_index(k, " << x.sizes[d] << ");\n";
         b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
         break;
       }
@@ -1211,13 +1208,13 @@ struct Lowering {
         b << "  " << ct << " acc = (" << ct << ")in0[" << at(base, c) << "];\n";
         b << "  for (aotc_i64 j = 0; j < " << ix.numel() << "; ++j) {\n";
         b << "    aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{"j"} : std::vector<std::string>{}) << "];\n";
-        b << "    if (" << wrap("k", base.sizes[d]) << " == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
+        b << "    if (aotc_checked_index(k, " << base.sizes[d] << ") == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
         b << "  out0[i] = acc;\n";
         break;
       }
       case OpKind::Gather: {
         const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
-        b << "  aotc_i64 k = in1[" << at(ix, c) << "];\n  k = " << wrap("k", x.sizes[d]) << ";\n";
+        b << "  aotc_i64 k = aotc_checked_index(in1[" << at(ix, c) << "], " << x.sizes[d] << ");\n";
         b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
         break;
       }
@@ -1228,7 +1225,7 @@ struct Lowering {
           if (q != d) b << "  inside = inside && " << c[q] << " < " << ix.sizes[q] << ";\n";
         b << "  if (inside) for (aotc_i64 j = 0; j < " << ix.sizes[d] << "; ++j) {\n";
         b << "    aotc_i64 k = in1[" << at(ix, with(d, "j")) << "];\n";
-        b << "    if (" << wrap("k", base.sizes[d]) << " == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
+        b << "    if (" << "aotc_checked_index(k, " << base.sizes[d] << ")" << " == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
         b << "  out0[i] = acc;\n";
         break;
       }
@@ -1240,7 +1237,7 @@ struct Lowering {
           if (q != d) b << "  inside = inside && " << c[q] << " < " << ix.sizes[q] << ";\n";
         b << "  if (inside) for (aotc_i64 j = 0; j < " << ix.sizes[d] << "; ++j) {\n";
         b << "    aotc_i64 k = in1[" << at(ix, with(d, "j")) << "];\n";
-        b << "    if (" << wrap("k", base.sizes[d]) << " == " << c[d] << ") val = (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
+        b << "    if (" << "aotc_checked_index(k, " << base.sizes[d] << ")" << " == " << c[d] << ") val = (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
         b << "  out0[i] = val;\n";
         break;
       }

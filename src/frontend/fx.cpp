@@ -1151,6 +1151,30 @@ V indexPad(Converter& c, bool reflect, size_t ndims) {
   }
   return {x};
 }
+/// The linear index of integer index tensors `idx` over dims of sizes `dims`,
+/// negative indices wrapped as Python does.  Where any index is outside its
+/// dim the result is prod(dims), itself out of range, so the indexing op's
+/// bounds check reports it (Note [Index errors]) instead of another element
+/// being read.
+ValueId linearIndex(Converter& c, const std::vector<ValueId>& idx, const Ints& dims) {
+  ValueId lin = kNoValue, bad = kNoValue;
+  int64_t total = 1;
+  for (size_t j = 0; j < idx.size(); ++j) {
+    int64_t n = dims[j];
+    total = mulSize(total, n);
+    ValueId v = idx[j];
+    if (c.type(v).dtype != DType::I64) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string("i64")}});
+    ValueId neg = bin(c, OpKind::Lt, {v, c.scalar(0, DType::I64)});
+    ValueId plus = bin(c, OpKind::Add, {v, c.scalar(static_cast<double>(n), DType::I64)});
+    ValueId wrapped = c.op(OpKind::Where, {neg, plus, v});
+    ValueId low = bin(c, OpKind::Lt, {wrapped, c.scalar(0, DType::I64)});
+    ValueId high = bin(c, OpKind::Ge, {wrapped, c.scalar(static_cast<double>(n), DType::I64)});
+    ValueId out = bin(c, OpKind::LogicalOr, {low, high});
+    bad = bad == kNoValue ? out : bin(c, OpKind::LogicalOr, {bad, out});
+    lin = lin == kNoValue ? wrapped : bin(c, OpKind::Add, {bin(c, OpKind::Mul, {lin, c.scalar(static_cast<double>(n), DType::I64)}), wrapped});
+  }
+  return c.op(OpKind::Where, {bad, c.scalar(static_cast<double>(total), DType::I64), lin});
+}
 /// x[indices]: advanced indexing with integer index tensors on consecutive
 /// dims (leading Nones allowed): the dims are flattened and index_selected
 /// at the linear index, so the gradient is index_add's.
@@ -1185,16 +1209,7 @@ V indexTensor(Converter& c) {
     if (!b) c.fail("index: index tensors do not broadcast together");
     bshape = *b;
   }
-  // Linear index over dims [first, first + k), with negative indices wrapped.
-  ValueId lin = kNoValue;
-  for (size_t j = 0; j < k; ++j) {
-    int64_t n = t.sizes[first + j];
-    ValueId v = idx[j];
-    if (c.type(v).dtype != DType::I64) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string("i64")}});
-    ValueId wrapped = c.op(OpKind::Where, {bin(c, OpKind::Lt, {v, c.scalar(0, DType::I64)}),
-                                           bin(c, OpKind::Add, {v, c.scalar(static_cast<double>(n), DType::I64)}), v});
-    lin = lin == kNoValue ? wrapped : bin(c, OpKind::Add, {bin(c, OpKind::Mul, {lin, c.scalar(static_cast<double>(n), DType::I64)}), wrapped});
-  }
+  ValueId lin = linearIndex(c, idx, Ints(t.sizes.begin() + static_cast<int64_t>(first), t.sizes.begin() + static_cast<int64_t>(first + k)));
   lin = c.op(OpKind::Expand, {lin}, Attrs{{"size", bshape}});
   int64_t bn = 1;
   for (int64_t s : bshape) bn = mulSize(bn, s);
@@ -1561,16 +1576,7 @@ V indexPut(Converter& c) {
     if (!b) c.fail("index_put: index tensors do not broadcast together");
     bshape = *b;
   }
-  ValueId lin = kNoValue;
-  for (size_t j = 0; j < k; ++j) {
-    int64_t n = t.sizes[first + j];
-    ValueId iv = idx[j];
-    if (c.type(iv).dtype != DType::I64) iv = c.op(OpKind::Cast, {iv}, Attrs{{"dtype", std::string("i64")}});
-    ValueId neg = bin(c, OpKind::Lt, {iv, c.scalar(0, DType::I64)});
-    ValueId plus = bin(c, OpKind::Add, {iv, c.scalar(static_cast<double>(n), DType::I64)});
-    ValueId wrapped = c.op(OpKind::Where, {neg, plus, iv});
-    lin = lin == kNoValue ? wrapped : bin(c, OpKind::Add, {bin(c, OpKind::Mul, {lin, c.scalar(static_cast<double>(n), DType::I64)}), wrapped});
-  }
+  ValueId lin = linearIndex(c, idx, Ints(t.sizes.begin() + static_cast<int64_t>(first), t.sizes.begin() + static_cast<int64_t>(first + k)));
   int64_t bn = 1;
   for (int64_t s : bshape) bn = mulSize(bn, s);
   ValueId flatIdx = reshapeTo(c, c.op(OpKind::Expand, {lin}, Attrs{{"size", bshape}}), {bn});

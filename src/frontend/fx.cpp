@@ -877,7 +877,7 @@ ValueId xlogy(Converter& c, ValueId x, ValueId y) {
 }
 /// prelu(x, w): w has 1 or C (= x.size(1)) entries.
 ValueId prelu(Converter& c, ValueId x, ValueId w) {
-  const TensorType& xt = c.type(x);
+  const TensorType xt = c.type(x);  // a copy: building nodes grows the value table
   int64_t n = c.type(w).numel();
   if (n != 1 && (xt.rank() < 2 || xt.sizes[1] != n)) c.fail("prelu: the weight must have 1 or x.size(1) elements");
   Ints shape(static_cast<size_t>(std::max<int64_t>(xt.rank(), 1)), 1);
@@ -921,7 +921,7 @@ ValueId anyOf(Converter& c, ValueId x, Ints dims, bool keep) {
 }
 /// repeat(x, reps): x viewed with a size-1 dim before each dim, expanded, copied, flattened.
 ValueId repeatOp(Converter& c, ValueId x, const Ints& reps) {
-  const TensorType& t = c.type(x);
+  const TensorType t = c.type(x);
   if (static_cast<int64_t>(reps.size()) < t.rank()) c.fail("repeat: fewer repeats than the tensor has dims");
   Ints padded(reps.size() - static_cast<size_t>(t.rank()), 1);
   padded.insert(padded.end(), t.sizes.begin(), t.sizes.end());
@@ -1006,7 +1006,7 @@ ValueId rollOp(Converter& c, ValueId x, const Ints& shifts, const Ints& dims) {
 }
 /// triu/tril: where(col - row >= k (triu) / <= k (tril), x, 0) over the last two dims.
 ValueId triangle(Converter& c, ValueId x, int64_t k, bool upper) {
-  const TensorType& t = c.type(x);
+  const TensorType t = c.type(x);
   if (t.rank() < 2) c.fail(cat(upper ? "triu" : "tril", ": the input must have at least 2 dims"));
   int64_t R = t.sizes[t.sizes.size() - 2], C = t.sizes.back();
   auto ar = [&](int64_t n) {
@@ -1033,7 +1033,7 @@ Ints nearestIndices(int64_t in, int64_t out, std::optional<double> scaleFactor) 
 /// take (input, output_size?, [align_corners,] scale_factors?), the others
 /// (self, output_size, [align_corners,] scales_h?, scales_w?).
 std::pair<Ints, std::vector<std::optional<double>>> upsampleSizes(Converter& c, ValueId x, bool vec, size_t scaleIdx) {
-  const TensorType& t = c.type(x);
+  const TensorType t = c.type(x);
   if (t.rank() != 4) c.fail("upsampling expects a 4-D (N, C, H, W) input");
   std::vector<std::optional<double>> scales(2);
   Ints out;
@@ -2199,8 +2199,8 @@ bool knownTarget(const std::string& target, int depth = 0) {
 
 /// copy_ of `result` into `dst` for a derived in-place or out= spelling.
 V copyInto(Converter& c, ValueId dst, ValueId result, const char* what) {
-  const TensorType& d = c.type(dst);
-  const TensorType& r = c.type(result);
+  const TensorType d = c.type(dst);
+  const TensorType r = c.type(result);
   if (r.sizes != d.sizes)
     c.fail(cat(what, ": the result ", TensorType::contiguous(r.dtype, r.sizes).str(), " does not have the shape of ",
                TensorType::contiguous(d.dtype, d.sizes).str(), what[0] == 'o' ? " (resizing out= is not supported)" : ""));

@@ -706,6 +706,32 @@ std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins
 
 std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs,
                                        const std::vector<Graph>& regions) {
+  // A custom backward's inputs are the tangents of the user outputs and the
+  // saved values, in that order of roles (libFuzzer finding, fuzz_ir: a
+  // backward reading more saved values than the forward saves indexed past
+  // the node's operands in the gradient rule).
+  auto checkBackward = [](const Graph& bw, const std::vector<TensorType>& outs, const std::vector<TensorType>& saved) {
+    size_t t = 0, s = 0;
+    for (const GraphInput& gi : bw.inputs) {
+      bool isSaved = gi.role == InputRole::Saved;
+      const std::vector<TensorType>& want = isSaved ? saved : outs;
+      size_t& k = isSaved ? s : t;
+      if (k >= want.size())
+        shapeError(std::string("custom backward reads ") + (isSaved ? "more saved values" : "more grad outputs") + " than the forward " +
+                   (isSaved ? "saves (" : "has outputs (") + std::to_string(want.size()) + ")");
+      if (bw.type(gi.value).sizes != want[k].sizes || bw.type(gi.value).dtype != want[k].dtype)
+        shapeError("custom backward input %" + bw.values[gi.value].name + " is " + bw.type(gi.value).str() + ", the forward gives " +
+                   want[k].str());
+      ++k;
+    }
+  };
+  if (op == OpKind::CustomGrad) {
+    std::vector<TensorType> out = inferTypes(op, ins, attrs);
+    if (regions.size() != 1) shapeError("custom_grad needs its backward region");
+    int64_t na = attrInt(attrs, "num_args"), no = attrInt(attrs, "num_outputs");
+    checkBackward(regions[0], out, std::vector<TensorType>(ins.begin() + na + no, ins.end()));
+    return out;
+  }
   if (op != OpKind::AutogradFunction) return inferTypes(op, ins, attrs);
   checkAttrs(op, attrs);
   if (regions.size() != 2) shapeError("autograd_function needs a forward and a backward region");
@@ -713,9 +739,12 @@ std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>&
   if (fw.inputs.size() != ins.size())
     shapeError("autograd_function: forward region takes " + std::to_string(fw.inputs.size()) + " tensors, got " +
                std::to_string(ins.size()));
-  std::vector<TensorType> out;
-  for (const GraphOutput& o : fw.outputs)
+  std::vector<TensorType> out, saved;
+  for (const GraphOutput& o : fw.outputs) {
     if (o.role == OutputRole::User) out.push_back(fw.type(o.value));
+    else if (o.role == OutputRole::Saved) saved.push_back(fw.type(o.value));
+  }
+  checkBackward(regions[1], out, saved);
   return out;
 }
 

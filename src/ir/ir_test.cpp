@@ -15,9 +15,10 @@ const char* kGraph = R"(graph @g {
   %t : f32[8,16]{1,8} = t(%fc.weight) loc("t", "aten.t.default")
   %mm : f32[4,16] = mm(%x, %t)
   %c : f32[] = constant() {dtype="f32", value=0.5}
-  %m : f32[4,16] = mul(%mm, %c) #bw #must_save
+  %m : f32[4,16] = mul(%mm, %c) #must_save
   %s : f32[4] = sum(%m) {dim=[1], keepdim=false}
   %b2 : f32[4] = add(%buf, %s)
+  %n : f32[4] = neg(%s) #bw
   epilogue_copy(%buf, %b2) #must_be_in_forward
   output %s user
   output %t user alias("fc.weight", [t])

@@ -1175,6 +1175,31 @@ ValueId linearIndex(Converter& c, const std::vector<ValueId>& idx, const Ints& d
   }
   return c.op(OpKind::Where, {bad, c.scalar(static_cast<double>(total), DType::I64), lin});
 }
+/// Integer index tensors `idx` on dims [first, first + k) of a tensor of type
+/// `t`, broadcast together and linearized (linearIndex): the flat index of
+/// `bn` elements into the `mid` elements of the flattened indexed dims.
+struct FlatIndex {
+  Ints bshape;          ///< the index tensors' broadcast shape
+  int64_t bn = 1, mid = 1;
+  ValueId flat = kNoValue;  ///< i64[bn]
+};
+FlatIndex flatIndex(Converter& c, const TensorType& t, const std::vector<ValueId>& idx, size_t first, const char* what) {
+  size_t k = idx.size();
+  if (first + k > static_cast<size_t>(t.rank())) c.fail(cat(what, ": too many indices for the tensor"));
+  FlatIndex f;
+  f.bshape = c.type(idx[0]).sizes;
+  for (ValueId v : idx) {
+    auto b = broadcastShapes(f.bshape, c.type(v).sizes);
+    if (!b) c.fail(cat(what, ": index tensors do not broadcast together"));
+    f.bshape = *b;
+  }
+  Ints dims(t.sizes.begin() + static_cast<int64_t>(first), t.sizes.begin() + static_cast<int64_t>(first + k));
+  for (int64_t s : f.bshape) f.bn = mulSize(f.bn, s);
+  for (int64_t s : dims) f.mid = mulSize(f.mid, s);
+  ValueId lin = linearIndex(c, idx, dims);
+  f.flat = reshapeTo(c, c.op(OpKind::Expand, {lin}, Attrs{{"size", f.bshape}}), {f.bn});
+  return f;
+}
 /// x[indices]: advanced indexing with integer index tensors on consecutive
 /// dims (leading Nones allowed): the dims are flattened and index_selected
 /// at the linear index, so the gradient is index_add's.
@@ -1202,27 +1227,14 @@ V indexTensor(Converter& c) {
   }
   if (idx.empty()) return {x};
   size_t k = idx.size();
-  if (first + k > static_cast<size_t>(t.rank())) c.fail("index: too many indices for the tensor");
-  Ints bshape = c.type(idx[0]).sizes;
-  for (ValueId v : idx) {
-    auto b = broadcastShapes(bshape, c.type(v).sizes);
-    if (!b) c.fail("index: index tensors do not broadcast together");
-    bshape = *b;
-  }
-  ValueId lin = linearIndex(c, idx, Ints(t.sizes.begin() + static_cast<int64_t>(first), t.sizes.begin() + static_cast<int64_t>(first + k)));
-  lin = c.op(OpKind::Expand, {lin}, Attrs{{"size", bshape}});
-  int64_t bn = 1;
-  for (int64_t s : bshape) bn = mulSize(bn, s);
-  ValueId flatIdx = reshapeTo(c, lin, {bn});
-  int64_t mid = 1;
+  FlatIndex f = flatIndex(c, t, idx, first, "index");
   Ints flat(t.sizes.begin(), t.sizes.begin() + static_cast<int64_t>(first));
-  for (size_t j = 0; j < k; ++j) mid = mulSize(mid, t.sizes[first + j]);
-  flat.push_back(mid);
+  flat.push_back(f.mid);
   flat.insert(flat.end(), t.sizes.begin() + static_cast<int64_t>(first + k), t.sizes.end());
   ValueId xs = reshapeTo(c, x, flat);
-  ValueId sel = c.op(OpKind::IndexSelect, {xs, flatIdx}, Attrs{{"dim", static_cast<int64_t>(first)}});
+  ValueId sel = c.op(OpKind::IndexSelect, {xs, f.flat}, Attrs{{"dim", static_cast<int64_t>(first)}});
   Ints out(t.sizes.begin(), t.sizes.begin() + static_cast<int64_t>(first));
-  out.insert(out.end(), bshape.begin(), bshape.end());
+  out.insert(out.end(), f.bshape.begin(), f.bshape.end());
   out.insert(out.end(), t.sizes.begin() + static_cast<int64_t>(first + k), t.sizes.end());
   return {reshapeTo(c, sel, out)};
 }
@@ -1569,21 +1581,12 @@ V indexPut(Converter& c) {
   }
   if (idx.empty()) c.fail("index_put without index tensors");
   size_t k = idx.size();
-  if (first + k > static_cast<size_t>(t.rank())) c.fail("index_put: too many indices for the tensor");
-  Ints bshape = c.type(idx[0]).sizes;
-  for (ValueId iv : idx) {
-    auto b = broadcastShapes(bshape, c.type(iv).sizes);
-    if (!b) c.fail("index_put: index tensors do not broadcast together");
-    bshape = *b;
-  }
-  ValueId lin = linearIndex(c, idx, Ints(t.sizes.begin() + static_cast<int64_t>(first), t.sizes.begin() + static_cast<int64_t>(first + k)));
-  int64_t bn = 1;
-  for (int64_t s : bshape) bn = mulSize(bn, s);
-  ValueId flatIdx = reshapeTo(c, c.op(OpKind::Expand, {lin}, Attrs{{"size", bshape}}), {bn});
+  FlatIndex f = flatIndex(c, t, idx, first, "index_put");
+  const Ints& bshape = f.bshape;
+  const int64_t bn = f.bn, mid = f.mid;
+  ValueId flatIdx = f.flat;
   Ints pre(t.sizes.begin(), t.sizes.begin() + static_cast<int64_t>(first));
   Ints post(t.sizes.begin() + static_cast<int64_t>(first + k), t.sizes.end());
-  int64_t mid = 1;
-  for (size_t j = 0; j < k; ++j) mid = mulSize(mid, t.sizes[first + j]);
   Ints flat = pre, vshape = pre, vflat = pre;
   flat.push_back(mid);
   vflat.push_back(bn);

@@ -503,18 +503,24 @@ Outs gatherKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& 
   });
   return {o};
 }
-Outs scatterAddKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
+/// scatter_add (add) and scatter: src's element at each index position goes
+/// to self at that index along dim; a later duplicate wins for scatter.
+Outs scatterInto(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot, bool add) {
   HostTensor o = *in[0];
   o.dtype = ot[0].dtype;
   int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(static_cast<int64_t>(o.sizes.size()), 1));
   forEach(in[1]->sizes, [&](const Ints& c, int64_t e) {
     Ints k = c;
     k[static_cast<size_t>(d)] = checkedIndex(in[1]->data[static_cast<size_t>(e)], o.sizes[static_cast<size_t>(d)]);
-    o.data[static_cast<size_t>(flatIndex(k, o.sizes))] += in[2]->data[static_cast<size_t>(e)];
+    double& dst = o.data[static_cast<size_t>(flatIndex(k, o.sizes))];
+    double src = in[2]->data[static_cast<size_t>(flatIndex(c, in[2]->sizes))];
+    dst = add ? dst + src : src;
   });
   for (double& v : o.data) v = roundTo(o.dtype, v);
   return {o};
 }
+Outs scatterAddKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return scatterInto(in, a, ot, true); }
+Outs scatterKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return scatterInto(in, a, ot, false); }
 /// Calls f(base flat index of a line along dim d, stride of d, length) for every line.
 template <typename F>
 void forEachLine(const Ints& sizes, int64_t d, F f) {
@@ -524,17 +530,6 @@ void forEachLine(const Ints& sizes, int64_t d, F f) {
   int64_t stride = 1;
   for (size_t q = sizes.size(); q-- > static_cast<size_t>(d) + 1;) stride *= sizes[q];
   forEach(outer, [&](const Ints& c, int64_t) { f(sizes.empty() ? 0 : flatIndex(c, sizes), stride, n); });
-}
-Outs scatterKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
-  HostTensor o = *in[0];
-  o.dtype = ot[0].dtype;
-  int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(static_cast<int64_t>(o.sizes.size()), 1));
-  forEach(in[1]->sizes, [&](const Ints& c, int64_t e) {
-    Ints k = c;
-    k[static_cast<size_t>(d)] = checkedIndex(in[1]->data[static_cast<size_t>(e)], o.sizes[static_cast<size_t>(d)]);
-    o.data[static_cast<size_t>(flatIndex(k, o.sizes))] = in[2]->data[static_cast<size_t>(flatIndex(c, in[2]->sizes))];
-  });
-  return {o};
 }
 Outs cumsumKernel(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
   HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);

@@ -2191,8 +2191,27 @@ std::vector<std::string> foreachElement(const std::string& target) {
 
 }  // namespace spelling
 
+// Note [Shape computations]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// `aten.sym_size.int`, `sym_stride.int`, `sym_numel`, `sym_storage_offset`
+// and `sym_is_contiguous` (and Python integer arithmetic on their results,
+// `_operator.add` ...) compute a number, not a tensor.  With static shapes
+// each is known when the graph is read: convertBody evaluates it and puts the
+// literal in place of every later reference to it, so `view(x, [s0, -1])`
+// reads `view(x, [4, -1])`.  Strides, storage offset and contiguity are
+// PyTorch's as the graph recorded them (`meta.stride`) when it did, else the
+// IR's layout of the value.
+bool isShapeComputation(const std::string& target) {
+  static const std::set<std::string> k{"aten.sym_size.int", "aten.sym_stride.int", "aten.sym_numel.default",
+                                       "aten.sym_storage_offset.default", "aten.sym_is_contiguous.default",
+                                       "_operator.add", "_operator.sub", "_operator.mul", "_operator.floordiv",
+                                       "_operator.mod", "_operator.neg", "_operator.eq", "_operator.ne",
+                                       "_operator.lt", "_operator.le", "_operator.gt", "_operator.ge"};
+  return k.count(target) > 0;
+}
+
 bool knownTarget(const std::string& target, int depth = 0) {
-  if (converters().count(target)) return true;
+  if (converters().count(target) || isShapeComputation(target)) return true;
   if (depth > 2) return false;
   if (spelling::inplaceBase(target) || spelling::outBase(target) || spelling::copyBase(target)) return true;
   for (const std::string& e : spelling::foreachElement(target))
@@ -2346,12 +2365,96 @@ void collectUnknown(const json& nodes, const std::string& path, std::map<std::st
   }
 }
 
+/// A copy of `a` with every reference to a shape computation replaced by
+/// its number (Note [Shape computations]).
+json substituteScalars(const json& a, const std::map<std::string, json>& scalars) {
+  if (a.is_object() && a.contains("node") && a["node"].is_string()) {
+    auto it = scalars.find(a["node"].get<std::string>());
+    return it == scalars.end() ? a : it->second;
+  }
+  if (a.is_array() || a.is_object()) {
+    json r = a;
+    for (auto& x : r) x = substituteScalars(x, scalars);
+    return r;
+  }
+  return a;
+}
+
+/// Evaluates one shape computation; `layout` holds the strides the graph
+/// recorded for a node, when it did.
+json evalShapeComputation(Converter& c, const std::string& target, const std::map<ValueId, Ints>& layout) {
+  if (target.rfind("_operator.", 0) == 0) {
+    std::string op = target.substr(std::string("_operator.").size());
+    auto num = [&](size_t i) {
+      const json* a = c.arg(i, nullptr);
+      if (!a || !(a->is_number_integer() || a->is_boolean()))
+        c.fail(cat(op, ": argument ", i, " must be an integer (a shape computation), got ", a ? a->dump() : "nothing"));
+      return c.integer(i, nullptr);
+    };
+    int64_t x = num(0);
+    if (op == "neg") return -x;
+    int64_t y = num(1);
+    auto checked = [&](bool overflow, int64_t r) -> json {
+      if (overflow || r > kMaxIntArg || r < -kMaxIntArg) c.fail(cat(op, ": ", x, " and ", y, " give a result out of range"));
+      return r;
+    };
+    int64_t r = 0;
+    if (op == "add") return checked(__builtin_add_overflow(x, y, &r), r);
+    if (op == "sub") return checked(__builtin_sub_overflow(x, y, &r), r);
+    if (op == "mul") return checked(__builtin_mul_overflow(x, y, &r), r);
+    if (op == "eq") return x == y;
+    if (op == "ne") return x != y;
+    if (op == "lt") return x < y;
+    if (op == "le") return x <= y;
+    if (op == "gt") return x > y;
+    if (op == "ge") return x >= y;
+    if (y == 0) c.fail(cat(op, ": division by zero"));
+    int64_t q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {  // Python's floor semantics
+      --q;
+      m += y;
+    }
+    return op == "floordiv" ? q : m;
+  }
+  ValueId v = c.tensor(0, "self");
+  const TensorType t = c.type(v);
+  Ints strides = t.strides;
+  if (auto it = layout.find(v); it != layout.end() && it->second.size() == t.sizes.size()) strides = it->second;
+  if (target == "aten.sym_numel.default") return t.numel();
+  if (target == "aten.sym_storage_offset.default") return t.offset;
+  if (target == "aten.sym_is_contiguous.default") {
+    if (c.has(1, "memory_format")) c.fail("sym_is_contiguous: only the default memory format is supported");
+    int64_t expect = 1;
+    for (size_t d = t.sizes.size(); d-- > 0;) {
+      if (t.sizes[d] != 1 && strides[d] != expect) return false;
+      expect *= t.sizes[d];
+    }
+    return true;
+  }
+  if (t.rank() == 0) c.fail(cat(target, ": a 0-dim tensor has no dims"));
+  int64_t d = c.integer(1, "dim");
+  if (d < -t.rank() || d >= t.rank()) c.fail(cat(target, ": dim ", d, " out of range for a ", t.rank(), "-dim tensor"));
+  if (d < 0) d += t.rank();
+  return target == "aten.sym_size.int" ? t.sizes[static_cast<size_t>(d)] : strides[static_cast<size_t>(d)];
+}
+
 /// Converts FX nodes into `g`, binding their names in `env`.
 void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path, bool backward,
                  const std::map<std::string, std::string>* userNames = nullptr) {
   std::set<std::string> names;
   for (auto& [k, v] : env) names.insert(k);
-  for (auto& n : nodes) {
+  std::map<std::string, json> scalars;  // Note [Shape computations]
+  std::map<ValueId, Ints> layout;       // strides the graph recorded
+  json substituted;
+  for (auto& node : nodes) {
+    const json* np = &node;
+    if (!scalars.empty()) {
+      substituted = node;
+      substituted["args"] = substituteScalars(node["args"], scalars);
+      if (node.contains("kwargs")) substituted["kwargs"] = substituteScalars(node["kwargs"], scalars);
+      np = &substituted;
+    }
+    const json& n = *np;
     std::string name = n["name"].get<std::string>(), target = n["target"].get<std::string>();
     SourceLoc loc = nodeLoc(n, path);
     if (!validName(name)) throw UserError(loc, "node name must be 1-256 characters of [A-Za-z0-9_.-]");
@@ -2372,6 +2475,15 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
       continue;
     }
     bool noGrad = n.contains("grad_enabled") && n["grad_enabled"].is_boolean() && !n["grad_enabled"].get<bool>();
+    if (isShapeComputation(target)) {
+      Converter c(g, n, loc, env, noGrad);
+      try {
+        scalars[name] = evalShapeComputation(c, target, layout);
+      } catch (const json::exception& e) {
+        throw UserError(loc, std::string("malformed arguments: ") + e.what());
+      }
+      continue;
+    }
     Converter c(g, n, loc, env, noGrad);
     c.setInBackward(backward);
     c.setNames(userNames);
@@ -2396,6 +2508,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
         if (metas[i].is_null()) continue;
         TensorType want = parseTensorType(metas[i], loc, "meta");
         const TensorType& got = g.type(outs[i]);
+        if (metas[i].contains("stride")) layout[outs[i]] = want.strides;
         if (want.sizes != got.sizes || want.dtype != got.dtype)
           throw UserError(loc, cat("shape mismatch: the graph records ", want.str(), ", the op gives ",
                                    TensorType::contiguous(got.dtype, got.sizes).str()));

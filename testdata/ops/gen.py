@@ -391,6 +391,51 @@ add("layer_instancenorm_prelu", (NormPReLU(), (rn(2, 3, 5, 5, rg=True),)))
 add("layer_losses", (more_losses, (rn(3, 4, rg=True), rn(3, 4))))
 
 
+
+# ---------------------------------------------------------------- the rest of Core ATen
+# Appended after the fixtures above with their own random stream, so those
+# stay byte-identical when this generator grows.
+rn2 = seeded_randn(1300)
+
+
+def sym_shapes(x):
+    return x.reshape(2, 6), x.t() + 1, x[1:] + 3
+add("sym_shapes", (sym_shapes, (rn2(4, 3, rg=True),)))
+
+
+def respell_sym(outdir):
+    """Symbolic traces compute sizes with aten.sym_size.int & co. and Python
+    integer arithmetic (_operator.*); PyTorch 1.13's dispatch-level recorder
+    sees the numbers.  Respells sym_shapes as such a trace spells it: the
+    reshape's sizes and the added numbers become shape computations."""
+    path = os.path.join(outdir, "sym_shapes.json")
+    doc = json.load(open(path))
+    nodes, out = doc["nodes"], []
+    x = doc["inputs"][0]["name"]
+
+    def node(name, target, *args):
+        out.append({"name": name, "target": target, "args": list(args), "kwargs": {}})
+        return {"node": name}
+    for n in nodes:
+        if n["target"] in ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten._reshape_alias.default") and n["args"][1] == [2, 6]:
+            q = node("sym_q", "_operator.floordiv", node("sym_n", "aten.sym_numel.default", {"node": x}), 6)
+            s1 = node("sym_s1", "aten.sym_size.int", {"node": x}, -1)
+            n["args"][1] = [q, node("sym_w", "_operator.mul", s1, node("sym_two", "_operator.sub", node("sym_s0", "aten.sym_size.int", {"node": x}, 0), 2))]
+        elif n["target"] == "aten.add.Tensor" and n["args"][1] == 1:
+            n["args"][1] = node("sym_st", "aten.sym_stride.int", n["args"][0], 0)
+        elif n["target"] == "aten.add.Tensor" and n["args"][1] == 3:
+            n["args"][1] = node("sym_off", "_operator.add", node("sym_o", "aten.sym_storage_offset.default", n["args"][0]),
+                                node("sym_c", "aten.sym_is_contiguous.default", {"node": x}))
+            n["args"][1] = node("sym_off3", "_operator.sub", n["args"][1], 1)
+        out.append(n)
+    assert sum(o["target"].startswith(("aten.sym_", "_operator.")) for o in out) == 10, out
+    doc["nodes"] = out
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)
+    respell_sym(sys.argv[1] if len(sys.argv) > 1 else HERE)

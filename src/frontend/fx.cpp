@@ -1664,6 +1664,13 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.sum.dim_IntList", [](Converter& c) { return reduce(c, OpKind::Sum, true); }},
       {"aten.mean.default", [](Converter& c) { return reduce(c, OpKind::Mean, false); }},
       {"aten.mean.dim", [](Converter& c) { return reduce(c, OpKind::Mean, true); }},
+      {"aten.prod.default", [](Converter& c) { return reduce(c, OpKind::Prod, false); }},
+      {"aten.prod.dim_int",
+       [](Converter& c) -> V {
+         ValueId x = c.tensor(0, "self");
+         c.requireNone(3, "dtype", "dtype=");
+         return {c.op(OpKind::Prod, {x}, Attrs{{"dim", Ints{dimArg(c, 1, "dim", x)}}, {"keepdim", c.boolean(2, "keepdim", false)}})};
+       }},
       {"aten.mm.default", [](Converter& c) -> V { return {c.op(OpKind::Mm, {c.tensor(0, "self"), c.tensor(1, "mat2")})}; }},
       {"aten.addmm.default",
        [](Converter& c) -> V {

@@ -164,6 +164,31 @@ constexpr GradRule ruleFor(OpKind k) {
         ValueId e = g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)));
         return {g.div(e, g.scalarLike(n, g.GO(0)))};
       };
+    case OpKind::Prod:
+      return [](GradCtx& g) -> R {
+        // d prod / d x_i is the product of the other elements.  With no zero
+        // in the group that is result / x_i (ATen's formula); with one zero,
+        // the product of the non-zeros at the zero and 0 elsewhere; with
+        // two or more, 0 everywhere.  x_i = 0 never divides (the divisor is
+        // x with its zeros replaced by 1), so no NaN reaches a second order.
+        if (!isFloating(g.type(g.I(0)).dtype)) return {kNoValue};
+        Ints in = sz(g, g.I(0));
+        const std::string dt(dtypeName(g.type(g.GO(0)).dtype));
+        Attrs red{{"dim", reductionDims(g.attrs(), static_cast<int64_t>(in.size()))}, {"keepdim", true}};
+        ValueId zero = g.scalarLike(0.0, g.I(0));
+        ValueId isZero = g.op(OpKind::Eq, {g.I(0), zero});
+        ValueId nonZero = g.op(OpKind::Where, {isZero, g.scalarLike(1.0, g.I(0)), g.I(0)});
+        ValueId zeros = g.expand(g.op(OpKind::Sum, {g.op(OpKind::Cast, {isZero}, Attrs{{"dtype", dt}})}, red), in);
+        ValueId others = g.expand(g.op(OpKind::Prod, {nonZero}, red), in);
+        ValueId go = g.expand(g.reshape(g.GO(0), keptShape(g)), in);
+        ValueId result = g.expand(g.reshape(g.O(0), keptShape(g)), in);
+        ValueId none = g.mul(go, g.div(result, nonZero));
+        ValueId one = g.op(OpKind::Where, {isZero, g.mul(go, others), g.scalarLike(0.0, go)});
+        ValueId noZeros = g.op(OpKind::Eq, {zeros, g.scalarLike(0.0, zeros)});
+        ValueId oneZero = g.op(OpKind::Eq, {zeros, g.scalarLike(1.0, zeros)});
+        ValueId rest = g.op(OpKind::Where, {oneZero, one, g.scalarLike(0.0, go)});
+        return {g.op(OpKind::Where, {noZeros, none, rest})};
+      };
     case OpKind::Mm:
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::Mm, {g.GO(0), g.op(OpKind::T, {g.I(1)})}),

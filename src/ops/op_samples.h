@@ -72,6 +72,7 @@ inline std::vector<Sample> samples() {
       {K::Minimum, {F({2, 3}), F({3})}, none},
       {K::Cast, {F({2, 3})}, Attrs{{"dtype", std::string("f64")}}},
       {K::Amax, {F({3, 4})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
+      {K::Prod, {F({3, 4})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
       {K::Amin, {F({3, 4})}, Attrs{{"dim", Ints{0}}, {"keepdim", true}}},
       {K::Bmm, {F({2, 2, 3}), F({2, 3, 2})}, none},
       {K::Conv2d, {F({1, 4, 5, 5}), F({2, 2, 3, 3})},

@@ -572,7 +572,7 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::RandUniform: return randUniformRule;
     case OpKind::Gt: return compare;
     case OpKind::Where: return whereRule;
-    case OpKind::Sum: return sumRule;
+    case OpKind::Sum: case OpKind::Prod: return sumRule;
     case OpKind::Mean: return meanRule;
     case OpKind::Mm: return mmRule;
     case OpKind::T: return tRule;

@@ -115,7 +115,7 @@ double divFloorOf(double a, double b) {
     return pointwise(in, ot, [](const double* a) { return (expr); });          \
   }
 
-enum class Red { Sum, Mean, Max, Min };
+enum class Red { Sum, Mean, Max, Min, Prod };
 
 Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot, Red kind) {
   const bool mean = kind == Red::Mean;
@@ -127,7 +127,7 @@ Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot
   for (int64_t d : dims) kept[d] = 1;
   Ints kstr = TensorType::contiguousStrides(kept);
   Ints coord(x.sizes.size(), 0);
-  double init = kind == Red::Max ? -INFINITY : kind == Red::Min ? INFINITY : 0.0;
+  double init = kind == Red::Max ? -INFINITY : kind == Red::Min ? INFINITY : kind == Red::Prod ? 1.0 : 0.0;
   std::vector<double> acc(o.data.size(), init);
   for (int64_t e = 0; e < x.numel(); ++e) {
     int64_t off = 0;
@@ -137,6 +137,7 @@ Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot
     double v = x.data[static_cast<size_t>(e)];
     if (kind == Red::Max) a = (std::isnan(v) || v > a) ? v : a;
     else if (kind == Red::Min) a = (std::isnan(v) || v < a) ? v : a;
+    else if (kind == Red::Prod) a *= v;
     else a += v;
     for (size_t d = x.sizes.size(); d-- > 0;) {
       if (++coord[d] < x.sizes[d]) break;
@@ -747,6 +748,8 @@ constexpr Kernel kernelFor(OpKind k) {
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Sum); };
     case OpKind::Mean:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Mean); };
+    case OpKind::Prod:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Prod); };
     case OpKind::Mm: return mm;
     case OpKind::T:
       return [](const Ins& in, const Attrs&, const std::vector<TensorType>&) -> Outs { return {transpose2d(*in[0])}; };

@@ -435,6 +435,14 @@ def respell_sym(outdir):
         f.write("\n")
 
 
+
+def prods(x, i):
+    z = x * torch.tensor([[1.0, 1, 1, 1], [1, 0, 1, 1], [0, 1, 0, 1]])  # rows with no, one and two zeros
+    return (torch.prod(x), torch.prod(z, 1), torch.prod(z.t(), 0, keepdim=True), torch.prod(x, -1), torch.prod(z[1]),
+            torch.prod(i), torch.prod(i, 0))
+add("prod", (prods, (rn2(3, 4, rg=True), torch.tensor([[3, -2], [1, 5]]))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -265,6 +265,26 @@ struct Lowering {
 
   static bool isScatterExpr(OpKind k) { return k == OpKind::SliceScatter || k == OpKind::SelectScatter; }
 
+  /// Note [Reductions]: every reduction the kernels compute, with its
+  /// identity (floating and integer) and how two partial results combine
+  /// (empty: +).  Inlining, row groups and the reduction kernel all read this
+  /// one table, so a new reduction is one row here.
+  struct ReduceSpec {
+    const char* init;
+    const char* initInt;
+    const char* combine;
+  };
+  static std::optional<ReduceSpec> reduceSpec(OpKind k) {
+    switch (k) {
+      case OpKind::Sum: case OpKind::Mean: return ReduceSpec{"0", "0", ""};
+      case OpKind::Prod: return ReduceSpec{"1", "1", "aotc_mul"};
+      case OpKind::Amax: return ReduceSpec{"-AOTC_INF", "(-9223372036854775807LL - 1)", "aotc_max"};
+      case OpKind::Amin: return ReduceSpec{"AOTC_INF", "9223372036854775807LL", "aotc_min"};
+      default: return std::nullopt;
+    }
+  }
+  static bool isReduction(OpKind k) { return reduceSpec(k).has_value(); }
+
   static bool inlinableConstant(const Node& n) {
     return n.op == OpKind::Constant && (!hasAttr(n.attrs, "shape") || attrInts(n.attrs, "shape").empty());
   }
@@ -334,7 +354,7 @@ struct Lowering {
       if (c.op == OpKind::EpilogueCopy) return c.inputs[1] == v && g.type(c.inputs[0]).sizes == vs;
       if (opInfo(c.op).category == OpCategory::Pointwise) return g.type(c.outputs[0]).sizes == vs;
       if (isScatterExpr(c.op)) return c.inputs[1] == v || g.type(c.outputs[0]).sizes == vs;  // the source, or the base
-      if (c.op == OpKind::Sum || c.op == OpKind::Mean || c.op == OpKind::Amax || c.op == OpKind::Amin) return c.inputs[0] == v;
+      if (isReduction(c.op)) return c.inputs[0] == v;
       return false;
     };
     for (size_t k = 0; k < g.nodes.size(); ++k) {
@@ -355,7 +375,7 @@ struct Lowering {
           OpCategory cat = opInfo(c.op).category;
           all = all && (cat == OpCategory::Pointwise || (c.op == OpKind::EpilogueCopy && c.inputs[1] == v) ||
                         (isScatterExpr(c.op) && c.inputs[0] == v && g.type(c.outputs[0]).sizes == g.type(v).sizes) ||
-                        ((c.op == OpKind::Sum || c.op == OpKind::Mean || c.op == OpKind::Amax || c.op == OpKind::Amin) && c.inputs[0] == v));
+                        (isReduction(c.op) && c.inputs[0] == v));
         }
         inlined[k] = all;
         treeSize[k] = 0;
@@ -402,9 +422,7 @@ struct Lowering {
   /// Row groups look this many nodes past their first reduction.
   static constexpr size_t kRowGroupWindow = 256;
 
-  static bool isRowReduction(OpKind k) {
-    return k == OpKind::Sum || k == OpKind::Mean || k == OpKind::Amax || k == OpKind::Amin;
-  }
+  static bool isRowReduction(OpKind k) { return isReduction(k); }
 
   /// A row-level shape: one element per row, in the rows' order -- the row
   /// shape itself ([2,10,1]) or a compact spelling of it ([3] for the rows of
@@ -645,12 +663,12 @@ struct Lowering {
       const char* ct = computeType(g.type(v).dtype);
       std::string r = "r" + std::to_string(reg++);
       if (isRowReduction(n.op)) {
-        const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
+        const ReduceSpec rs = reduceSpec(n.op).value();
         x.indent = "    ";
         std::string e = emitValue(n.inputs[0], G.shape, c, x);
-        body << "  " << ct << " " << r << ";\n  {\n  double acc = " << (isMax ? "-AOTC_INF" : isMin ? "AOTC_INF" : "0") << ";\n";
+        body << "  " << ct << " " << r << ";\n  {\n  double acc = " << rs.init << ";\n";
         body << rowLoop() << takeCode();
-        std::string combine = isMax ? "aotc_max" : isMin ? "aotc_min" : "";
+        const std::string combine = rs.combine;
         if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
         else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
         if (perThread) {
@@ -969,7 +987,7 @@ struct Lowering {
     // Note [Reduction precision]: floating reductions accumulate in double:
     // BatchNorm statistics over few elements feed ill-conditioned backwards.
     const char* acc = isFloating(ot.dtype) ? "double" : "long long";
-    const bool isMax = n.op == OpKind::Amax, isMin = n.op == OpKind::Amin;
+    const ReduceSpec rs = reduceSpec(n.op).value();
     ExprCtx x;
     noteNode(x, n);
     x.indent = "    ";
@@ -991,19 +1009,13 @@ struct Lowering {
       if (keptSizes[d] != 1) os << "    c[" << d << "] = r % " << keptSizes[d] << "; r /= " << keptSizes[d] << ";\n";
       else if (!std::binary_search(dims.begin(), dims.end(), d)) os << "    c[" << d << "] = 0;\n";
     os << "  }\n";
-    if (isMax || isMin) {
-      bool fl = isFloating(ot.dtype);
-      os << "  " << acc << " acc = " << (isMax ? (fl ? "-AOTC_INF" : "(-9223372036854775807LL - 1)") : (fl ? "AOTC_INF" : "9223372036854775807LL"))
-         << ";\n";
-    } else {
-      os << "  " << acc << " acc = 0;\n";
-    }
+    os << "  " << acc << " acc = " << (isFloating(ot.dtype) ? rs.init : rs.initInt) << ";\n";
     os << reduceLoopHead(blockReduce, nred);
     for (size_t k = redDims.size(); k-- > 0;)
       os << "    c[" << redDims[k] << "] = q % " << it.sizes[redDims[k]] << "; q /= " << it.sizes[redDims[k]] << ";\n";
     os << x.code.str();
-    std::string combine = isMax ? "aotc_max" : isMin ? "aotc_min" : "";
-    if (isMax || isMin) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n  }\n";
+    const std::string combine = rs.combine;
+    if (!combine.empty()) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n  }\n";
     else os << "    acc += (" << acc << ")" << v << ";\n  }\n";
     if (blockReduce) {
       // A fixed tree over the block's partial results: deterministic.

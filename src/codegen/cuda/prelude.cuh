@@ -135,6 +135,7 @@ __device__ __forceinline__ aotc_i64 aotc_checked_index(aotc_i64 k, aotc_i64 size
 // maximum/minimum propagate NaN, as ATen's do.
 template <typename T> __device__ __forceinline__ T aotc_max(T a, T b) { return (a != a || a > b) ? a : b; }
 template <typename T> __device__ __forceinline__ T aotc_min(T a, T b) { return (a != a || a < b) ? a : b; }
+template <typename T> __device__ __forceinline__ T aotc_mul(T a, T b) { return a * b; }
 // Philox4x32-10: the same bits as aotc::philoxUniform on the host.
 __device__ __forceinline__ float aotc_uniform(unsigned long long seed, unsigned long long offset, unsigned long long index) {
   unsigned int c0 = (unsigned int)index, c1 = (unsigned int)(index >> 32), c2 = (unsigned int)offset, c3 = (unsigned int)(offset >> 32);

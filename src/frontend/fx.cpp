@@ -1540,6 +1540,123 @@ V pool1d(Converter& c, bool adaptive) {
   }
   return {c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}})};
 }
+// Note [3-D pooling]
+// ~~~~~~~~~~~~~~~~~~
+// A 3-D window is a depth window times a (height, width) window, and what the
+// pools compute factors over the two: the max over the box is the max over
+// depth of the maxima over (H, W); the sum likewise; ATen's divisors (the
+// window clipped to the padded input with count_include_pad, to the input
+// without it, ceil_mode's last windows) are products of per-dim extents; and
+// adaptive windows are per-dim ranges.  So each 3-D pool is a 2-D pool over
+// (H, W) of every depth slice ([N, C*D, H, W]) followed by a 2-D pool over
+// (D, 1) of [N*C, 1, D, Ho*Wo], whose rules (shape, reference, CUDA,
+// gradient) exist.  max_pool3d's index is the flat d*H*W + h*W + w of the
+// first maximum in (d, h, w) order, as ATen's: the depth stage picks the
+// first depth holding the maximum, the (H, W) stage the first (h, w) in it
+// (and both take the last NaN, as ATen's scan does).  A divisor_override
+// divides once, after two sums.
+
+/// A pooling argument of 1 or 3 values as 3 (empty stays empty).
+Ints triple(Converter& c, size_t i, const char* kw, Ints dflt, const char* op) {
+  Ints v = c.ints(i, kw, dflt);
+  if (v.size() == 1) v = {v[0], v[0], v[0]};
+  if (!v.empty() && v.size() != 3) c.fail(cat(op, ": ", kw, " must have 1 or 3 values"));
+  return v;
+}
+
+struct Pool3dInput {
+  ValueId x;        ///< the input as [N, C*D, H, W]
+  Ints n5;          ///< the 5-D sizes
+  bool unbatched;
+};
+Pool3dInput pool3dInput(Converter& c, const char* op) {
+  ValueId x = c.tensor(0, "self");
+  Ints s = c.type(x).sizes;
+  bool unbatched = s.size() == 4;
+  if (s.size() != 4 && s.size() != 5) c.fail(cat(op, " expects a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input"));
+  if (unbatched) s.insert(s.begin(), 1);
+  return {reshapeTo(c, x, {s[0], s[1] * s[2], s[3], s[4]}), s, unbatched};
+}
+/// [N, C*D, Ho, Wo] -> [N*C, 1, D, Ho*Wo], for the depth stage.
+ValueId depthMajor(Converter& c, ValueId y, const Ints& n5) {
+  const Ints& t = c.type(y).sizes;
+  return reshapeTo(c, y, {n5[0] * n5[1], 1, n5[2], t[2] * t[3]});
+}
+/// The depth stage's result (any shape holding [N*C, Do, Ho*Wo] in order) as
+/// [N, C, Do, Ho, Wo].
+ValueId pool3dOutput(Converter& c, ValueId z, const Ints& n5, int64_t d, int64_t ho, int64_t wo, bool unbatched) {
+  Ints o{n5[0], n5[1], d, ho, wo};
+  if (unbatched) o.erase(o.begin());
+  return reshapeTo(c, z, o);
+}
+
+V avgPool3d(Converter& c) {
+  const char* op = "avg_pool3d";
+  Ints k = triple(c, 1, "kernel_size", {}, op), st = triple(c, 2, "stride", Ints{}, op), pad = triple(c, 3, "padding", Ints{0}, op);
+  if (k.empty()) c.fail("avg_pool3d: kernel_size is required");
+  if (st.empty()) st = k;
+  bool ceil = c.boolean(4, "ceil_mode", false), incl = c.boolean(5, "count_include_pad", true);
+  Pool3dInput in = pool3dInput(c, op);
+  Attrs a1{{"kernel", Ints{k[1], k[2]}}, {"stride", Ints{st[1], st[2]}}, {"padding", Ints{pad[1], pad[2]}}, {"ceil_mode", ceil}, {"count_include_pad", incl}};
+  Attrs a2{{"kernel", Ints{k[0], 1}}, {"stride", Ints{st[0], 1}}, {"padding", Ints{pad[0], 0}}, {"ceil_mode", ceil}, {"count_include_pad", incl}};
+  if (c.has(6, "divisor_override")) {
+    int64_t d = c.integer(6, "divisor_override");
+    if (d == 0) c.fail("avg_pool3d: divisor must be not zero");
+    a1["divisor"] = int64_t{1};
+    a2["divisor"] = d;
+  }
+  ValueId y = c.op(OpKind::AvgPool2d, {in.x}, a1);
+  const Ints hw = c.type(y).sizes;
+  ValueId z = c.op(OpKind::AvgPool2d, {depthMajor(c, y, in.n5)}, a2);
+  return {pool3dOutput(c, z, in.n5, c.type(z).sizes[2], hw[2], hw[3], in.unbatched)};
+}
+
+V maxPool3d(Converter& c) {
+  const char* op = "max_pool3d";
+  Ints k = triple(c, 1, "kernel_size", {}, op), st = triple(c, 2, "stride", Ints{}, op), pad = triple(c, 3, "padding", Ints{0}, op),
+       dil = triple(c, 4, "dilation", Ints{1}, op);
+  if (k.empty()) c.fail("max_pool3d: kernel_size is required");
+  if (st.empty()) st = k;
+  bool ceil = c.boolean(5, "ceil_mode", false);
+  Pool3dInput in = pool3dInput(c, op);
+  Attrs a1{{"kernel", Ints{k[1], k[2]}}, {"stride", Ints{st[1], st[2]}}, {"padding", Ints{pad[1], pad[2]}}, {"dilation", Ints{dil[1], dil[2]}}, {"ceil_mode", ceil}};
+  Attrs a2{{"kernel", Ints{k[0], 1}}, {"stride", Ints{st[0], 1}}, {"padding", Ints{pad[0], 0}}, {"dilation", Ints{dil[0], 1}}, {"ceil_mode", ceil}};
+  V s1 = c.ops(OpKind::MaxPool2d, {in.x}, a1, {});
+  const Ints hw = c.type(s1[0]).sizes;
+  const int64_t plane = hw[2] * hw[3];
+  V s2 = c.ops(OpKind::MaxPool2d, {depthMajor(c, s1[0], in.n5)}, a2, {});
+  // The depth stage's index is d * plane + p: its depth, and the (H, W)
+  // stage's index there.
+  const int64_t nc = in.n5[0] * in.n5[1], dout = c.type(s2[0]).sizes[2];
+  ValueId i2 = reshapeTo(c, s2[1], {nc, dout, plane});
+  ValueId d = c.op(OpKind::DivFloor, {i2, c.scalar(static_cast<double>(plane), DType::I64)});
+  ValueId i1 = reshapeTo(c, s1[1], {nc, in.n5[2], plane});
+  ValueId hwIdx = c.op(OpKind::Gather, {i1, d}, Attrs{{"dim", int64_t{1}}});
+  ValueId dOff = c.op(OpKind::Mul, {d, c.scalar(static_cast<double>(in.n5[3] * in.n5[4]), DType::I64)});
+  ValueId idx = c.op(OpKind::Add, {dOff, hwIdx});
+  return {pool3dOutput(c, s2[0], in.n5, dout, hw[2], hw[3], in.unbatched), pool3dOutput(c, idx, in.n5, dout, hw[2], hw[3], in.unbatched)};
+}
+
+/// adaptive average pooling of a 4-D [N, C, H, W] to `out` (2 values).
+ValueId adaptiveAvg2d(Converter& c, ValueId x, const Ints& out) {
+  const Ints s = c.type(x).sizes;
+  if (out.size() != 2 || out[0] <= 0 || out[1] <= 0) c.fail("adaptive_avg_pool: output_size must be positive");
+  if (out[0] == s[2] && out[1] == s[3]) return x;
+  if (out[0] == 1 && out[1] == 1) return reduceOp(c, OpKind::Mean, x, {2, 3}, true);
+  if (s[2] % out[0] || s[3] % out[1]) return c.op(OpKind::AdaptiveAvgPool2d, {x}, Attrs{{"output_size", out}});
+  Ints k{s[2] / out[0], s[3] / out[1]};
+  return c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0}}});
+}
+
+V adaptiveAvgPool3d(Converter& c) {
+  Ints o = triple(c, 1, "output_size", {}, "adaptive_avg_pool3d");
+  if (o.empty()) c.fail("adaptive_avg_pool3d: output_size is required");
+  Pool3dInput in = pool3dInput(c, "adaptive_avg_pool3d");
+  ValueId y = adaptiveAvg2d(c, in.x, {o[1], o[2]});
+  ValueId z = adaptiveAvg2d(c, depthMajor(c, y, in.n5), {o[0], o[1] * o[2]});
+  return {pool3dOutput(c, z, in.n5, o[0], o[1], o[2], in.unbatched)};
+}
+
 /// index_put(self, indices, values, accumulate): integer indices as in
 /// indexTensor, written through index_add on the flattened indexed dims.
 /// Without accumulate, later duplicates win (eager's CPU behaviour): a
@@ -2084,6 +2201,10 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.mse_loss_backward.default", mseLossBackward},
       {"aten.embedding_dense_backward.default", embeddingBackward},
       {"aten.avg_pool1d.default", [](Converter& c) { return pool1d(c, false); }},
+      {"aten.avg_pool3d.default", avgPool3d},
+      {"aten.max_pool3d_with_indices.default", maxPool3d},
+      {"aten._adaptive_avg_pool3d.default", adaptiveAvgPool3d},
+      {"aten.adaptive_avg_pool3d.default", adaptiveAvgPool3d},
       {"aten.adaptive_avg_pool1d.default", [](Converter& c) { return pool1d(c, true); }},
       {"aten.index_put.default", indexPut},
       {"aten._index_put_impl.default", indexPut},

@@ -443,6 +443,20 @@ def prods(x, i):
 add("prod", (prods, (rn2(3, 4, rg=True), torch.tensor([[3, -2], [1, 5]]))))
 
 
+
+def pools3d(x, t):
+    ties = t * 1.0  # integer values: ties inside windows
+    m1, i1 = F.max_pool3d(x, 2, return_indices=True)
+    m2, i2 = F.max_pool3d(x, (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0), dilation=(1, 1, 2), ceil_mode=True, return_indices=True)
+    m3, i3 = F.max_pool3d(ties, 2, stride=1, return_indices=True)
+    return (m1, i1, m2, i2, m3, i3, F.max_pool3d(x[0], 3, stride=2, padding=1),
+            F.avg_pool3d(x, 2), F.avg_pool3d(x, (3, 2, 3), stride=2, padding=1, ceil_mode=True),
+            F.avg_pool3d(x, 3, stride=2, padding=1, count_include_pad=False, ceil_mode=True),
+            F.avg_pool3d(x.transpose(3, 4), 2, divisor_override=3),
+            F.adaptive_avg_pool3d(x, (3, 2, 4)), F.adaptive_avg_pool3d(x, 1), F.adaptive_avg_pool3d(x[1], (2, 5, 3)))
+add("pool3d", (pools3d, (rn2(2, 3, 5, 6, 7, rg=True), torch.randint(0, 3, (1, 2, 4, 4, 4), generator=torch.Generator().manual_seed(5)).float().requires_grad_(True))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

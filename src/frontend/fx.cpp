@@ -1436,6 +1436,40 @@ V layerNormBackward(Converter& c) {
   else out.push_back(constantLike(c, 0.0, TensorType::contiguous(t.dtype, ws)));
   return out;
 }
+/// native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C,
+/// HxW, group, output_mask): layer norm's backward formula per (sample,
+/// group), over [N, G, C/G, HxW].
+V groupNormBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_out"), x = c.tensor(1, "input");
+  ValueId mean = c.tensor(2, "mean"), rstd = c.tensor(3, "rstd");
+  ValueId w = c.has(4, "weight") ? c.tensor(4, "weight") : kNoValue;
+  int64_t N = c.integer(5, "N"), C = c.integer(6, "C"), HW = c.integer(7, "HxW"), G = c.integer(8, "group");
+  const TensorType t = c.type(x);
+  if (G <= 0 || C % G) c.fail("native_group_norm_backward: channels must divide into groups");
+  if (t.numel() != N * C * HW || c.type(go).sizes != t.sizes)
+    c.fail("native_group_norm_backward: grad_out and input must be [N, C, *] with N*C*HxW elements");
+  if (c.type(mean).numel() != N * G || c.type(rstd).numel() != N * G) c.fail("native_group_norm_backward: mean and rstd must have N*group elements");
+  const Ints g4{N, G, C / G, HW};
+  ValueId xg = reshapeTo(c, x, g4), gog = reshapeTo(c, go, g4);
+  ValueId mg = reshapeTo(c, mean, {N, G, 1, 1}), rg = reshapeTo(c, rstd, {N, G, 1, 1});
+  ValueId xhat = bin(c, OpKind::Mul, {bin(c, OpKind::Sub, {xg, mg}), rg});
+  ValueId gw = w == kNoValue ? gog : bin(c, OpKind::Mul, {gog, reshapeTo(c, w, {1, G, C / G, 1})});
+  const double K = static_cast<double>((C / G) * HW);
+  ValueId s1 = reduceOp(c, OpKind::Sum, gw, {2, 3}, true);
+  ValueId s2 = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {gw, xhat}), {2, 3}, true);
+  ValueId t1 = bin(c, OpKind::Sub, {c.scaled(gw, K), s1});
+  ValueId t2 = bin(c, OpKind::Sub, {t1, bin(c, OpKind::Mul, {xhat, s2})});
+  ValueId gx = reshapeTo(c, bin(c, OpKind::Mul, {t2, bin(c, OpKind::Div, {rg, sc(c, K, rg)})}), t.sizes);
+  const json* mask = c.arg(9, "output_mask");
+  auto want = [&](size_t i) { return !mask || !mask->is_array() || i >= mask->size() || !(*mask)[i].is_boolean() || (*mask)[i].get<bool>(); };
+  const TensorType perChannel = TensorType::contiguous(t.dtype, {C});
+  V out{want(0) ? gx : constantLike(c, 0.0, t)};
+  if (want(1)) out.push_back(reshapeTo(c, reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {gog, xhat}), {0, 3}, false), {C}));
+  else out.push_back(constantLike(c, 0.0, perChannel));
+  if (want(2)) out.push_back(reshapeTo(c, reduceOp(c, OpKind::Sum, gog, {0, 3}, false), {C}));
+  else out.push_back(constantLike(c, 0.0, perChannel));
+  return out;
+}
 /// A node whose result shape depends on tensor data: refused by name.
 V dataDependent(Converter& c) {
   c.fail("the result's shape (or value) depends on tensor data, which an ahead-of-time artifact cannot express; "
@@ -2232,6 +2266,7 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.scatter_reduce.two", scatterReduce},
       {"aten.masked_scatter.default", maskedScatter},
       {"aten.native_layer_norm_backward.default", layerNormBackward},
+      {"aten.native_group_norm_backward.default", groupNormBackward},
       {"aten._native_batch_norm_legit_no_training.default", [](Converter& c) { return batchNormVariant(c, false); }},
       {"aten._native_batch_norm_legit.no_stats", [](Converter& c) { return batchNormVariant(c, true); }},
       {"aten.sort.default", [](Converter& c) { return sortOp(c, 1, 2); }},
@@ -2522,14 +2557,13 @@ json evalShapeComputation(Converter& c, const std::string& target, const std::ma
     int64_t x = num(0);
     if (op == "neg") return -x;
     int64_t y = num(1);
-    auto checked = [&](bool overflow, int64_t r) -> json {
+    if (op == "add" || op == "sub" || op == "mul") {
+      int64_t r = 0;
+      bool overflow = op == "add" ? __builtin_add_overflow(x, y, &r)
+                      : op == "sub" ? __builtin_sub_overflow(x, y, &r) : __builtin_mul_overflow(x, y, &r);
       if (overflow || r > kMaxIntArg || r < -kMaxIntArg) c.fail(cat(op, ": ", x, " and ", y, " give a result out of range"));
       return r;
-    };
-    int64_t r = 0;
-    if (op == "add") return checked(__builtin_add_overflow(x, y, &r), r);
-    if (op == "sub") return checked(__builtin_sub_overflow(x, y, &r), r);
-    if (op == "mul") return checked(__builtin_mul_overflow(x, y, &r), r);
+    }
     if (op == "eq") return x == y;
     if (op == "ne") return x != y;
     if (op == "lt") return x < y;

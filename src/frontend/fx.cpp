@@ -2213,6 +2213,32 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.unsafe_split_with_sizes.default",
        [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return splitSizes(c, x, dimArg(c, 2, "dim", x), c.ints(1, "split_sizes")); }},
       {"aten.index.Tensor", indexTensor},
+      {"aten.diagonal.default",
+       [](Converter& c) -> V {
+         Attrs a{{"offset", c.integer(1, "offset", 0)}, {"dim1", c.integer(2, "dim1", 0)}, {"dim2", c.integer(3, "dim2", 1)}};
+         return {c.op(OpKind::Diagonal, {c.tensor(0, "self")}, a)};
+       }},
+      {"aten.diagonal_scatter.default",
+       [](Converter& c) -> V {
+         Attrs a{{"offset", c.integer(2, "offset", 0)}, {"dim1", c.integer(3, "dim1", 0)}, {"dim2", c.integer(4, "dim2", 1)}};
+         ValueId x = c.tensor(0, "self");
+         ValueId src = c.tensor(1, "src");
+         if (!c.type(x).isContiguous()) x = c.op(OpKind::Clone, {x});
+         if (!c.type(src).isContiguous()) src = c.op(OpKind::Clone, {src});
+         return {c.op(OpKind::DiagonalScatter, {x, src}, a)};
+       }},
+      {"aten.diag.default",
+       [](Converter& c) -> V {
+         // 2-D: a copy of the diagonal; 1-D: a square matrix holding it.
+         ValueId x = c.tensor(0, "self");
+         int64_t k = c.integer(1, "diagonal", 0);
+         const TensorType t = c.type(x);
+         if (t.rank() == 2) return {c.op(OpKind::Clone, {c.op(OpKind::Diagonal, {x}, Attrs{{"offset", k}})})};
+         if (t.rank() != 1) c.fail("diag: the input must be 1-D or 2-D");
+         const int64_t n = t.sizes[0] + (k < 0 ? -k : k);
+         ValueId z = constantLike(c, 0.0, TensorType::contiguous(t.dtype, {n, n}));
+         return {c.op(OpKind::DiagonalScatter, {z, t.isContiguous() ? x : c.op(OpKind::Clone, {x})}, Attrs{{"offset", k}})};
+       }},
       {"aten.upsample_nearest2d.vec", upsampleNearest<true>},
       {"aten.upsample_nearest2d.default", upsampleNearest<false>},
       {"aten.upsample_bilinear2d.vec", upsampleBilinear<true>},

@@ -216,9 +216,14 @@ constexpr GradRule ruleFor(OpKind k) {
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::SelectScatter, {g.zeros(g.type(g.I(0))), g.contiguous(g.GO(0))}, g.attrs())};
       };
-    case OpKind::SliceScatter: case OpKind::SelectScatter:
+    case OpKind::Diagonal:
       return [](GradCtx& g) -> R {
-        OpKind view = g.node().op == OpKind::SliceScatter ? OpKind::Slice : OpKind::Select;
+        return {g.op(OpKind::DiagonalScatter, {g.zeros(g.type(g.I(0))), g.contiguous(g.GO(0))}, g.attrs())};
+      };
+    case OpKind::SliceScatter: case OpKind::SelectScatter: case OpKind::DiagonalScatter:
+      return [](GradCtx& g) -> R {
+        OpKind k = g.node().op;
+        OpKind view = k == OpKind::SliceScatter ? OpKind::Slice : k == OpKind::SelectScatter ? OpKind::Select : OpKind::Diagonal;
         ValueId gb = g.op(g.node().op, {g.contiguous(g.GO(0)), g.zeros(g.type(g.I(1)))}, g.attrs());
         return {gb, g.op(view, {g.GO(0)}, g.attrs())};
       };

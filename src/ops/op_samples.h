@@ -63,6 +63,8 @@ inline std::vector<Sample> samples() {
       {K::Select, {F({2, 4})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{-2}}}},
       {K::SliceScatter, {F({2, 4}), F({2, 2})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{4}}, {"step", int64_t{2}}}},
       {K::SelectScatter, {F({2, 4}), F({2})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{1}}}},
+      {K::Diagonal, {F({3, 4})}, Attrs{{"offset", int64_t{1}}}},
+      {K::DiagonalScatter, {F({2, 3, 4}), F({2, 2})}, Attrs{{"offset", int64_t{-1}}, {"dim1", int64_t{1}}, {"dim2", int64_t{2}}}},
       {K::Abs, {F({2, 3})}, none, -2, 2, true},
       {K::Sin, {F({2, 3})}, none},
       {K::Cos, {F({2, 3})}, none},

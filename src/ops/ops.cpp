@@ -258,6 +258,33 @@ std::vector<TensorType> selectRule(const std::vector<TensorType>& in, const Attr
   return one(t);
 }
 
+/// diagonal(x, offset, dim1, dim2): the other dims, then the diagonal (a
+/// view: stride s1 + s2; ATen leaves the offset alone when it is empty).
+std::vector<TensorType> diagonalRule(const std::vector<TensorType>& in, const Attrs& a) {
+  TensorType t = in[0];
+  if (t.rank() < 2) shapeError("diagonal: the input must have at least 2 dims");
+  int64_t d1 = wrapDim(hasAttr(a, "dim1") ? attrInt(a, "dim1") : 0, t.rank());
+  int64_t d2 = wrapDim(hasAttr(a, "dim2") ? attrInt(a, "dim2") : 1, t.rank());
+  if (d1 == d2) shapeError("diagonal: dim1 and dim2 cannot be the same dim");
+  int64_t off = hasAttr(a, "offset") ? attrInt(a, "offset") : 0;
+  const int64_t n1 = t.sizes[static_cast<size_t>(d1)], n2 = t.sizes[static_cast<size_t>(d2)];
+  const int64_t s1 = t.strides[static_cast<size_t>(d1)], s2 = t.strides[static_cast<size_t>(d2)];
+  if (off > n2 || -off > n1) off = off > 0 ? n2 : -n1;  // empty either way; keeps the arithmetic small
+  int64_t len = std::max<int64_t>(off >= 0 ? std::min(n1, n2 - off) : std::min(n1 + off, n2), 0);
+  if (len > 0) t.offset = addSize(t.offset, off >= 0 ? mulSize(off, s2) : mulSize(-off, s1));
+  Ints sizes, strides;
+  for (int64_t d = 0; d < t.rank(); ++d)
+    if (d != d1 && d != d2) {
+      sizes.push_back(t.sizes[static_cast<size_t>(d)]);
+      strides.push_back(t.strides[static_cast<size_t>(d)]);
+    }
+  sizes.push_back(len);
+  strides.push_back(addSize(s1, s2));
+  t.sizes = sizes;
+  t.strides = strides;
+  return one(t);
+}
+
 template <ShapeRule ViewRule>
 std::vector<TensorType> scatterRule(const std::vector<TensorType>& in, const Attrs& a) {
   TensorType base = TensorType::contiguous(in[0].dtype, in[0].sizes);
@@ -526,6 +553,8 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Select: return selectRule;
     case OpKind::SliceScatter: return scatterRule<sliceRule>;
     case OpKind::SelectScatter: return scatterRule<selectRule>;
+    case OpKind::Diagonal: return diagonalRule;
+    case OpKind::DiagonalScatter: return scatterRule<diagonalRule>;
     case OpKind::KeepGrad: return keepGradRule;
     case OpKind::CustomGrad: return customGradRule;
     case OpKind::AutogradFunction: return fromRegions;

@@ -639,6 +639,10 @@ constexpr Kernel kernelFor(OpKind k) {
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Select, in, a); };
     case OpKind::SliceScatter:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Slice, in, a); };
+    case OpKind::Diagonal:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Diagonal, in, a); };
+    case OpKind::DiagonalScatter:
+      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Diagonal, in, a); };
     case OpKind::SelectScatter:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Select, in, a); };
     case OpKind::Abs: return PW(std::abs(a[0]));

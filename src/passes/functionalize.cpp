@@ -143,6 +143,7 @@ class Functionalizer {
       }
       case OpKind::Slice: return out_.add(OpKind::SliceScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
       case OpKind::Select: return out_.add(OpKind::SelectScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
+      case OpKind::Diagonal: return out_.add(OpKind::DiagonalScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
       case OpKind::Expand:
         throw UserError(loc, "in-place update of an expanded view: several elements share one memory location "
                              "(PyTorch rejects this too); clone() the expanded tensor first");

@@ -469,6 +469,23 @@ def group_norm_backward(x, w, b, go):
 add("group_norm_backward", (group_norm_backward, (rn2(2, 6, 2, 5, rg=True), rn2(6, rg=True), rn2(6, rg=True), rn2(2, 6, 2, 5))))
 
 
+
+def diagonals(x, v):
+    y = x.clone()
+    y.diagonal(1, 1, 2).mul_(2.0)          # an in-place update through the view
+    d = torch.diagonal(x, -1, 0, 2) * 1.0  # batch of off-diagonals
+    return (y, d, x[0].diagonal(), x.transpose(1, 2).diagonal(2, -1, -2), torch.diagonal_scatter(x, v, 0, 1, 2),
+            torch.diag(v[0]), torch.diag(v[1], -2), torch.diag(x[1], 1), x[:, :0].diagonal())
+add("diagonal", (diagonals, (rn2(2, 3, 4, rg=True), rn2(2, 3, rg=True))))
+
+
+
+def diagonal_input_mutation(x, w):
+    x.diagonal(0, -2, -1).add_(w)  # the caller's tensor changes: an epilogue through the view
+    return (x * w.sum()).sum(0)
+add("diagonal_mutation", (diagonal_input_mutation, (rn2(2, 3, 3), rn2(3, rg=True))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

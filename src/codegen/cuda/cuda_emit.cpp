@@ -263,7 +263,9 @@ struct Lowering {
 
   std::vector<bool> inlined;          ///< per node: computed inside its consumer
 
-  static bool isScatterExpr(OpKind k) { return k == OpKind::SliceScatter || k == OpKind::SelectScatter; }
+  static bool isScatterExpr(OpKind k) {
+    return k == OpKind::SliceScatter || k == OpKind::SelectScatter || k == OpKind::DiagonalScatter;
+  }
 
   /// Note [Reductions]: every reduction the kernels compute, with its
   /// identity (floating and integer) and how two partial results combine
@@ -784,7 +786,7 @@ struct Lowering {
       if (n.op == OpKind::Constant) {
         var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
         var = "((" + std::string(ct) + ")" + var + ")";
-      } else if (n.op == OpKind::SliceScatter || n.op == OpKind::SelectScatter) {
+      } else if (isScatterExpr(n.op)) {
         var = scatterExpr(n, shape, c, x);
       } else {
         std::vector<std::string> args;
@@ -836,10 +838,26 @@ struct Lowering {
   std::string scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x) {
     const TensorType& ot = g.type(n.outputs[0]);
     const int64_t rank = ot.rank();
-    const size_t dim = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(rank, 1)));
     std::string base = emitValue(n.inputs[0], shape, c, x);
     std::string inside = "q" + std::to_string(x.tmp++);
     std::vector<std::string> sc;
+    if (n.op == OpKind::DiagonalScatter) {
+      // Element (.., i, .., i + offset, ..) of the base is the source's
+      // (.., i) (offset >= 0; (i - offset, i) otherwise).
+      const size_t d1 = static_cast<size_t>(wrapDim(hasAttr(n.attrs, "dim1") ? attrInt(n.attrs, "dim1") : 0, rank));
+      const size_t d2 = static_cast<size_t>(wrapDim(hasAttr(n.attrs, "dim2") ? attrInt(n.attrs, "dim2") : 1, rank));
+      const int64_t off = hasAttr(n.attrs, "offset") ? attrInt(n.attrs, "offset") : 0;
+      x.code << x.indent << "bool " << inside << " = " << c[d2] << " - " << c[d1] << " == " << off << ";\n";
+      for (size_t d = 0; d < c.size(); ++d)
+        if (d != d1 && d != d2) sc.push_back(c[d]);
+      sc.push_back("(" + inside + " ? " + c[off >= 0 ? d1 : d2] + " : 0)");
+      std::string src = emitValue(n.inputs[1], g.type(n.inputs[1]).sizes, sc, x);
+      const char* ct = computeType(ot.dtype);
+      std::string var = "t" + std::to_string(x.tmp++);
+      x.code << x.indent << ct << " " << var << " = " << inside << " ? (" << ct << ")" << src << " : (" << ct << ")" << base << ";\n";
+      return var;
+    }
+    const size_t dim = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(rank, 1)));
     if (n.op == OpKind::SliceScatter) {
       SliceBounds b = sliceBounds(n.attrs, ot.sizes[dim]);
       x.code << x.indent << "bool " << inside << " = " << c[dim] << " >= " << b.start << " && " << c[dim] << " < " << b.end

@@ -486,6 +486,15 @@ def diagonal_input_mutation(x, w):
 add("diagonal_mutation", (diagonal_input_mutation, (rn2(2, 3, 3), rn2(3, rg=True))))
 
 
+
+def distances(a, b, x):
+    dup = torch.cat([x[:2], x[:1]])  # a repeated row: a zero distance
+    return (torch.cdist(a, b), torch.cdist(a, b, p=1), torch.cdist(a, b, p=3.5), torch.cdist(a, b, p=float("inf")),
+            torch.cdist(a, b, p=0), torch.cdist(a[0], a[0]), torch.cdist(a.transpose(1, 2), a.transpose(1, 2)[:1, :2]),
+            F.pdist(x), F.pdist(dup), F.pdist(x, p=1), F.pdist(x, p=float("inf")))
+add("distances", (distances, (rn2(2, 4, 3, rg=True), rn2(2, 5, 3, rg=True), rn2(5, 3, rg=True))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

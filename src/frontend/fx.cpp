@@ -1547,6 +1547,93 @@ V pdist(Converter& c) {
   return {c.op(OpKind::Slice, {out}, Attrs{{"dim", int64_t{0}}, {"start", int64_t{0}}, {"end", pairs}, {"step", int64_t{1}}})};
 }
 
+// Note [im2col and col2im]: both are kh*kw strided slices.  im2col (unfold)
+// pads the input and takes, for each kernel offset (i, j), the rows
+// i*dh + sh*a and columns j*dw + sw*b, stacked as [N, C*kh*kw, Lh*Lw];
+// col2im (fold) is its adjoint: each offset's block is written into those
+// rows and columns of a zero padded image (two slice_scatters), the kh*kw
+// images are summed and the padding sliced off.  Gradients follow from the
+// slices' own.
+struct Unfold {
+  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+};
+Unfold unfoldArgs(Converter& c, size_t first, const char* op) {
+  auto two = [&](size_t i, const char* kw) {
+    Ints v = c.ints(i, kw);
+    if (v.size() == 1) v.push_back(v[0]);
+    if (v.size() != 2) c.fail(cat(op, ": ", kw, " must have 2 values"));
+    return v;
+  };
+  Ints k = two(first, "kernel_size"), d = two(first + 1, "dilation"), p = two(first + 2, "padding"), s = two(first + 3, "stride");
+  if (k[0] <= 0 || k[1] <= 0 || d[0] <= 0 || d[1] <= 0 || s[0] <= 0 || s[1] <= 0 || p[0] < 0 || p[1] < 0)
+    c.fail(cat(op, ": kernel_size, dilation and stride must be positive and padding non-negative"));
+  return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]};
+}
+/// Blocks along one dim of padded size `n`.
+int64_t unfoldBlocks(Converter& c, int64_t n, int64_t k, int64_t d, int64_t s, const char* op) {
+  int64_t span = d * (k - 1) + 1;
+  if (n < span) c.fail(cat(op, ": the kernel (", span, " with dilation) does not fit the padded input (", n, ")"));
+  return (n - span) / s + 1;
+}
+Attrs stridedSlice(int64_t dim, int64_t start, int64_t count, int64_t step) {
+  return Attrs{{"dim", dim}, {"start", start}, {"end", start + step * (count - 1) + 1}, {"step", step}};
+}
+
+V im2col(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  Unfold u = unfoldArgs(c, 1, "im2col");
+  const TensorType t = c.type(x);
+  const bool batched = t.rank() == 4;
+  if (t.rank() != 3 && !batched) c.fail("im2col expects a 3-D (C, H, W) or 4-D (N, C, H, W) input");
+  ValueId x4 = batched ? x : c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{0}}});
+  const Ints s = c.type(x4).sizes;
+  ValueId xp = (u.ph || u.pw) ? c.op(OpKind::Pad, {x4}, Attrs{{"pad", Ints{u.pw, u.pw, u.ph, u.ph}}, {"value", 0.0}}) : x4;
+  const int64_t lh = unfoldBlocks(c, s[2] + 2 * u.ph, u.kh, u.dh, u.sh, "im2col"), lw = unfoldBlocks(c, s[3] + 2 * u.pw, u.kw, u.dw, u.sw, "im2col");
+  std::vector<ValueId> parts;
+  for (int64_t i = 0; i < u.kh; ++i)
+    for (int64_t j = 0; j < u.kw; ++j) {
+      ValueId r = c.op(OpKind::Slice, {xp}, stridedSlice(2, i * u.dh, lh, u.sh));
+      ValueId b = c.op(OpKind::Slice, {r}, stridedSlice(3, j * u.dw, lw, u.sw));
+      parts.push_back(c.op(OpKind::Unsqueeze, {b}, Attrs{{"dim", int64_t{2}}}));
+    }
+  ValueId st = parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{2}}});
+  Ints out{s[0], s[1] * u.kh * u.kw, lh * lw};
+  if (!batched) out.erase(out.begin());
+  return {reshapeTo(c, st, out)};
+}
+
+V col2im(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  Ints size = c.ints(1, "output_size");
+  if (size.size() == 1) size.push_back(size[0]);
+  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) c.fail("col2im: output_size must be 2 positive values");
+  Unfold u = unfoldArgs(c, 2, "col2im");
+  const TensorType t = c.type(x);
+  const bool batched = t.rank() == 3;
+  if (t.rank() != 2 && !batched) c.fail("col2im expects a 2-D (C*kh*kw, L) or 3-D (N, C*kh*kw, L) input");
+  const int64_t n = batched ? t.sizes[0] : 1, ck = t.sizes[batched ? 1 : 0], l = t.sizes[batched ? 2 : 1];
+  const int64_t hp = size[0] + 2 * u.ph, wp = size[1] + 2 * u.pw;
+  const int64_t lh = unfoldBlocks(c, hp, u.kh, u.dh, u.sh, "col2im"), lw = unfoldBlocks(c, wp, u.kw, u.dw, u.sw, "col2im");
+  if (ck % (u.kh * u.kw)) c.fail(cat("col2im: dim ", batched ? 1 : 0, " (", ck, ") must be divisible by the kernel size ", u.kh * u.kw));
+  if (l != lh * lw) c.fail(cat("col2im: the input has ", l, " blocks, the sizes give ", lh, " x ", lw, " = ", lh * lw));
+  const int64_t ch = ck / (u.kh * u.kw);
+  ValueId cols = reshapeTo(c, x, {n, ch, u.kh, u.kw, lh, lw});
+  ValueId acc = kNoValue;
+  for (int64_t i = 0; i < u.kh; ++i)
+    for (int64_t j = 0; j < u.kw; ++j) {
+      ValueId bi = c.op(OpKind::Select, {cols}, Attrs{{"dim", int64_t{2}}, {"index", i}});
+      ValueId b = c.op(OpKind::Clone, {c.op(OpKind::Select, {bi}, Attrs{{"dim", int64_t{2}}, {"index", j}})});
+      ValueId rowsZero = constantLike(c, 0.0, TensorType::contiguous(t.dtype, {n, ch, hp, lw}));
+      ValueId rows = c.op(OpKind::SliceScatter, {rowsZero, b}, stridedSlice(2, i * u.dh, lh, u.sh));
+      ValueId imgZero = constantLike(c, 0.0, TensorType::contiguous(t.dtype, {n, ch, hp, wp}));
+      ValueId img = c.op(OpKind::SliceScatter, {imgZero, rows}, stridedSlice(3, j * u.dw, lw, u.sw));
+      acc = acc == kNoValue ? img : bin(c, OpKind::Add, {acc, img});
+    }
+  ValueId r = c.op(OpKind::Slice, {acc}, Attrs{{"dim", int64_t{2}}, {"start", u.ph}, {"end", u.ph + size[0]}, {"step", int64_t{1}}});
+  ValueId o = c.op(OpKind::Slice, {r}, Attrs{{"dim", int64_t{3}}, {"start", u.pw}, {"end", u.pw + size[1]}, {"step", int64_t{1}}});
+  return {batched ? o : c.op(OpKind::Squeeze, {o}, Attrs{{"dim", Ints{0}}})};
+}
+
 /// A node whose result shape depends on tensor data: refused by name.
 V dataDependent(Converter& c) {
   c.fail("the result's shape (or value) depends on tensor data, which an ahead-of-time artifact cannot express; "
@@ -2371,6 +2458,8 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.native_layer_norm_backward.default", layerNormBackward},
       {"aten.native_group_norm_backward.default", groupNormBackward},
       {"aten._cdist_forward.default", cdist},
+      {"aten.im2col.default", im2col},
+      {"aten.col2im.default", col2im},
       {"aten.cdist.default", cdist},
       {"aten._pdist_forward.default", pdist},
       {"aten.pdist.default", pdist},

@@ -495,6 +495,14 @@ def distances(a, b, x):
 add("distances", (distances, (rn2(2, 4, 3, rg=True), rn2(2, 5, 3, rg=True), rn2(5, 3, rg=True))))
 
 
+
+def fold_unfold(x, cols):
+    return (F.unfold(x, 3, padding=1), F.unfold(x, (2, 3), dilation=(2, 1), stride=(1, 2)), F.unfold(x[0], 2, stride=2),
+            F.fold(cols, (5, 6), 2), F.fold(cols[:, :4, :9], (4, 7), (2, 2), dilation=(1, 2), padding=1, stride=(2, 3)),
+            F.fold(F.unfold(x, 3, padding=1, stride=2), x.shape[2:], 3, padding=1, stride=2))
+add("fold_unfold", (fold_unfold, (rn2(2, 3, 5, 6, rg=True), rn2(2, 8, 20, rg=True))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -2471,6 +2471,25 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.argsort.default", [](Converter& c) -> V { return {sortOp(c, 1, 2)[1]}; }},
       {"aten.argsort.stable", [](Converter& c) -> V { return {sortOp(c, 2, 3)[1]}; }},
       {"aten.nonzero.default", dataDependent},
+      {"aten._fft_r2c.default",
+       [](Converter& c) -> V {
+         c.fail("complex tensors are not supported: _fft_r2c (torch.fft.rfft/stft) returns a complex result, and aotc's "
+                "dtypes are real; compute the spectrum as a matrix product with a DFT basis (a real [n, 2*(n/2+1)] weight)");
+       }},
+      {"aten.resize_.default",
+       [](Converter& c) -> V {
+         // A resize to the tensor's own shape (what out= wrappers do) is a
+         // no-op; any other changes its storage: a larger one exposes
+         // uninitialized memory, a smaller one reinterprets it.
+         ValueId x = c.tensor(0, "self");
+         Ints size = c.ints(1, "size");
+         if (size != c.type(x).sizes)
+           c.fail(cat("resize_ from ", TensorType::contiguous(c.type(x).dtype, c.type(x).sizes).str(), " to ", json(size).dump(),
+                      " changes the tensor's storage, which aotc does not support (only a resize to the tensor's own shape); "
+                      "use reshape, or a new tensor (new_zeros)"));
+         if (c.has(2, "memory_format")) c.fail("resize_: memory_format is not supported");
+         return {x};
+       }},
       {"aten._local_scalar_dense.default", dataDependent},
       {"aten.masked_select.default", dataDependent},
       {"aten.unique.default", dataDependent},

@@ -503,6 +503,14 @@ def fold_unfold(x, cols):
 add("fold_unfold", (fold_unfold, (rn2(2, 3, 5, 6, rg=True), rn2(2, 8, 20, rg=True))))
 
 
+
+def resize_same(x):
+    y = x * 2.0
+    y.resize_(x.shape)  # out= wrappers resize to the result's own shape: a no-op
+    return y + 1.0
+add("resize_same", (resize_same, (rn2(2, 3),)))  # eager refuses resize_ under autograd
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

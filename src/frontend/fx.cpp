@@ -1634,6 +1634,61 @@ V col2im(Converter& c) {
   return {batched ? o : c.op(OpKind::Squeeze, {o}, Attrs{{"dim", Ints{0}}})};
 }
 
+/// _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode,
+/// sparse, per_sample_weights, include_last_offset, padding_idx): each
+/// index's bag is the number of offsets at or before its position, less one
+/// (a [L, B] comparison: static shapes whatever the offsets hold); rows are
+/// summed into their bags with index_add (mean divides by the bag's count,
+/// an empty bag gives 0 as in eager).  Indices before the first offset,
+/// after include_last_offset's end, or equal to padding_idx take no part.
+/// Only the first result is computed: the other three are eager's internal
+/// buffers for its backward, and reading one is an error.
+V embeddingBag(Converter& c) {
+  ValueId w = c.tensor(0, "weight"), idx = c.tensor(1, "indices"), offs = c.tensor(2, "offsets");
+  if (c.boolean(3, "scale_grad_by_freq", false)) c.fail("_embedding_bag: scale_grad_by_freq is not supported");
+  int64_t mode = c.integer(4, "mode", 0);
+  if (mode == 2) c.fail("_embedding_bag: mode='max' is not supported (sum and mean are)");
+  if (mode != 0 && mode != 1) c.fail(cat("_embedding_bag: unknown mode ", mode));
+  bool last = c.boolean(7, "include_last_offset", false);
+  int64_t pad = c.has(8, "padding_idx") ? c.integer(8, "padding_idx") : -1;
+  const TensorType wt = c.type(w), it = c.type(idx), ot = c.type(offs);
+  if (wt.rank() != 2 || it.rank() != 1 || ot.rank() != 1) c.fail("_embedding_bag: weight must be 2-D, indices and offsets 1-D");
+  if (isFloating(it.dtype) || isFloating(ot.dtype)) c.fail("_embedding_bag: indices and offsets must be integers");
+  const int64_t L = it.sizes[0], D = wt.sizes[1], B = ot.sizes[0] - (last ? 1 : 0);
+  if (B < 0) c.fail("_embedding_bag: include_last_offset needs at least one offset");
+  if (pad < 0 && pad != -1) pad += wt.sizes[0];
+  auto i64 = [&](ValueId v) { return c.type(v).dtype == DType::I64 ? v : c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string("i64")}}); };
+  ValueId index = i64(idx), off = i64(offs);
+  ValueId posL = c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(L)}, {"step", 1.0}, {"dtype", std::string("i64")}});
+  ValueId pos = reshapeTo(c, posL, {L, 1});
+  ValueId starts = last ? c.op(OpKind::Slice, {off}, Attrs{{"dim", int64_t{0}}, {"start", int64_t{0}}, {"end", B}, {"step", int64_t{1}}}) : off;
+  ValueId before = c.op(OpKind::Cast, {bin(c, OpKind::Le, {reshapeTo(c, starts, {1, B}), pos})}, Attrs{{"dtype", std::string("i64")}});
+  ValueId bag = bin(c, OpKind::Sub, {reduceOp(c, OpKind::Sum, before, {1}, false), c.scalar(1, DType::I64)});
+  ValueId valid = bin(c, OpKind::Ge, {bag, c.scalar(0, DType::I64)});
+  if (last) {
+    ValueId end = c.op(OpKind::Select, {off}, Attrs{{"dim", int64_t{0}}, {"index", B}});
+    valid = bin(c, OpKind::LogicalAnd, {valid, bin(c, OpKind::Lt, {posL, end})});
+  }
+  if (pad >= 0) valid = bin(c, OpKind::LogicalAnd, {valid, bin(c, OpKind::Ne, {index, c.scalar(static_cast<double>(pad), DType::I64)})});
+  ValueId safeBag = c.op(OpKind::Where, {valid, bag, c.scalar(0, DType::I64)});
+  ValueId rows = c.op(OpKind::IndexSelect, {w, index}, Attrs{{"dim", int64_t{0}}});
+  if (c.has(6, "per_sample_weights")) {
+    if (mode != 0) c.fail("_embedding_bag: per_sample_weights needs mode='sum'");
+    ValueId psw = c.tensor(6, "per_sample_weights");
+    rows = bin(c, OpKind::Mul, {rows, reshapeTo(c, psw, {L, 1})});
+  }
+  ValueId kept = c.op(OpKind::Where, {reshapeTo(c, valid, {L, 1}), rows, sc(c, 0.0, rows)});
+  ValueId zeros = constantLike(c, 0.0, TensorType::contiguous(wt.dtype, {B, D}));
+  ValueId out = c.op(OpKind::IndexAdd, {zeros, safeBag, kept}, Attrs{{"dim", int64_t{0}}});
+  if (mode == 1) {
+    ValueId ones = c.op(OpKind::Cast, {valid}, Attrs{{"dtype", std::string(dtypeName(wt.dtype))}});
+    ValueId count = c.op(OpKind::IndexAdd, {constantLike(c, 0.0, TensorType::contiguous(wt.dtype, {B})), safeBag, ones}, Attrs{{"dim", int64_t{0}}});
+    ValueId denom = c.op(OpKind::Maximum, {count, sc(c, 1.0, count)});
+    out = bin(c, OpKind::Div, {out, reshapeTo(c, denom, {B, 1})});
+  }
+  return {out, kNoValue, kNoValue, kNoValue};
+}
+
 /// A node whose result shape depends on tensor data: refused by name.
 V dataDependent(Converter& c) {
   c.fail("the result's shape (or value) depends on tensor data, which an ahead-of-time artifact cannot express; "
@@ -2458,6 +2513,8 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.native_layer_norm_backward.default", layerNormBackward},
       {"aten.native_group_norm_backward.default", groupNormBackward},
       {"aten._cdist_forward.default", cdist},
+      {"aten._embedding_bag.default", embeddingBag},
+      {"aten._embedding_bag_forward_only.default", embeddingBag},
       {"aten.im2col.default", im2col},
       {"aten.col2im.default", col2im},
       {"aten.cdist.default", cdist},
@@ -2848,6 +2905,9 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
       int64_t i = args[1].get<int64_t>();
       if (i < 0 || i >= static_cast<int64_t>(it->second.size()))
         throw UserError(loc, cat("getitem index ", i, " out of range for a node with ", it->second.size(), " results"));
+      if (it->second[static_cast<size_t>(i)] == kNoValue)
+        throw UserError(loc, cat("result ", i, " of '", args[0]["node"].get<std::string>(),
+                                 "' is an internal buffer of eager's backward, which aotc does not compute"));
       env[name] = {it->second[static_cast<size_t>(i)]};
       continue;
     }
@@ -2882,7 +2942,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
       std::vector<json> metas = meta.is_array() ? std::vector<json>(meta.begin(), meta.end()) : std::vector<json>{meta};
       if (metas.size() != outs.size()) throw UserError(loc, cat("meta lists ", metas.size(), " results, the op has ", outs.size()));
       for (size_t i = 0; i < outs.size(); ++i) {
-        if (metas[i].is_null()) continue;
+        if (metas[i].is_null() || outs[i] == kNoValue) continue;
         TensorType want = parseTensorType(metas[i], loc, "meta");
         const TensorType& got = g.type(outs[i]);
         if (metas[i].contains("stride")) layout[outs[i]] = want.strides;

@@ -511,6 +511,16 @@ def resize_same(x):
 add("resize_same", (resize_same, (rn2(2, 3),)))  # eager refuses resize_ under autograd
 
 
+
+def bags(w, psw, idx, offs, idx2):
+    return (F.embedding_bag(idx, w, offs, mode="sum"), F.embedding_bag(idx, w, offs, mode="mean"),  # bag 2 is empty
+            F.embedding_bag(idx, w, offs, mode="sum", per_sample_weights=psw), F.embedding_bag(idx2, w, mode="mean"),
+            F.embedding_bag(idx, w, torch.cat([offs, torch.tensor([8])]), include_last_offset=True, padding_idx=3),
+            F.embedding_bag(idx, w, offs, mode="sum", padding_idx=1))
+add("embedding_bag", (bags, (rn2(6, 3, rg=True), rn2(8, rg=True), torch.tensor([1, 3, 0, 5, 3, 1, 2, 4]), torch.tensor([0, 2, 5, 5]),
+                             torch.tensor([[0, 1, 2], [5, 3, 3]]))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

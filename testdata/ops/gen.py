@@ -521,6 +521,18 @@ add("embedding_bag", (bags, (rn2(6, 3, rg=True), rn2(8, rg=True), torch.tensor([
                              torch.tensor([[0, 1, 2], [5, 3, 3]]))))
 
 
+
+def grid_samples(x, g):
+    g2 = g * 1.3  # some points outside [-1, 1]
+    outs = []
+    for mode in ("bilinear", "nearest"):
+        for pad in ("zeros", "border", "reflection"):
+            for align in (False, True):
+                outs.append(F.grid_sample(x, g2, mode=mode, padding_mode=pad, align_corners=align))
+    return tuple(outs)
+add("grid_sampler", (grid_samples, (rn2(2, 3, 5, 6, rg=True), (torch.rand(2, 4, 3, 2, generator=torch.Generator().manual_seed(9)) * 2 - 1).requires_grad_(True))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

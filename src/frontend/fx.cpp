@@ -1976,7 +1976,6 @@ V maxPool3d(Converter& c) {
 ValueId adaptiveAvg2d(Converter& c, ValueId x, const Ints& out) {
   const Ints s = c.type(x).sizes;
   if (out.size() != 2 || out[0] <= 0 || out[1] <= 0) c.fail("adaptive_avg_pool: output_size must be positive");
-  if (out[0] == s[2] && out[1] == s[3]) return x;
   if (out[0] == 1 && out[1] == 1) return reduceOp(c, OpKind::Mean, x, {2, 3}, true);
   if (s[2] % out[0] || s[3] % out[1]) return c.op(OpKind::AdaptiveAvgPool2d, {x}, Attrs{{"output_size", out}});
   Ints k{s[2] / out[0], s[3] / out[1]};

@@ -533,6 +533,18 @@ def grid_samples(x, g):
 add("grid_sampler", (grid_samples, (rn2(2, 3, 5, 6, rg=True), (torch.rand(2, 4, 3, 2, generator=torch.Generator().manual_seed(9)) * 2 - 1).requires_grad_(True))))
 
 
+
+def pool_results_are_fresh(x):
+    # A pool stage that keeps its size must still give a new tensor: an
+    # in-place update of the result must not reach the input.
+    y = F.adaptive_avg_pool3d(x, (2, 3, 4))
+    z = F.adaptive_avg_pool2d(x, (3, 4))
+    y.add_(1.0)
+    z.mul_(2.0)
+    return x + 0.0, y, z
+add("pool_fresh", (pool_results_are_fresh, (rn2(2, 2, 3, 4),)))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -377,6 +377,11 @@ ValueId reshapeTo(Converter& c, ValueId x, Ints size) {
   return c.op(OpKind::View, {x}, Attrs{{"size", inferViewSize(size, c.type(x).numel())}});
 }
 
+/// arange(n) as int64: 0, 1, ..., n-1.
+ValueId iota(Converter& c, int64_t n) {
+  return c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(n)}, {"step", 1.0}, {"dtype", std::string("i64")}});
+}
+
 // Composite ATen ops become the IR's primitives here, so their gradients are
 // autodiff's and codegen sees few distinct ops.
 
@@ -551,18 +556,24 @@ V avgPool(Converter& c) {
   return {c.op(OpKind::AvgPool2d, {c.tensor(0, "self")}, a)};
 }
 
+/// adaptive average pooling of a 4-D [N, C, H, W] to `out` (2 values).
+ValueId adaptiveAvg2d(Converter& c, ValueId x, const Ints& out) {
+  const Ints s = c.type(x).sizes;
+  if (out.size() != 2 || out[0] <= 0 || out[1] <= 0) c.fail("adaptive_avg_pool: output_size must be positive");
+  if (out[0] == 1 && out[1] == 1) return reduceOp(c, OpKind::Mean, x, {2, 3}, true);
+  if (s[2] % out[0] || s[3] % out[1]) return c.op(OpKind::AdaptiveAvgPool2d, {x}, Attrs{{"output_size", out}});
+  Ints k{s[2] / out[0], s[3] / out[1]};
+  return c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0}}});
+}
+
 /// adaptive_avg_pool2d: a mean for 1x1, an avg_pool2d when the output size
 /// divides the input, else its own op (windows of varying size).
 V adaptiveAvgPool(Converter& c) {
   ValueId x = c.tensor(0, "self");
   Ints out = c.ints(1, "output_size");
   if (out.size() == 1) out.push_back(out[0]);
-  const Ints& s = c.type(x).sizes;
-  if (s.size() != 4) c.fail("adaptive_avg_pool2d expects a 4-D input");
-  if (out[0] == 1 && out[1] == 1) return {reduceOp(c, OpKind::Mean, x, {2, 3}, true)};
-  if (s[2] % out[0] || s[3] % out[1]) return {c.op(OpKind::AdaptiveAvgPool2d, {x}, Attrs{{"output_size", out}})};
-  Ints k{s[2] / out[0], s[3] / out[1]};
-  return {c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0}}})};
+  if (c.type(x).rank() != 4) c.fail("adaptive_avg_pool2d expects a 4-D input");
+  return {adaptiveAvg2d(c, x, out)};
 }
 
 V splitSizes(Converter& c, ValueId x, int64_t dim, const Ints& sizes) {
@@ -725,9 +736,9 @@ V sdpa(Converter& c) {
   ValueId scores = bin(c, OpKind::Mul, {c.op(OpKind::Bmm, {q3, c.op(OpKind::Transpose, {k3}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}})}), sc(c, scale, q)});
   ValueId ninf = sc(c, -INFINITY, q);
   if (isCausal) {
-    ValueId rows = c.op(OpKind::View, {c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(L)}, {"step", 1.0}, {"dtype", std::string("i64")}})},
+    ValueId rows = c.op(OpKind::View, {iota(c, L)},
                         Attrs{{"size", Ints{L, 1}}});
-    ValueId cols = c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(S)}, {"step", 1.0}, {"dtype", std::string("i64")}});
+    ValueId cols = iota(c, S);
     scores = c.op(OpKind::Where, {bin(c, OpKind::Ge, {rows, cols}), scores, ninf});
   }
   if (c.has(3, "attn_mask")) {
@@ -1009,11 +1020,8 @@ ValueId triangle(Converter& c, ValueId x, int64_t k, bool upper) {
   const TensorType t = c.type(x);
   if (t.rank() < 2) c.fail(cat(upper ? "triu" : "tril", ": the input must have at least 2 dims"));
   int64_t R = t.sizes[t.sizes.size() - 2], C = t.sizes.back();
-  auto ar = [&](int64_t n) {
-    return c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(n)}, {"step", 1.0}, {"dtype", std::string("i64")}});
-  };
-  ValueId rows = c.op(OpKind::View, {ar(R)}, Attrs{{"size", Ints{R, 1}}});
-  ValueId cols = ar(C);
+  ValueId rows = c.op(OpKind::View, {iota(c, R)}, Attrs{{"size", Ints{R, 1}}});
+  ValueId cols = iota(c, C);
   ValueId diff = bin(c, OpKind::Sub, {cols, rows});
   ValueId keep = bin(c, upper ? OpKind::Ge : OpKind::Le, {diff, c.scalar(static_cast<double>(k), DType::I64)});
   ValueId zero = c.op(OpKind::Constant, {}, Attrs{{"value", 0.0}, {"dtype", std::string(dtypeName(t.dtype))}});
@@ -1533,12 +1541,8 @@ V pdist(Converter& c) {
   ValueId u = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{1}}});
   ValueId v = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{0}}});
   ValueId full = reshapeTo(c, pNormLast(c, bin(c, OpKind::Sub, {u, v}), p), {n * n});
-  auto iota = [&](Ints shape) {
-    ValueId r = c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(n)}, {"step", 1.0}, {"dtype", std::string("i64")}});
-    return reshapeTo(c, r, shape);
-  };
-  ValueId rows = iota({n, 1});
-  ValueId cols = iota({1, n});
+  ValueId rows = reshapeTo(c, iota(c, n), {n, 1});
+  ValueId cols = reshapeTo(c, iota(c, n), {1, n});
   ValueId upper = reshapeTo(c, bin(c, OpKind::Gt, {cols, rows}), {n * n});
   ValueId pos = c.op(OpKind::Cumsum, {c.op(OpKind::Cast, {upper}, Attrs{{"dtype", std::string("i64")}})}, Attrs{{"dim", int64_t{0}}});
   ValueId slot = c.op(OpKind::Where, {upper, bin(c, OpKind::Sub, {pos, c.scalar(1, DType::I64)}), c.scalar(static_cast<double>(pairs), DType::I64)});
@@ -1659,7 +1663,7 @@ V embeddingBag(Converter& c) {
   if (pad < 0 && pad != -1) pad += wt.sizes[0];
   auto i64 = [&](ValueId v) { return c.type(v).dtype == DType::I64 ? v : c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string("i64")}}); };
   ValueId index = i64(idx), off = i64(offs);
-  ValueId posL = c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(L)}, {"step", 1.0}, {"dtype", std::string("i64")}});
+  ValueId posL = iota(c, L);
   ValueId pos = reshapeTo(c, posL, {L, 1});
   ValueId starts = last ? c.op(OpKind::Slice, {off}, Attrs{{"dim", int64_t{0}}, {"start", int64_t{0}}, {"end", B}, {"step", int64_t{1}}}) : off;
   ValueId before = c.op(OpKind::Cast, {bin(c, OpKind::Le, {reshapeTo(c, starts, {1, B}), pos})}, Attrs{{"dtype", std::string("i64")}});
@@ -1972,15 +1976,6 @@ V maxPool3d(Converter& c) {
   return {pool3dOutput(c, s2[0], in.n5, dout, hw[2], hw[3], in.unbatched), pool3dOutput(c, idx, in.n5, dout, hw[2], hw[3], in.unbatched)};
 }
 
-/// adaptive average pooling of a 4-D [N, C, H, W] to `out` (2 values).
-ValueId adaptiveAvg2d(Converter& c, ValueId x, const Ints& out) {
-  const Ints s = c.type(x).sizes;
-  if (out.size() != 2 || out[0] <= 0 || out[1] <= 0) c.fail("adaptive_avg_pool: output_size must be positive");
-  if (out[0] == 1 && out[1] == 1) return reduceOp(c, OpKind::Mean, x, {2, 3}, true);
-  if (s[2] % out[0] || s[3] % out[1]) return c.op(OpKind::AdaptiveAvgPool2d, {x}, Attrs{{"output_size", out}});
-  Ints k{s[2] / out[0], s[3] / out[1]};
-  return c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0}}});
-}
 
 V adaptiveAvgPool3d(Converter& c) {
   Ints o = triple(c, 1, "output_size", {}, "adaptive_avg_pool3d");

@@ -424,7 +424,6 @@ struct Lowering {
   /// Row groups look this many nodes past their first reduction.
   static constexpr size_t kRowGroupWindow = 256;
 
-  static bool isRowReduction(OpKind k) { return isReduction(k); }
 
   /// A row-level shape: one element per row, in the rows' order -- the row
   /// shape itself ([2,10,1]) or a compact spelling of it ([3] for the rows of
@@ -507,7 +506,7 @@ struct Lowering {
     ValueId out = n.outputs[0];
     const TensorType& ot = g.type(out);
     bool touches = false;
-    if (isRowReduction(n.op)) {
+    if (isReduction(n.op)) {
       const TensorType& it = g.type(n.inputs[0]);
       if (it.sizes != G.shape || reductionDims(n.attrs, it.rank()) != G.dims || !isFloating(ot.dtype)) return false;
       if (!rowOperandOk(n.inputs[0], G, G.shape, touches)) return false;
@@ -559,7 +558,7 @@ struct Lowering {
     groupOf.assign(g.nodes.size(), -1);
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       const Node& n = g.nodes[k];
-      if (!isRowReduction(n.op) || groupOf[k] >= 0 || !isFloating(g.type(n.outputs[0]).dtype)) continue;
+      if (!isReduction(n.op) || groupOf[k] >= 0 || !isFloating(g.type(n.outputs[0]).dtype)) continue;
       const TensorType& it = g.type(n.inputs[0]);
       RowGroup G;
       G.seed = static_cast<int32_t>(k);
@@ -664,7 +663,7 @@ struct Lowering {
       noteNode(x, n);
       const char* ct = computeType(g.type(v).dtype);
       std::string r = "r" + std::to_string(reg++);
-      if (isRowReduction(n.op)) {
+      if (isReduction(n.op)) {
         const ReduceSpec rs = reduceSpec(n.op).value();
         x.indent = "    ";
         std::string e = emitValue(n.inputs[0], G.shape, c, x);

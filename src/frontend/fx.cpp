@@ -2878,6 +2878,15 @@ void collectUnknown(const json& nodes, const std::string& path, std::map<std::st
   }
 }
 
+/// Whether `a` refers to a shape computation anywhere.
+bool mentionsScalar(const json& a, const std::map<std::string, json>& scalars) {
+  if (a.is_object() && a.contains("node") && a["node"].is_string()) return scalars.count(a["node"].get<std::string>()) > 0;
+  if (a.is_array() || a.is_object())
+    for (const auto& x : a)
+      if (mentionsScalar(x, scalars)) return true;
+  return false;
+}
+
 /// A copy of `a` with every reference to a shape computation replaced by
 /// its number (Note [Shape computations]).
 json substituteScalars(const json& a, const std::map<std::string, json>& scalars) {
@@ -2960,7 +2969,8 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
   json substituted;
   for (auto& node : nodes) {
     const json* np = &node;
-    if (!scalars.empty()) {
+    // Only a node that reads a shape computation is copied.
+    if (!scalars.empty() && (mentionsScalar(node["args"], scalars) || (node.contains("kwargs") && mentionsScalar(node["kwargs"], scalars)))) {
       substituted = node;
       substituted["args"] = substituteScalars(node["args"], scalars);
       if (node.contains("kwargs")) substituted["kwargs"] = substituteScalars(node["kwargs"], scalars);
@@ -3023,7 +3033,8 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
         if (metas[i].is_null() || outs[i] == kNoValue) continue;
         TensorType want = parseTensorType(metas[i], loc, "meta");
         const TensorType& got = g.type(outs[i]);
-        if (metas[i].contains("stride")) layout[outs[i]] = want.strides;
+        // Only a layout that differs from the IR's needs keeping.
+        if (metas[i].contains("stride") && want.strides != got.strides) layout[outs[i]] = want.strides;
         if (want.sizes != got.sizes || want.dtype != got.dtype)
           throw UserError(loc, cat("shape mismatch: the graph records ", want.str(), ", the op gives ",
                                    TensorType::contiguous(got.dtype, got.sizes).str()));

@@ -24,7 +24,7 @@
 #include "aotc/codegen/codegen.h"
 #include "aotc/frontend/fx.h"
 #include "aotc/ir/safetensors.h"
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/runtime/manifest.h"
 #include "aotc/support/fs.h"

@@ -177,11 +177,11 @@ class Converter {
   }
   ValueId op(OpKind k, std::vector<ValueId> ins, Attrs a = {}) {
     if (noGrad_) a["no_grad"] = true;
-    return g_.add(k, std::move(ins), std::move(a), loc_);
+    return addOp(g_, k, std::move(ins), std::move(a), loc_);
   }
   std::vector<ValueId> ops(OpKind k, std::vector<ValueId> ins, Attrs a, std::vector<Graph> regions) {
     if (noGrad_) a["no_grad"] = true;
-    return g_.addNode(k, std::move(ins), std::move(a), loc_, Phase::Forward, kTagNone, std::move(regions));
+    return addNode(g_, k, std::move(ins), std::move(a), loc_, Phase::Forward, kTagNone, std::move(regions));
   }
   const json& node() const { return node_; }
   const SourceLoc& loc() const { return loc_; }
@@ -391,6 +391,22 @@ DType dtypeArg(Converter& c, size_t i, const char* kw, DType dflt) {
   auto p = d->is_object() && d->contains("dtype") ? dtypeFromTorchName((*d)["dtype"].get<std::string>()) : std::nullopt;
   if (!p) c.fail("unsupported dtype argument " + d->dump());
   return *p;
+}
+
+/// aten.arange's overloads: `n_bounds` positional numbers (end; start, end;
+/// start, end, step), then dtype.
+V arange(Converter& c, size_t n_bounds) {
+  static constexpr const char* kNames[3][3] = {{"end"}, {"start", "end"}, {"start", "end", "step"}};
+  const char* const* names = kNames[n_bounds - 1];
+  double b[3] = {0.0, 0.0, 1.0};
+  bool ints = true;
+  for (size_t i = 0; i < n_bounds; ++i) {
+    if (i == 2 && !c.has(i, names[i])) break;  // step defaults to 1
+    b[n_bounds == 1 ? 1 : i] = c.number(i, names[i]);
+    ints = ints && c.arg(i, names[i])->is_number_integer();
+  }
+  DType d = dtypeArg(c, n_bounds, "dtype", ints ? DType::I64 : DType::F32);
+  return {c.op(OpKind::Arange, {}, Attrs{{"start", b[0]}, {"end", b[1]}, {"step", b[2]}, {"dtype", std::string(dtypeName(d))}})};
 }
 
 ValueId reduceOp(Converter& c, OpKind k, ValueId x, Ints dims, bool keep) {
@@ -2363,20 +2379,12 @@ const std::map<std::string, ConvertFn>& converters() {
        }},
       {"aten.scalar_tensor.default",
        [](Converter& c) -> V { return {constantLike(c, c.number(0, "s"), TensorType::contiguous(dtypeArg(c, 1, "dtype", DType::F32), {}))}; }},
-      {"aten.arange.start_step",
-       [](Converter& c) -> V {
-         double start = c.number(0, "start"), end = c.number(1, "end"), step = c.number(2, "step", 1.0);
-         const json* s0 = c.arg(0, "start");
-         bool ints = s0 && s0->is_number_integer() && c.arg(1, "end")->is_number_integer();
-         DType d = dtypeArg(c, 3, "dtype", ints ? DType::I64 : DType::F32);
-         return {c.op(OpKind::Arange, {}, Attrs{{"start", start}, {"end", end}, {"step", step}, {"dtype", std::string(dtypeName(d))}})};
-       }},
-      {"aten.arange.default",
-       [](Converter& c) -> V {
-         double end = c.number(0, "end");
-         DType d = dtypeArg(c, 1, "dtype", c.arg(0, "end")->is_number_integer() ? DType::I64 : DType::F32);
-         return {c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", end}, {"step", 1.0}, {"dtype", std::string(dtypeName(d))}})};
-       }},
+      // arange(end), arange(start, end), arange(start, end, step): the
+      // result is int64 when every bound given is an integer, else the
+      // default float dtype (ATen's rule), unless dtype= says otherwise.
+      {"aten.arange.start_step", [](Converter& c) { return arange(c, 3); }},
+      {"aten.arange.start", [](Converter& c) { return arange(c, 2); }},
+      {"aten.arange.default", [](Converter& c) { return arange(c, 1); }},
       {"aten.copy_.default",
        [](Converter& c) -> V { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), c.tensor(1, "src")})}; }},
       // ---- Core ATen breadth (issue 12)

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstdio>
 
-#include "aotc/ops/ops.h"
 
 namespace aotc {
 
@@ -229,49 +228,6 @@ int32_t Graph::appendNode(Node n) {
   }
   nodes.push_back(std::move(n));
   return idx;
-}
-
-void checkBounded(const TensorType& t) {
-  // Note [Bounded sizes].
-  auto bad = [&](const std::string& what) { throw UserError(SourceLoc{}, "result " + t.str() + " " + what); };
-  for (int64_t s : t.sizes)
-    if (s < 0 || s > kMaxExtent) bad("has a size outside [0, 2^48]");
-  for (int64_t s : t.strides)
-    if (s < -kMaxExtent || s > kMaxExtent) bad("has a stride beyond 2^48");
-  if (t.offset < 0 || t.offset > kMaxExtent) bad("has a storage offset outside [0, 2^48]");
-  if (t.numel() > kMaxElements) bad(cat("has ", t.numel(), " elements; aotc handles tensors of at most 2^40"));
-}
-
-std::vector<ValueId> Graph::addNode(OpKind op, std::vector<ValueId> ins, Attrs attrs, SourceLoc loc,
-                                    Phase phase, uint32_t tags, std::vector<Graph> regions) {
-  std::vector<TensorType> tys;
-  for (ValueId v : ins) tys.push_back(type(v));
-  std::vector<TensorType> outs;
-  try {
-    outs = inferNodeTypes(op, tys, attrs, regions);
-    for (const TensorType& t : outs) checkBounded(t);
-  } catch (const UserError& e) {
-    SourceLoc l = loc;
-    if (l.op.empty()) l.op = opName(op);
-    throw UserError(l, e.diagnostics().front().message);
-  } catch (const std::exception& e) {
-    // Not a user error: a bug in a rule.  Name the node it was building.
-    throw std::runtime_error(cat("node '", loc.node.empty() ? "?" : loc.node, "' (", opName(op), "): ", e.what()));
-  }
-  Node n{op, std::move(ins), {}, std::move(attrs), loc, phase, tags, std::move(regions)};
-  std::string hint = loc.node.empty() ? opName(op) : loc.node;
-  for (char& c : hint)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) c = '_';
-  for (auto& t : outs) n.outputs.push_back(newValue(uniqueName(hint), t));
-  appendNode(std::move(n));
-  return nodes.back().outputs;
-}
-
-ValueId Graph::add(OpKind op, std::vector<ValueId> ins, Attrs attrs, SourceLoc loc, Phase phase,
-                   uint32_t tags) {
-  auto outs = addNode(op, std::move(ins), std::move(attrs), std::move(loc), phase, tags);
-  AOTC_CHECK(outs.size() == 1, opName(op), " has ", outs.size(), " outputs");
-  return outs[0];
 }
 
 int32_t Graph::copyNode(const Graph& src, const Node& n, std::vector<ValueId>& vmap) {

@@ -19,7 +19,7 @@
 namespace aotc {
 
 ValueId GradCtx::op(OpKind k, std::vector<ValueId> ins, Attrs a) {
-  return g_.add(k, std::move(ins), std::move(a), fwd_.loc, Phase::Backward);
+  return addOp(g_, k, std::move(ins), std::move(a), fwd_.loc, Phase::Backward);
 }
 
 ValueId GradCtx::scalar(double v, DType d) {

@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
 
 namespace aotc {
@@ -139,14 +139,14 @@ inline Graph buildLoss(const Sample& s, DType floatType = DType::F64) {
     ins.push_back(g.addInput("x" + std::to_string(i),
                              TensorType::contiguous(s.inputs[i].dtype == DType::F64 ? floatType : s.inputs[i].dtype, s.inputs[i].sizes),
                              InputRole::UserInput, isFloating(s.inputs[i].dtype)));
-  auto outs = g.addNode(s.op, ins, s.attrs);
+  auto outs = addNode(g, s.op, ins, s.attrs);
   ValueId loss = kNoValue;
   for (size_t k = 0; k < outs.size(); ++k) {
     const TensorType t = g.type(outs[k]);
     if (!isFloating(t.dtype)) continue;
     ValueId w = g.addInput("w" + std::to_string(k), TensorType::contiguous(t.dtype, t.sizes), InputRole::UserInput, false);
-    ValueId term = g.add(OpKind::Sum, {g.add(OpKind::Mul, {outs[k], w})}, Attrs{{"dim", Ints{}}, {"keepdim", false}});
-    loss = loss == kNoValue ? term : g.add(OpKind::Add, {loss, term});
+    ValueId term = addOp(g, OpKind::Sum, {addOp(g, OpKind::Mul, {outs[k], w})}, Attrs{{"dim", Ints{}}, {"keepdim", false}});
+    loss = loss == kNoValue ? term : addOp(g, OpKind::Add, {loss, term});
   }
   g.outputs.push_back(GraphOutput{loss, OutputRole::User, "", std::nullopt, {}});
   verifyGraph(g);

@@ -81,7 +81,7 @@ Graph autodiff(const Graph& fwd) {
   auto accumulate = [&](ValueId jv, ValueId g, const SourceLoc& loc) {
     auto it = grads.find(jv);
     if (it == grads.end()) grads[jv] = g;
-    else it->second = j.add(OpKind::Add, {it->second, g}, {}, loc, Phase::Backward);
+    else it->second = addOp(j, OpKind::Add, {it->second, g}, {}, loc, Phase::Backward);
   };
   for (size_t i = 0; i < fwd.outputs.size(); ++i)
     if (tangents[i] != kNoValue) accumulate(vmap[fwd.outputs[i].value], tangents[i], SourceLoc{});
@@ -128,7 +128,7 @@ Graph autodiff(const Graph& fwd) {
       g = it->second;
     } else {
       const TensorType& t = fwd.type(gi.value);
-      g = j.add(OpKind::Constant, {},
+      g = addOp(j, OpKind::Constant, {},
                 Attrs{{"value", 0.0}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", t.sizes}},
                 SourceLoc{"", name, "zero grad"}, Phase::Backward);
     }

@@ -115,7 +115,7 @@ class Functionalizer {
     Storage& s = storages_[static_cast<size_t>(a.storage)];
     if (a.cachedVersion == s.version && a.cached != kNoValue) return a.cached;
     ValueId v = s.current;
-    for (const ViewStep& st : a.chain) v = out_.add(st.op, {v}, st.attrs, loc);
+    for (const ViewStep& st : a.chain) v = addOp(out_, st.op, {v}, st.attrs, loc);
     a.cached = v;
     a.cachedVersion = s.version;
     return v;
@@ -123,15 +123,15 @@ class Functionalizer {
 
   ValueId reshapeTo(ValueId v, Ints sizes, const SourceLoc& loc) {  // by value: add() grows the value table
     if (out_.type(v).sizes == sizes) return v;
-    if (!viewStrides(out_.type(v).sizes, out_.type(v).strides, sizes)) v = out_.add(OpKind::Clone, {v}, {}, loc);
-    return out_.add(OpKind::View, {v}, Attrs{{"size", sizes}}, loc);
+    if (!viewStrides(out_.type(v).sizes, out_.type(v).strides, sizes)) v = addOp(out_, OpKind::Clone, {v}, {}, loc);
+    return addOp(out_, OpKind::View, {v}, Attrs{{"size", sizes}}, loc);
   }
 
   /// The base's new value when the view `step` of `base` now holds `v`.
   ValueId inverse(const ViewStep& step, ValueId base, ValueId v, const SourceLoc& loc) {
     switch (step.op) {
-      case OpKind::T: return out_.add(OpKind::T, {v}, {}, loc);
-      case OpKind::Transpose: return out_.add(OpKind::Transpose, {v}, step.attrs, loc);
+      case OpKind::T: return addOp(out_, OpKind::T, {v}, {}, loc);
+      case OpKind::Transpose: return addOp(out_, OpKind::Transpose, {v}, step.attrs, loc);
       case OpKind::View: case OpKind::Unsqueeze: case OpKind::Squeeze:
         return reshapeTo(v, out_.type(base).sizes, loc);
       case OpKind::Detach: return v;
@@ -139,11 +139,11 @@ class Functionalizer {
         const Ints& p = attrInts(step.attrs, "dims");
         Ints inv(p.size());
         for (size_t i = 0; i < p.size(); ++i) inv[static_cast<size_t>(wrapDim(p[i], static_cast<int64_t>(p.size())))] = static_cast<int64_t>(i);
-        return out_.add(OpKind::Permute, {v}, Attrs{{"dims", inv}}, loc);
+        return addOp(out_, OpKind::Permute, {v}, Attrs{{"dims", inv}}, loc);
       }
-      case OpKind::Slice: return out_.add(OpKind::SliceScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
-      case OpKind::Select: return out_.add(OpKind::SelectScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
-      case OpKind::Diagonal: return out_.add(OpKind::DiagonalScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
+      case OpKind::Slice: return addOp(out_, OpKind::SliceScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
+      case OpKind::Select: return addOp(out_, OpKind::SelectScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
+      case OpKind::Diagonal: return addOp(out_, OpKind::DiagonalScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
       case OpKind::Expand:
         throw UserError(loc, "in-place update of an expanded view: several elements share one memory location "
                              "(PyTorch rejects this too); clone() the expanded tensor first");
@@ -154,7 +154,7 @@ class Functionalizer {
   }
 
   ValueId contiguous(ValueId v, const SourceLoc& loc) {
-    return out_.type(v).isContiguous() ? v : out_.add(OpKind::Clone, {v}, {}, loc);
+    return out_.type(v).isContiguous() ? v : addOp(out_, OpKind::Clone, {v}, {}, loc);
   }
 
   /// Appends `step`, composing it with the last step where the two are one.
@@ -190,12 +190,12 @@ class Functionalizer {
     } else {
       std::vector<ValueId> bases{s.current};
       for (size_t i = 0; i + 1 < a.chain.size(); ++i)
-        bases.push_back(out_.add(a.chain[i].op, {bases.back()}, a.chain[i].attrs, n.loc));
+        bases.push_back(addOp(out_, a.chain[i].op, {bases.back()}, a.chain[i].attrs, n.loc));
       base = newv;
       for (size_t i = a.chain.size(); i-- > 0;) base = inverse(a.chain[i], bases[i], base, n.loc);
     }
     bool invisible = attrBool(n.attrs, "no_grad", false) || hasDetach(a.chain);
-    if (invisible && !joint_) base = out_.add(OpKind::KeepGrad, {old, base}, {}, n.loc);
+    if (invisible && !joint_) base = addOp(out_, OpKind::KeepGrad, {old, base}, {}, n.loc);
     s.current = base;
     s.version++;
     s.lastMutation = n.loc;
@@ -209,7 +209,7 @@ class Functionalizer {
     switch (info.category) {
       case OpCategory::View: {
         ValueId from = n.inputs[0];
-        ValueId fv = out_.add(n.op, {current(A, from, n.loc)}, n.attrs, n.loc, n.phase, n.tags);
+        ValueId fv = addOp(out_, n.op, {current(A, from, n.loc)}, n.attrs, n.loc, n.phase, n.tags);
         Alias na = A[from];
         extendChain(na.chain, ViewStep{n.op, n.attrs}, n.loc);
         na.cached = fv;
@@ -227,7 +227,7 @@ class Functionalizer {
           throw UserError(n.loc, "input '" + inputName(s.input) + "' has its metadata mutated in the backward (" +
                                      opName(n.op) + "); a backward may only mutate data");
         ViewStep step{*info.functional, n.attrs};
-        ValueId fv = out_.add(step.op, {current(A, self, n.loc)}, n.attrs, n.loc, n.phase);
+        ValueId fv = addOp(out_, step.op, {current(A, self, n.loc)}, n.attrs, n.loc, n.phase);
         extendChain(a.chain, step, n.loc);
         a.cached = fv;
         a.cachedVersion = s.version;
@@ -246,11 +246,11 @@ class Functionalizer {
           if (out_.type(newv).dtype != st.dtype)
             throw UserError(n.loc, cat("copy_ from ", dtypeName(out_.type(newv).dtype), " into ", dtypeName(st.dtype),
                                        " needs a cast, which this op set does not have yet"));
-          if (out_.type(newv).sizes != st.sizes) newv = out_.add(OpKind::Expand, {newv}, Attrs{{"size", st.sizes}}, n.loc);
+          if (out_.type(newv).sizes != st.sizes) newv = addOp(out_, OpKind::Expand, {newv}, Attrs{{"size", st.sizes}}, n.loc);
         } else {
           Attrs attrs = n.attrs;
           attrs.erase("no_grad");
-          newv = out_.add(*info.functional, {cur, current(A, n.inputs[1], n.loc)}, attrs, n.loc, n.phase);
+          newv = addOp(out_, *info.functional, {cur, current(A, n.inputs[1], n.loc)}, attrs, n.loc, n.phase);
           if (out_.type(newv).dtype != st.dtype)
             throw UserError(n.loc, cat("result type ", dtypeName(out_.type(newv).dtype),
                                        " can't be cast to the desired output type ", dtypeName(st.dtype), " of an in-place op"));
@@ -269,7 +269,7 @@ class Functionalizer {
         Alias& a = A[dst];
         Storage& s = storages_[static_cast<size_t>(a.storage)];
         ValueId fromV = current(A, from, n.loc);
-        out_.addNode(OpKind::EpilogueCopy, {current(A, dst, n.loc), fromV}, n.attrs, n.loc, n.phase, n.tags);
+        addNode(out_, OpKind::EpilogueCopy, {current(A, dst, n.loc), fromV}, n.attrs, n.loc, n.phase, n.tags);
         s.current = fromV;
         s.fwCopySource = fromV;
         A[from] = Alias{a.storage, {}, fromV, s.version, a.object};
@@ -282,7 +282,7 @@ class Functionalizer {
       default: {
         std::vector<ValueId> ins;
         for (ValueId v : n.inputs) ins.push_back(current(A, v, n.loc));
-        auto outs = out_.addNode(n.op, ins, n.attrs, n.loc, n.phase, n.tags, n.regions);
+        auto outs = addNode(out_, n.op, ins, n.attrs, n.loc, n.phase, n.tags, n.regions);
         for (size_t i = 0; i < outs.size(); ++i) fresh(src, A, n.outputs[i], outs[i]);
       }
     }
@@ -328,7 +328,7 @@ class Functionalizer {
     Attrs attrs{{"num_args", static_cast<int64_t>(n.inputs.size())}, {"num_outputs", numOut}, {"saved_input", savedInput}};
     if (n.attrs.count("name")) attrs["name"] = n.attrs.at("name");
     std::vector<Graph> regions{n.regions.at(1)};
-    auto outs = out_.addNode(OpKind::CustomGrad, ins, attrs, n.loc, n.phase, kTagNone, regions);
+    auto outs = addNode(out_, OpKind::CustomGrad, ins, attrs, n.loc, n.phase, kTagNone, regions);
     for (size_t i = 0; i < outs.size(); ++i) fresh(src, A, n.outputs[i], outs[i]);
   }
 
@@ -337,9 +337,9 @@ class Functionalizer {
       if (s.input < 0 || s.tangent) continue;
       ValueId base = out_.inputs[static_cast<size_t>(s.input)].value;
       if (!joint_ && s.fwMutated)
-        out_.addNode(OpKind::EpilogueCopy, {base, s.current}, {}, s.lastMutation, Phase::Forward, kMustBeInForward);
+        addNode(out_, OpKind::EpilogueCopy, {base, s.current}, {}, s.lastMutation, Phase::Forward, kMustBeInForward);
       if (joint_ && s.bwMutated) {
-        out_.addNode(OpKind::EpilogueCopy, {base, s.current}, {}, s.lastMutation, Phase::Backward, kMustBeInBackward);
+        addNode(out_, OpKind::EpilogueCopy, {base, s.current}, {}, s.lastMutation, Phase::Backward, kMustBeInBackward);
         // The backward reads the post-forward value: never recompute it from
         // the input the forward copy has overwritten.
         if (s.fwCopySource != kNoValue && out_.values[s.fwCopySource].node >= 0)

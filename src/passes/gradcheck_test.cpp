@@ -12,7 +12,7 @@
 #include <random>
 #include <set>
 
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/passes/passes.h"
 #include "aotc/runtime/reference_runtime.h"

@@ -99,7 +99,7 @@ Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
     for (size_t i = 0; i < saved.size(); ++i) {
       if (!fwMutated.count(storageRoot(saved[i]))) continue;
       SourceLoc loc{"", j.values[saved[i]].name, "saved before epilogue"};
-      savedF[i] = F.add(OpKind::Clone, {fmap[saved[i]]}, {}, loc, Phase::Forward, kMustSave);
+      savedF[i] = addOp(F, OpKind::Clone, {fmap[saved[i]]}, {}, loc, Phase::Forward, kMustSave);
       F.tryRename(savedF[i], j.values[saved[i]].name + ".saved");
     }
   };

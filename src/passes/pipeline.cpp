@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include <stdexcept>
 
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 #include "aotc/passes/passes.h"
 
 namespace aotc {
@@ -45,7 +45,7 @@ std::vector<std::string> partitionerNames() { return {"min-cut", "default"}; }
 namespace {
 
 /// Runs one pass.  An exception that is not a UserError is a bug in the pass:
-/// it says which pass (Graph::addNode adds the node, the CLI the file).
+/// it says which pass (aotc::addNode adds the node, the CLI the file).
 template <class Fn>
 auto guarded(const char* pass, Fn&& fn) {
   try {

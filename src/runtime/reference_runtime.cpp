@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "aotc/ir/safetensors.h"
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/runtime/manifest.h"
 

@@ -545,6 +545,15 @@ def pool_results_are_fresh(x):
 add("pool_fresh", (pool_results_are_fresh, (rn2(2, 2, 3, 4),)))
 
 
+
+def aranges(x):
+    # Every arange overload, and ATen's dtype rule: int64 only when every
+    # bound is an integer (a float step makes the whole range float).
+    T = x.shape[1]
+    return (x + torch.arange(0, T, dtype=torch.long), x * torch.arange(T), torch.arange(1, T + 1) * 1.5 + x,
+            torch.arange(0, 3, 0.5), torch.arange(2, 9, 3), torch.arange(-1.0, 1.0, 0.25), torch.arange(0.5, 4))
+add("aranges", (aranges, (rn2(2, 5, rg=True),)))
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

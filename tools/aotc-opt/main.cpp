@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "aotc/frontend/fx.h"
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 #include "aotc/passes/passes.h"
 
 int main(int argc, char** argv) {

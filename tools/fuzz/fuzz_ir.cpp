@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 #include "aotc/passes/passes.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

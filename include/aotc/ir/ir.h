@@ -67,16 +67,10 @@ using AttrValue = std::variant<int64_t, double, bool, std::string, Ints>;
 using Attrs = std::map<std::string, AttrValue>;
 std::string attrStr(const AttrValue& v);
 
-enum class OpKind : uint16_t {
-#define OP(Kind, name, arity, cat, grad, fn, attrs) Kind,
-#include "aotc/ops/ops.def"
-#undef OP
-};
-inline constexpr int kNumOps = 0
-#define OP(Kind, name, arity, cat, grad, fn, attrs) +1
-#include "aotc/ops/ops.def"
-#undef OP
-    ;
+/// Which op a node applies.  The IR stores, compares and hashes op kinds but
+/// does not know the op table: the enumerators, and every rule about an op,
+/// are declared by the ops library (aotc/ops/ops.h, from ops.def).
+enum class OpKind : uint16_t;
 
 enum class Phase : uint8_t { Forward, Backward };
 
@@ -157,14 +151,9 @@ class Graph {
   std::vector<GraphOutput> outputs;
 
   ValueId addInput(std::string name, TensorType type, InputRole role, bool requires_grad);
-  /// Appends a node, inferring its output types.  Throws UserError on a bad shape.
-  std::vector<ValueId> addNode(OpKind op, std::vector<ValueId> inputs, Attrs attrs = {},
-                               SourceLoc loc = {}, Phase phase = Phase::Forward,
-                               uint32_t tags = kTagNone, std::vector<Graph> regions = {});
-  /// Single-output convenience.
-  ValueId add(OpKind op, std::vector<ValueId> inputs, Attrs attrs = {}, SourceLoc loc = {},
-              Phase phase = Phase::Forward, uint32_t tags = kTagNone);
-  /// Appends a node whose output types are given (parser, cloning).
+  /// Appends a node whose output types are given (its outputs must be values
+  /// of this graph).  Nodes whose types are inferred from their op are built
+  /// with aotc::addNode (aotc/ops/ops.h), which knows the shape rules.
   int32_t appendNode(Node n);
   ValueId newValue(std::string name, TensorType type);
   /// Copies node `n` of `src` into this graph, mapping operands through

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "aotc/ops/reference.h"
+#include "aotc/ir/host_tensor.h"
 
 namespace aotc {
 

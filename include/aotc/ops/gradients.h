@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "aotc/ir/ir.h"
+#include "aotc/ops/ops.h"
 
 namespace aotc {
 

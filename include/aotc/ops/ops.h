@@ -10,6 +10,17 @@
 
 namespace aotc {
 
+enum class OpKind : uint16_t {
+#define OP(Kind, name, arity, cat, grad, fn, attrs) Kind,
+#include "aotc/ops/ops.def"
+#undef OP
+};
+inline constexpr int kNumOps = 0
+#define OP(Kind, name, arity, cat, grad, fn, attrs) +1
+#include "aotc/ops/ops.def"
+#undef OP
+    ;
+
 enum class OpCategory : uint8_t { Creation, Pointwise, Reduction, View, Extern, Mutation, MetaMutation, Epilogue, Scatter, Alias, Custom, Window, Gather, Random };
 enum class GradKind : uint8_t { Diff, NoGrad, NeverDiff };
 
@@ -53,6 +64,16 @@ std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins
 /// (autograd_function: the forward region's user outputs).
 std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs,
                                        const std::vector<Graph>& regions);
+
+/// Appends a node to `g`, its output types inferred by the op's shape rule
+/// (and checked against aotc's size bounds).  Throws UserError, located at
+/// `loc`, on a bad shape.  The one builder front ends, gradient rules and
+/// passes use.
+std::vector<ValueId> addNode(Graph& g, OpKind op, std::vector<ValueId> inputs, Attrs attrs = {}, SourceLoc loc = {},
+                             Phase phase = Phase::Forward, uint32_t tags = kTagNone, std::vector<Graph> regions = {});
+/// Single-output addNode.
+ValueId addOp(Graph& g, OpKind op, std::vector<ValueId> inputs, Attrs attrs = {}, SourceLoc loc = {},
+              Phase phase = Phase::Forward, uint32_t tags = kTagNone);
 
 /// Broadcast two shapes (PyTorch rules); nullopt if incompatible.
 std::optional<Ints> broadcastShapes(const Ints& a, const Ints& b);

@@ -9,21 +9,10 @@
 
 #include <vector>
 
-#include "aotc/ir/ir.h"
+#include "aotc/ir/host_tensor.h"
+#include "aotc/ops/ops.h"
 
 namespace aotc {
-
-struct HostTensor {
-  DType dtype = DType::F32;
-  Ints sizes;
-  std::vector<double> data;  ///< row-major, numel() elements
-
-  int64_t numel() const;
-  static HostTensor zeros(DType d, Ints sizes);
-};
-
-/// Rounds `x` to the nearest value representable in `d`.
-double roundTo(DType d, double x);
 
 /// Runs one op.  `out_types` are the node's result types (from the IR).
 std::vector<HostTensor> referenceEval(OpKind op, const std::vector<const HostTensor*>& ins, const Attrs& attrs,

@@ -65,7 +65,7 @@ TEST(Codegen, ForwardOnlyKernelsCompile) {
                                InputRole::UserInput, false));
     Attrs a;
     if (k == OpKind::ArgMax) a = Attrs{{"dim", int64_t{1}}, {"keepdim", false}};
-    ValueId y = g.add(k, ins, a);
+    ValueId y = addOp(g, k, ins, a);
     g.outputs.push_back(GraphOutput{y, OutputRole::User, "", std::nullopt, {}});
     Partition p{g, Graph{}, {}};
     p.backward.name = "empty";

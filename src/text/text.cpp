@@ -1,5 +1,5 @@
 //===- text.cpp - IR printer, parser, verifier ----------------------------===//
-#include "aotc/ir/text.h"
+#include "aotc/text/text.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""check_layering.py [ROOT]: the library layering, checked from the sources.
+
+Reads every aotc_library(NAME SOURCES ... LINKS ...) and aotc_test(...) in
+src/CMakeLists.txt and fails (exit 1, one line per violation) when
+  - a library's sources span more than one folder of src/ (one folder is one
+    library), or two libraries share a folder;
+  - a file in src/F/ or include/aotc/F/ includes "aotc/G/..." where G is
+    neither F nor a folder of a library F's library links, directly or
+    through the libraries it links (a test may include what its LINKS reach).
+So `ir` including `ops` (the op table) fails here, not just at link time.
+"""
+import os
+import re
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def calls(text, fn):
+    for m in re.finditer(rf"\b{fn}\(([^)]*)\)", text):
+        words = m.group(1).split()
+        name, sections, key = words[0], {"SOURCES": [], "LINKS": []}, None
+        for w in words[1:]:
+            if w in ("SOURCES", "LINKS", "SHARDS"):
+                key = w
+            elif key in sections:
+                sections[key].append(w)
+        yield name, sections["SOURCES"], [l for l in sections["LINKS"] if l.startswith("aotc_")]
+
+
+def main():
+    cmake = open(os.path.join(ROOT, "src", "CMakeLists.txt")).read()
+    errors, folder_of, links = [], {}, {}
+    for name, sources, deps in calls(cmake, "aotc_library"):
+        folders = {s.split("/")[0] for s in sources}
+        if len(folders) != 1:
+            errors.append(f"src/CMakeLists.txt: library {name} compiles sources of folders {sorted(folders)}; "
+                          "one folder is one library")
+            continue
+        folder = folders.pop()
+        other = [n for n, f in folder_of.items() if f == folder]
+        if other:
+            errors.append(f"src/CMakeLists.txt: libraries {other[0]} and {name} share the folder src/{folder}")
+        folder_of[name], links[name] = folder, deps
+
+    def reach(names):
+        seen, todo = set(), list(names)
+        while todo:
+            n = todo.pop()
+            if n in links and n not in seen:
+                seen.add(n)
+                todo += links[n]
+        return {folder_of[n] for n in seen}
+
+    allowed = {folder_of[n]: reach([n]) for n in links}
+    tests = {}
+    for name, sources, deps in calls(cmake, "aotc_test"):
+        for s in sources:
+            tests[s] = reach(deps) | {s.split("/")[0]}
+    include = re.compile(r'^\s*#\s*include\s+"aotc/([a-z_]+)/', re.M)
+    for base, prefix in (("src", ""), (os.path.join("include", "aotc"), "")):
+        for folder in sorted(os.listdir(os.path.join(ROOT, base))):
+            d = os.path.join(ROOT, base, folder)
+            if not os.path.isdir(d):
+                continue
+            if folder not in allowed:
+                errors.append(f"{base}/{folder}: folder of no library in src/CMakeLists.txt")
+                continue
+            for dirpath, _, files in os.walk(d):
+                for f in sorted(files):
+                    path = os.path.join(dirpath, f)
+                    rel = os.path.relpath(path, ROOT)
+                    ok = tests.get(os.path.relpath(path, os.path.join(ROOT, "src")), allowed[folder])
+                    # A header only tests include (op_samples.h) may reach as far as they do.
+                    if f.endswith(".h") and base == "src" and not f.endswith("_shim.h"):
+                        users = [t for t in tests if t.startswith(folder + "/")] + \
+                                [t for t in tests if f in open(os.path.join(ROOT, "src", t)).read()]
+                        if users:
+                            ok = set().union(*(tests[t] for t in users))
+                    for n, line in enumerate(open(path, errors="replace").read().splitlines(), 1):
+                        m = include.match(line)
+                        if m and m.group(1) not in ok:
+                            errors.append(f"{rel}:{n}: includes aotc/{m.group(1)}/, which the {folder} library "
+                                          f"does not link (it reaches {', '.join(sorted(ok))})")
+    for e in errors:
+        print(e)
+    if not errors:
+        print(f"layering ok: {len(folder_of)} libraries, one folder each")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -288,7 +288,7 @@ constexpr GradRule ruleFor(OpKind k) {
         return {g.div(g.GO(0), d)};
       };
     // Piecewise constant: zero gradient (ATen: zeros_like(grad)).
-    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc:
+    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: case OpKind::Sign:
       return [](GradCtx& g) -> R { return {g.zeros(g.type(g.I(0)))}; };
     case OpKind::DivFloor:
       return [](GradCtx& g) -> R {

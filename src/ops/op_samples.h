@@ -119,6 +119,7 @@ inline std::vector<Sample> samples() {
       {K::Acosh, {F({2, 3})}, none, 1.2, 3},
       {K::Atanh, {F({2, 3})}, none, -0.9, 0.9},
       {K::Floor, {F({2, 3})}, none},
+      {K::Sign, {F({2, 3})}, none},
       {K::Ceil, {F({2, 3})}, none},
       {K::Round, {F({2, 3})}, none},
       {K::Trunc, {F({2, 3})}, none},

@@ -554,6 +554,12 @@ def aranges(x):
             torch.arange(0, 3, 0.5), torch.arange(2, 9, 3), torch.arange(-1.0, 1.0, 0.25), torch.arange(0.5, 4))
 add("aranges", (aranges, (rn2(2, 5, rg=True),)))
 
+
+def signs(x):
+    # aten.sign (Core ATen), zeros included: no gradient flows through it.
+    return torch.sign(x) * x, torch.sign(x - x.round())
+add("sign", (signs, (torch.tensor([[-1.5, 0.0, 2.0], [3.0, -0.25, 0.0]], requires_grad=True),)))
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -5,6 +5,9 @@
 //   aotc-opt FILE --roundtrip             prints parse(FILE) unchanged
 //   aotc-opt --fx-targets < NAMES         prints `NAME supported|unsupported`
 //                                         per ATen target (scripts/op_coverage)
+//   aotc-opt --fx-lowering < FILES        loads each FX JSON file and prints,
+//                                         per ATen target met, the IR ops it
+//                                         became: `TARGET OP CATEGORY GRAD`
 // Errors print as `FILE:LINE: error: ...` or `FILE: node 'n' (op): error: ...`.
 //===----------------------------------------------------------------------===//
 #include <cstdio>
@@ -13,9 +16,49 @@
 #include <fstream>
 #include <sstream>
 
+#include <set>
+#include <tuple>
+
 #include "aotc/frontend/fx.h"
-#include "aotc/text/text.h"
+#include "aotc/ops/ops.h"
 #include "aotc/passes/passes.h"
+#include "aotc/text/text.h"
+
+namespace {
+
+const char* categoryName(aotc::OpCategory c) {
+  using aotc::OpCategory;
+  switch (c) {
+    case OpCategory::Creation: return "creation";
+    case OpCategory::Pointwise: return "pointwise";
+    case OpCategory::Reduction: return "reduction";
+    case OpCategory::View: return "view";
+    case OpCategory::Extern: return "extern";
+    case OpCategory::Mutation: return "mutation";
+    case OpCategory::MetaMutation: return "meta_mutation";
+    case OpCategory::Epilogue: return "epilogue";
+    case OpCategory::Scatter: return "scatter";
+    case OpCategory::Alias: return "alias";
+    case OpCategory::Custom: return "custom";
+    case OpCategory::Window: return "window";
+    case OpCategory::Gather: return "gather";
+    case OpCategory::Random: return "random";
+  }
+  return "?";
+}
+
+void lowering(const aotc::Graph& g, std::set<std::tuple<std::string, std::string, std::string, std::string>>& rows) {
+  for (const aotc::Node& n : g.nodes) {
+    const aotc::OpInfo& info = aotc::opInfo(n.op);
+    // A mutation op is its functional op plus a copy: report the functional one.
+    const aotc::OpInfo& f = info.functional ? aotc::opInfo(*info.functional) : info;
+    if (!n.loc.op.empty())
+      rows.emplace(n.loc.op, f.name, categoryName(f.category), f.grad == aotc::GradKind::Diff ? "grad" : "no_grad");
+    for (const aotc::Graph& r : n.regions) lowering(r, rows);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string file, passes, partition;
@@ -30,6 +73,21 @@ int main(int argc, char** argv) {
       std::string t;
       while (std::cin >> t) std::printf("%s %s\n", t.c_str(), aotc::isSupportedFxTarget(t) ? "supported" : "unsupported");
       return 0;
+    }
+    else if (a == "--fx-lowering") {
+      std::set<std::tuple<std::string, std::string, std::string, std::string>> rows;
+      std::string path;
+      int rc = 0;
+      while (std::cin >> path) {
+        try {
+          lowering(aotc::loadFxGraph(path).graph, rows);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          rc = 1;
+        }
+      }
+      for (const auto& [t, op, cat, grad] : rows) std::printf("%s %s %s %s\n", t.c_str(), op.c_str(), cat.c_str(), grad.c_str());
+      return rc;
     }
     else if (a[0] != '-' || a == "-") file = a;
     else {

@@ -560,6 +560,29 @@ def signs(x):
     return torch.sign(x) * x, torch.sign(x - x.round())
 add("sign", (signs, (torch.tensor([[-1.5, 0.0, 2.0], [3.0, -0.25, 0.0]], requires_grad=True),)))
 
+
+# ---------------------------------------------------------------- dtypes
+# The same layers in float64 and bfloat16 (PyTorch 1.13's CPU kernels cover
+# them), and float16 on the ops its CPU kernels have: e2e_test compares with a
+# tolerance per result dtype (Note [Dtype tolerances] there).
+def mixed_layers(x, w, cw, g):
+    h = F.conv2d(x, cw, padding=1)
+    h = F.gelu(h).flatten(1) @ w
+    h = F.layer_norm(h, (h.shape[-1],), g, None)
+    s = h.softmax(-1) * torch.tanh(h) + h.sigmoid().sqrt() - torch.exp(-h.abs()) + torch.erf(h) / 2
+    m = torch.where(h > 0, h, 0.5 * h).amax(1, keepdim=True)
+    return (s - m).mean(), h.log_softmax(-1), F.relu(h).pow(2).sum(0)
+
+
+def half_ops(x, y):
+    return (x * y + x / (y.abs() + 1)).sum(1), torch.where(x > y, x, y).amax(0), (x - y).pow(2).mean()
+
+
+for dt, tag in ((torch.float64, "f64"), (torch.bfloat16, "bf16")):
+    add(f"dtype_{tag}", (mixed_layers, (rn2(2, 2, 3, 3).to(dt).requires_grad_(True), rn2(18, 6).to(dt).requires_grad_(True),
+                                        rn2(2, 2, 3, 3).to(dt).requires_grad_(True), rn2(6).to(dt).requires_grad_(True))))
+add("dtype_f16", (half_ops, (rn2(3, 4).half().requires_grad_(True), rn2(3, 4).half().requires_grad_(True))))
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

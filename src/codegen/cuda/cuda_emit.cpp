@@ -40,6 +40,27 @@ const char* storageType(DType d) {
   }
   return "float";
 }
+/// The cast that gives a computed value its dtype's value (Note [Half
+/// precision values]): a float expression rounded through the 16-bit type, or
+/// a plain conversion to the compute type.
+std::string valueCast(DType d) {
+  switch (d) {
+    case DType::F16: return "(float)(__half)(float)";
+    case DType::BF16: return "(float)(__nv_bfloat16)(float)";
+    case DType::F64: return "(double)";
+    case DType::I64: return "(long long)";
+    case DType::I32: return "(int)";
+    case DType::Bool: return "(bool)";
+    default: return "(float)";
+  }
+}
+
+// Note [Half precision values]: float16 and bfloat16 values are computed in
+// float, but every value a node defines is rounded to its dtype where it is
+// computed, inlined or not, as eager rounds after every op.  Without this an
+// inlined copy of a value (full float precision) and its stored copy (rounded)
+// differ, and rules that compare values break: amax's gradient compares x
+// with max(x), found no tie in a bfloat16 program, and divided 0 by 0.
 const char* computeType(DType d) {
   switch (d) {
     case DType::F64: return "double";
@@ -673,12 +694,12 @@ struct Lowering {
         if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
         else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
         if (perThread) {
-          body << "  " << r << " = (" << ct << ")" << (n.op == OpKind::Mean ? "(acc / " + std::to_string(G.nred) + ".0)" : "acc") << ";\n  }\n";
+          body << "  " << r << " = " << valueCast(g.type(v).dtype) << (n.op == OpKind::Mean ? "(acc / " + std::to_string(G.nred) + ".0)" : "acc") << ";\n  }\n";
           x.registers[v] = r;
           continue;
         }
         body << blockTree(block, combine);
-        body << "  " << r << " = (" << ct << ")" << (n.op == OpKind::Mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
+        body << "  " << r << " = " << valueCast(g.type(v).dtype) << (n.op == OpKind::Mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
              << ";\n  __syncthreads();\n  }\n";
         x.registers[v] = r;
       } else if (G.rowLevel.count(v) && opInfo(n.op).category == OpCategory::Pointwise) {
@@ -693,7 +714,7 @@ struct Lowering {
           rc.push_back(ts[d] == 1 ? std::string("0") : c[k++]);
         }
         for (ValueId in : n.inputs) args.push_back(emitValue(in, ts, rc, x));
-        body << takeCode() << "  const " << ct << " " << r << " = (" << ct << ")" << pointwiseExpr(n.op, args) << ";\n";
+        body << takeCode() << "  const " << ct << " " << r << " = " << valueCast(g.type(v).dtype) << pointwiseExpr(n.op, args) << ";\n";
         x.registers[v] = r;
       }
     }
@@ -791,7 +812,7 @@ struct Lowering {
         std::vector<std::string> args;
         for (ValueId in : n.inputs) args.push_back(emitValue(in, shape, c, x));
         var = "t" + std::to_string(x.tmp++);
-        x.code << x.indent << ct << " " << var << " = (" << ct << ")" << pointwiseExpr(n.op, args) << ";\n";
+        x.code << x.indent << ct << " " << var << " = " << valueCast(val.type.dtype) << pointwiseExpr(n.op, args) << ";\n";
       }
     } else {
       size_t p = std::find(x.leaves.begin(), x.leaves.end(), v) - x.leaves.begin();

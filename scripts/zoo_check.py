@@ -174,8 +174,6 @@ def deterministic(m):
             mod.dropout = 0.0
         if hasattr(mod, "attention_dropout") and isinstance(mod.attention_dropout, float):
             mod.attention_dropout = 0.0
-        if isinstance(mod, torch.nn.MultiheadAttention):
-            mod.dropout = 0.0
     return m
 
 

@@ -87,18 +87,14 @@ TEST(OpTable, EveryRowHasEveryRule) {
   for (int i = 0; i < kNumOps; ++i) {
     OpKind k = static_cast<OpKind>(i);
     const OpInfo& info = opInfo(k);
-    OpCategory c = info.category;
-    bool computes = c != OpCategory::Mutation && c != OpCategory::MetaMutation && c != OpCategory::Epilogue &&
-                    c != OpCategory::Custom;
-    bool kernel = c == OpCategory::Pointwise || c == OpCategory::Reduction || c == OpCategory::Extern ||
-                  c == OpCategory::Window || c == OpCategory::Gather || c == OpCategory::Scatter;
+    bool computes = opComputes(k);
     std::vector<std::string> missing;
     if (!spelled.count(k) && !kInternal.count(k)) missing.push_back("spelling");
     if (!hasShapeRule(k)) missing.push_back("shape");
     if (computes && !hasReferenceKernel(k)) missing.push_back("reference");
     if (info.grad == GradKind::Diff && !gradRule(k)) missing.push_back("gradient");
     if (info.grad == GradKind::Diff && computes && !sampled.count(k) && !kInternal.count(k)) missing.push_back("sample");
-    if (kernel && info.grad == GradKind::Diff && !lowered.count(k)) missing.push_back("cuda");
+    if (opRunsKernel(k) && info.grad == GradKind::Diff && !lowered.count(k)) missing.push_back("cuda");
     if (!missing.empty()) {
       gaps += std::string("\n  ") + info.name + " lacks:";
       for (const auto& m : missing) gaps += " " + m;

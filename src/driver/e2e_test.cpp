@@ -18,6 +18,7 @@
 #include "aotc/driver/driver.h"
 #include "aotc/ir/safetensors.h"
 #include "aotc/passes/passes.h"
+#include "test_compare.h"
 
 namespace aotc {
 namespace {
@@ -62,13 +63,8 @@ void expectClose(const std::string& what, const HostTensor& got, const HostTenso
   double worst = 0;
   size_t at = 0;
   for (size_t i = 0; i < got.data.size(); ++i) {
-    double g = got.data[i], w = want.data[i];
-    // NaN matches NaN, an infinity the same infinity; anything else against
-    // a NaN or an infinity is a mismatch (a comparison with NaN is false, so
-    // it must not reach the arithmetic below).
-    double err = std::isnan(w) || std::isnan(g) || std::isinf(w) || std::isinf(g)
-                     ? ((std::isnan(w) && std::isnan(g)) || g == w ? 0.0 : HUGE_VAL)
-                     : std::abs(g - w) - tol * std::abs(w);
+    double e = elementError(got.data[i], want.data[i]);
+    double err = std::isfinite(want.data[i]) ? e - tol * std::abs(want.data[i]) : e;
     if (err > worst) worst = err, at = i;
   }
   EXPECT_LE(worst, tol) << what << ": element " << at << " is " << got.data[at] << ", eager gives " << want.data[at];

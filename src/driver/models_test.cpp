@@ -22,6 +22,7 @@
 #include "aotc/driver/driver.h"
 #include "aotc/ir/safetensors.h"
 #include "aotc/passes/passes.h"
+#include "test_compare.h"
 
 namespace aotc {
 namespace {
@@ -43,11 +44,7 @@ void expectMatches(const std::string& what, std::map<std::string, HostTensor>& g
     double ref = 0, err = 0;
     for (size_t i = 0; i < v.data.size(); ++i) {
       ref = std::max(ref, std::abs(v.data[i]));
-      double g = got[k].data[i], w = v.data[i];
-      // A NaN or infinity must be matched exactly (std::max would drop a NaN).
-      double e = std::isfinite(g) && std::isfinite(w) ? std::abs(g - w)
-                 : (std::isnan(g) && std::isnan(w)) || g == w ? 0.0 : HUGE_VAL;
-      err = std::max(err, e);
+      err = std::max(err, elementError(got[k].data[i], v.data[i]));
     }
     double denom = std::max(ref, 1e-3 * scale[isGrad]);
     EXPECT_LE(err, (isGrad ? gradTol : tol) * denom) << what << " " << k << ": max abs error " << err << " at scale " << ref;

@@ -51,6 +51,20 @@ const OpInfo& opInfo(OpKind k);
 const char* opName(OpKind k);
 std::optional<OpKind> opFromName(const std::string& name);
 inline bool isView(OpKind k) { return opInfo(k).category == OpCategory::View; }
+/// Computes a value: every op but those that exist only before functionalize
+/// (mutations, captured autograd.Functions) and side effects (epilogue copies).
+inline bool opComputes(OpKind k) {
+  OpCategory c = opInfo(k).category;
+  return c != OpCategory::Mutation && c != OpCategory::MetaMutation && c != OpCategory::Epilogue &&
+         c != OpCategory::Custom;
+}
+/// Runs as code on the device (a kernel or a library call), as views,
+/// creation and alias ops do not.
+inline bool opRunsKernel(OpKind k) {
+  OpCategory c = opInfo(k).category;
+  return c == OpCategory::Pointwise || c == OpCategory::Reduction || c == OpCategory::Extern ||
+         c == OpCategory::Window || c == OpCategory::Gather || c == OpCategory::Scatter;
+}
 inline bool isMutation(OpKind k) {
   return opInfo(k).category == OpCategory::Mutation || opInfo(k).category == OpCategory::MetaMutation;
 }

@@ -26,7 +26,6 @@ const std::vector<OpKind> kForwardOnly = {OpKind::Le, OpKind::Ge, OpKind::Ne, Op
 TEST_P(CodegenCompiles, EveryOpForwardAndBackward) {
   DType dt = GetParam();
   std::map<std::string, KernelSource> all;
-  std::set<OpKind> covered;
   for (const Sample& s : samples()) {
     Graph g = buildLoss(s, dt);
     Partition p = partitionMinCut(autodiff(g));
@@ -34,22 +33,12 @@ TEST_P(CodegenCompiles, EveryOpForwardAndBackward) {
     verifyGraph(p.backward);
     CodegenResult cg = generateCuda(p);
     for (auto& [name, k] : cg.kernels) all[name] = k;
-    for (const Graph* prog : {&p.forward, &p.backward})
-      for (const Node& n : prog->nodes) covered.insert(n.op);
   }
   EXPECT_GT(all.size(), 50u);
   std::vector<KernelModule> mods = groupKernels(all, 64);
   EXPECT_NO_THROW(compileModules(mods, all, {"sm_90"}, 2));
-  // Every op that computes appears in some program (views are pointer math).
-  for (int i = 0; i < kNumOps; ++i) {
-    OpKind k = static_cast<OpKind>(i);
-    OpCategory c = opInfo(k).category;
-    bool lowered = c == OpCategory::Pointwise || c == OpCategory::Reduction || c == OpCategory::Extern ||
-                   c == OpCategory::Window || c == OpCategory::Gather || c == OpCategory::Scatter;
-    if (lowered && std::find(kForwardOnly.begin(), kForwardOnly.end(), k) == kForwardOnly.end()) {
-      EXPECT_TRUE(covered.count(k)) << opName(k) << " is not exercised by any sample";
-    }
-  }
+  // That every op that runs a kernel is in some sample's programs is
+  // completeness_test's `cuda` column.
 }
 
 TEST(Codegen, ForwardOnlyKernelsCompile) {

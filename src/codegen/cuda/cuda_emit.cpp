@@ -40,18 +40,13 @@ const char* storageType(DType d) {
   }
   return "float";
 }
-/// The cast that gives a computed value its dtype's value (Note [Half
-/// precision values]): a float expression rounded through the 16-bit type, or
-/// a plain conversion to the compute type.
-std::string valueCast(DType d) {
+const char* computeType(DType d) {
   switch (d) {
-    case DType::F16: return "(float)(__half)(float)";
-    case DType::BF16: return "(float)(__nv_bfloat16)(float)";
-    case DType::F64: return "(double)";
-    case DType::I64: return "(long long)";
-    case DType::I32: return "(int)";
-    case DType::Bool: return "(bool)";
-    default: return "(float)";
+    case DType::F64: return "double";
+    case DType::I64: return "long long";
+    case DType::I32: return "int";
+    case DType::Bool: return "bool";
+    default: return "float";
   }
 }
 
@@ -61,14 +56,11 @@ std::string valueCast(DType d) {
 // inlined copy of a value (full float precision) and its stored copy (rounded)
 // differ, and rules that compare values break: amax's gradient compares x
 // with max(x), found no tie in a bfloat16 program, and divided 0 by 0.
-const char* computeType(DType d) {
-  switch (d) {
-    case DType::F64: return "double";
-    case DType::I64: return "long long";
-    case DType::I32: return "int";
-    case DType::Bool: return "bool";
-    default: return "float";
-  }
+/// The cast that gives a computed value its dtype's value: for the 16-bit
+/// types a round trip through the storage type, else the compute type.
+std::string valueCast(DType d) {
+  if (d == DType::F16 || d == DType::BF16) return std::string("(float)(") + storageType(d) + ")(float)";
+  return std::string("(") + computeType(d) + ")";
 }
 
 /// cuBLAS/cuDNN spellings of a dtype, and the compute type they accumulate in

@@ -26,7 +26,7 @@
 #include "aotc/ir/safetensors.h"
 #include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
-#include "aotc/runtime/manifest.h"
+#include "aotc/codegen/manifest.h"
 #include "aotc/support/fs.h"
 
 namespace aotc {
@@ -224,7 +224,9 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.output_paths = fx.output_paths;
   mi.arguments = fx.arguments;
   std::vector<KernelModule> modules = groupKernels(cg.kernels, kKernelsPerModule);
-  ojson manifest = buildManifest(pr, cg, modules, mi);
+  mi.weights = "weights.safetensors";
+  plan::Manifest manifest = buildManifest(pr, cg, modules, mi);
+  const std::string manifestText = plan::toJson(manifest).dump(1) + "\n";
   double tCodegen = ms();
 
   StagingDir stage(opts.out_dir);
@@ -245,8 +247,25 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   writeFile(stage.path() / "forward.ir", printGraph(pr.partition.forward));
   writeFile(stage.path() / "backward.ir", printGraph(pr.partition.backward));
   writeFile(stage.path() / "joint.ir", printGraph(pr.joint));
-  writeFile(stage.path() / "manifest.json", manifest.dump(1) + "\n");
-  if (!opts.dump_dir.empty()) writeFile(fs::path(opts.dump_dir) / "manifest.json", manifest.dump(1) + "\n");
+  // Note [Artifact weights]: the artifact carries the initial value of every
+  // parameter, buffer and constant it takes, so a deployment needs only the
+  // directory; the caller may override any of them.
+  {
+    std::map<std::string, HostTensor> initial;
+    if (!fx.weights_path.empty()) {
+      std::map<std::string, HostTensor> all = readSafetensors(fx.weights_path);
+      for (const plan::InputSpec& in : manifest.inputs) {
+        if (in.role == "user_input") continue;
+        std::vector<std::string> names{in.name};
+        names.insert(names.end(), in.aliases.begin(), in.aliases.end());
+        for (const std::string& n : names)
+          if (auto it = all.find(n); it != all.end() && !initial.count(in.name)) initial[in.name] = it->second;
+      }
+    }
+    writeSafetensors((stage.path() / "weights.safetensors").string(), initial);
+  }
+  writeFile(stage.path() / "manifest.json", manifestText);
+  if (!opts.dump_dir.empty()) writeFile(fs::path(opts.dump_dir) / "manifest.json", manifestText);
   stage.commit();
 
   CompileSummary s;
@@ -269,14 +288,13 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
     s.buffers += gi.role == InputRole::Buffer;
     s.user_inputs += gi.role == InputRole::UserInput;
   }
-  for (auto& in : manifest["inputs"])
-    if (in["mutation"] != "none")
-      s.mutated.push_back(in["name"].get<std::string>() + " (" + in["mutation"].get<std::string>() + ")");
+  for (const plan::InputSpec& in : manifest.inputs)
+    if (in.mutation != plan::Mutation::None) s.mutated.push_back(in.name + " (" + plan::mutationName(in.mutation) + ")");
   s.forward_nodes = pr.partition.forward.nodes.size();
   s.backward_nodes = pr.partition.backward.nodes.size();
   s.kernels = cg.kernels.size();
-  s.forward_steps = manifest["forward"]["steps"].size();
-  s.backward_steps = manifest["backward"]["steps"].size();
+  s.forward_steps = manifest.forward.steps.size();
+  s.backward_steps = manifest.backward.steps.size();
   s.saved = pr.partition.saved.size();
   for (auto& n : pr.partition.saved) s.saved_bytes += bytesOf(pr.partition.forward.type(pr.partition.forward.valueNamed(n)));
   s.total_ms = ms();
@@ -384,41 +402,31 @@ std::string inspect(const std::string& path) {
   std::ostringstream os;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    std::ifstream f(fs::path(path) / "manifest.json");
-    if (!f) throw UserError(SourceLoc{path, "", ""}, "not an aotc artifact (no manifest.json)");
-    nlohmann::json m;
-    try {
-      m = nlohmann::json::parse(f);
-    } catch (const nlohmann::json::exception& e) {
-      throw UserError(SourceLoc{path + "/manifest.json", "", ""}, std::string("malformed manifest: ") + e.what());
-    }
-    checkManifest(m, path);
-    os << "artifact " << path << " (manifest v" << m.value("version", 0) << ", model " << m["model"]["name"].get<std::string>()
-       << ", aotc " << m["compiler"]["version"].get<std::string>() << ")\n";
+    if (!fs::exists(fs::path(path) / "manifest.json", ec)) throw UserError(SourceLoc{path, "", ""}, "not an aotc artifact (no manifest.json)");
+    const plan::Manifest m = loadManifest(path);
+    os << "artifact " << path << " (manifest v" << plan::kManifestVersion << ", model " << m.model_name << ", aotc " << m.compiler_version
+       << ")\n";
+    auto dims = [](const Ints& v) { return nlohmann::json(v).dump(); };
     os << "  inputs:\n";
-    for (auto& in : m["inputs"])
-      os << "    " << in["name"].get<std::string>() << " " << in["role"].get<std::string>() << " " << in["dtype"].get<std::string>()
-         << in["shape"].dump() << (in["requires_grad"].get<bool>() ? " requires_grad" : "")
-         << (in["mutation"] != "none" ? " mutated:" + in["mutation"].get<std::string>() : "")
-         << (in.contains("aliases") ? " aliases:" + in["aliases"].dump() : "") << "\n";
-    os << "  outputs: " << m["outputs"].size() << ", grads: " << m["grads"].size() << "\n";
-    for (auto& o : m["outputs"])
-      os << "    output." << o["index"].get<size_t>() << (o.value("path", "").empty() ? "" : " '" + o["path"].get<std::string>() + "'")
-         << " " << o["dtype"].get<std::string>() << o["shape"].dump() << (o["kind"] != "fresh" ? " (aliases an input)" : "") << "\n";
-    if (m["model"].contains("arguments")) os << specializedArguments(m["model"]["arguments"]);
+    for (const plan::InputSpec& in : m.inputs)
+      os << "    " << in.name << " " << in.role << " " << dtypeName(in.layout.dtype) << dims(in.layout.shape)
+         << (in.requires_grad ? " requires_grad" : "")
+         << (in.mutation != plan::Mutation::None ? std::string(" mutated:") + plan::mutationName(in.mutation) : "")
+         << (in.aliases.empty() ? "" : " aliases:" + nlohmann::json(in.aliases).dump()) << "\n";
+    os << "  outputs: " << m.outputs.size() << ", grads: " << m.grads.size() << "\n";
+    for (const plan::OutputSpec& o : m.outputs)
+      os << "    output." << o.index << (!o.path || o.path->empty() ? "" : " '" + *o.path + "'") << " " << dtypeName(o.dtype) << dims(o.shape)
+         << (o.alias ? " (aliases an input)" : "") << "\n";
+    if (!m.arguments.is_null() && !m.arguments.empty()) os << specializedArguments(m.arguments);
     int64_t savedBytes = 0;
-    for (auto& s : m["saved"]) {
-      int64_t n = dtypeSize(*parseDType(s["dtype"].get<std::string>()));
-      for (auto& d : s["shape"]) n *= d.get<int64_t>();
-      savedBytes += n;
-    }
-    os << "  saved for backward: " << m["saved"].size() << " tensors, " << savedBytes << " bytes\n";
-    os << "  forward steps: " << m["forward"]["steps"].size() << ", backward steps: " << m["backward"]["steps"].size()
-       << ", kernels: " << m["kernels"].size() << "\n";
-    for (const char* prog : {"forward", "backward"})
-      os << "  " << prog << " arena: " << m[prog].value("arena_bytes", int64_t{0}) << " bytes for "
-         << m[prog].value("alloc_bytes_unplanned", int64_t{0})
+    for (const plan::SavedSpec& s : m.saved) savedBytes += s.layout.numel() * dtypeSize(s.layout.dtype);
+    os << "  saved for backward: " << m.saved.size() << " tensors, " << savedBytes << " bytes\n";
+    os << "  forward steps: " << m.forward.steps.size() << ", backward steps: " << m.backward.steps.size() << ", kernels: " << m.kernels.size()
+       << "\n";
+    for (const plan::Program* prog : {&m.forward, &m.backward})
+      os << "  " << (prog == &m.forward ? "forward" : "backward") << " arena: " << prog->arena_bytes << " bytes for " << prog->alloc_bytes_unplanned
          << " bytes of intermediates (buffers reuse memory when their lifetimes do not overlap; each starts 256-byte aligned)\n";
+    if (!m.weights.empty()) os << "  initial tensors: " << m.weights << "\n";
     return os.str();
   }
   FxModel fx = loadFxGraph(path);

@@ -113,9 +113,13 @@ Graph autodiff(const Graph& fwd) {
       }
   }
 
-  for (const GraphOutput& o : fwd.outputs) {
-    GraphOutput r = o;
-    r.value = vmap[o.value];
+  // A user output that takes a tangent names it (its `target`): runtimes pair
+  // grad_output.<i> with the tangent through this record, never by parsing
+  // the tangent's name (a user input may be called tangent_0).
+  for (size_t i = 0; i < fwd.outputs.size(); ++i) {
+    GraphOutput r = fwd.outputs[i];
+    r.value = vmap[r.value];
+    if (tangents[i] != kNoValue) r.target = j.values[tangents[i]].name;
     j.outputs.push_back(std::move(r));
   }
   for (const GraphInput& gi : fwd.inputs) {

@@ -12,7 +12,8 @@
 #include "aotc/ir/safetensors.h"
 #include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
-#include "aotc/runtime/manifest.h"
+#include "aotc/runtime/device.h"
+#include "aotc/runtime/executor.h"
 
 namespace aotc {
 
@@ -96,143 +97,9 @@ HostTensor checked(const std::map<std::string, HostTensor>& pool, const std::str
   return t;
 }
 
-/// Note [Manifest is untrusted]: a manifest is checked before anything runs:
-/// every field the runtimes read has its kind, every dtype and name is valid,
-/// every shape is bounded, every index is in range, and every path stays
-/// inside the artifact directory.  A failure is one line naming
-/// manifest.json and the field.  (The emulate backend's step records are
-/// checked where they are read; a JSON type error anywhere is reported the
-/// same way, never as an escaped exception.)
-class ManifestCheck {
- public:
-  ManifestCheck(const json& m, const fs::path& root, int64_t maxElements)
-      : m_(m), file_((root / "manifest.json").string()), maxElements_(maxElements) {}
-
-  void run() {
-    if (!m_.is_object()) fail("", "not a JSON object");
-    if (m_.value("format", "") != "aotc.manifest") fail("format", "not an aotc manifest");
-    if (!m_.contains("version") || !m_["version"].is_number_integer() || m_["version"].get<int64_t>() != kManifestVersion)
-      fail("version", cat("this aotc runs manifests of version ", kManifestVersion));
-    if (!m_.contains("model") || !m_["model"].is_object() || !m_["model"].contains("name") || !m_["model"]["name"].is_string())
-      fail("model.name", "missing or not a string");
-    if (!m_.contains("compiler") || !m_["compiler"].is_object() || !m_["compiler"].contains("version") ||
-        !m_["compiler"]["version"].is_string())
-      fail("compiler.version", "missing or not a string");
-    const json& ins = array(m_, "inputs");
-    std::set<std::string> names;
-    for (size_t i = 0; i < ins.size(); ++i) {
-      std::string f = cat("inputs[", i, "]");
-      std::string n = name(ins[i], f, "name");
-      if (!names.insert(n).second) fail(f, "input '" + n + "' is listed twice");
-      tensor(ins[i], f);
-      oneOf(ins[i], f, "mutation", {"none", "forward", "backward", "both"});
-      boolean(ins[i], f, "requires_grad");
-      if (ins[i].contains("aliases"))
-        for (auto& a : array(ins[i], "aliases", f)) {
-          if (!a.is_string() || !validName(a.get<std::string>())) fail(f + ".aliases", "holds an invalid name " + a.dump());
-          if (!names.insert(a.get<std::string>()).second) fail(f + ".aliases", "'" + a.get<std::string>() + "' names two inputs");
-        }
-    }
-    const json& outs = array(m_, "outputs");
-    for (size_t i = 0; i < outs.size(); ++i) {
-      std::string f = cat("outputs[", i, "]");
-      if (!outs[i].is_object() || !outs[i].contains("index") || !outs[i]["index"].is_number_integer() ||
-          outs[i]["index"].get<int64_t>() != static_cast<int64_t>(i))
-        fail(f + ".index", cat("must be ", i));
-      tensor(outs[i], f);
-      if (!outs[i].contains("tangent") || !(outs[i]["tangent"].is_null() || outs[i]["tangent"].is_string()))
-        fail(f + ".tangent", "must be null or a name");
-      if (outs[i].contains("alias") && !names.count(name(outs[i]["alias"], f + ".alias", "input")))
-        fail(f + ".alias.input", "names no input");
-    }
-    for (auto& g : array(m_, "grads")) {
-      if (!names.count(name(g, "grads", "input"))) fail("grads", "names no input: " + g.dump());
-      name(g, "grads", "buffer");
-    }
-    for (auto& s : array(m_, "saved")) {
-      name(s, "saved", "name");
-      tensor(s, "saved");
-    }
-    for (const char* prog : {"forward", "backward"}) {
-      if (!m_.contains(prog) || !m_[prog].is_object()) fail(prog, "missing or not an object");
-      path(m_[prog], prog, "ir");
-      array(m_[prog], "steps", prog);
-      array(m_[prog], "buffers", prog);
-    }
-    for (auto& k : array(m_, "kernels")) {
-      name(k, "kernels", "name");
-      path(k, "kernels", "source");
-    }
-    for (auto& mod : array(m_, "modules"))
-      for (const char* kind : {"ptx", "cubin"}) {
-        if (!mod.is_object() || !mod.contains(kind) || !mod[kind].is_object()) fail(cat("modules.", kind), "must be an object");
-        for (auto& [arch, p] : mod[kind].items()) path(mod[kind], cat("modules.", kind), arch.c_str());
-      }
-    path(m_, "", "prelude");
-    if (!m_.contains("runtime_checks") || !m_["runtime_checks"].is_object()) fail("runtime_checks", "missing or not an object");
-    for (auto& i : array(m_["runtime_checks"], "no_create_graph_inputs", "runtime_checks"))
-      if (!i.is_number_unsigned() || i.get<uint64_t>() >= ins.size())
-        fail("runtime_checks.no_create_graph_inputs", "holds " + i.dump() + ", not an input index");
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& field, const std::string& msg) const {
-    throw UserError(SourceLoc{file_, field, ""}, "malformed manifest: " + msg);
-  }
-  const json& array(const json& obj, const char* key, const std::string& where = "") const {
-    std::string f = where.empty() ? key : where + "." + key;
-    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_array()) fail(f, "missing or not an array");
-    return obj[key];
-  }
-  std::string name(const json& obj, const std::string& where, const char* key) const {
-    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string() || !validName(obj[key].get<std::string>()))
-      fail(where + "." + key, "missing or not a valid name");
-    return obj[key].get<std::string>();
-  }
-  void boolean(const json& obj, const std::string& where, const char* key) const {
-    if (!obj.contains(key) || !obj[key].is_boolean()) fail(where + "." + key, "missing or not a boolean");
-  }
-  void oneOf(const json& obj, const std::string& where, const char* key, std::initializer_list<const char*> allowed) const {
-    if (obj.contains(key) && obj[key].is_string())
-      for (const char* a : allowed)
-        if (obj[key] == a) return;
-    fail(where + "." + key, "missing or not one of the known values");
-  }
-  void tensor(const json& obj, const std::string& where) const {
-    if (!obj.is_object() || !obj.contains("dtype") || !obj["dtype"].is_string() || !parseDType(obj["dtype"].get<std::string>()))
-      fail(where + ".dtype", "missing or not a dtype aotc knows");
-    if (!obj.contains("shape") || !obj["shape"].is_array()) fail(where + ".shape", "missing or not an array");
-    int64_t numel = 1;
-    for (auto& d : obj["shape"]) {
-      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(maxElements_))
-        fail(where + ".shape", "holds " + d.dump() + ", not a size");
-      numel *= std::max<int64_t>(d.get<int64_t>(), 1);
-      if (numel > maxElements_)
-        fail(where + ".shape", cat(obj["shape"].dump(), " is larger than ",
-                                   maxElements_ == kMaxRunElements ? "the CPU runtimes hold (2^31 elements)" : "aotc handles (2^40 elements)"));
-    }
-  }
-  /// A file of the artifact: relative, no "..", no backslash or NUL.
-  void path(const json& obj, const std::string& where, const char* key) const {
-    std::string f = where.empty() ? key : where + "." + key;
-    if (!obj.contains(key) || !obj[key].is_string()) fail(f, "missing or not a path");
-    const std::string p = obj[key].get<std::string>();
-    fs::path fp(p);
-    bool ok = !p.empty() && fp.is_relative() && p.find('\\') == std::string::npos && p.find('\0') == std::string::npos;
-    for (auto& part : fp) ok = ok && part != ".." && part != ".";
-    if (!ok) fail(f, "path '" + p + "' leaves the artifact directory");
-  }
-
-  const json& m_;
-  std::string file_;
-  int64_t maxElements_;
-};
-
 }  // namespace
 
-void checkManifest(const json& m, const std::string& dir, int64_t maxElements) {
-  ManifestCheck(m, fs::path(dir), maxElements).run();
-}
+plan::Manifest loadManifest(const std::string& dir, int64_t maxElements) { return plan::readManifest(dir, maxElements); }
 
 std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts) {
   const std::string file = (fs::path(dir) / "manifest.json").string();
@@ -245,38 +112,75 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
   }
 }
 
+namespace {
+
+/// The results a run reports, from the device through the executor.
+std::map<std::string, HostTensor> runOnDevice(const plan::Manifest& m, const std::string& dir, Device& dev,
+                                              const std::map<std::string, HostTensor>& caller,
+                                              const std::map<size_t, HostTensor>& gradOutputs, const std::vector<std::string>& mutated,
+                                              bool forwardOnly) {
+  std::vector<DevicePtr> owned;
+  struct Release {
+    Device& d;
+    std::vector<DevicePtr>& o;
+    ~Release() {
+      for (DevicePtr p : o) d.release(p);
+    }
+  } release{dev, owned};
+  std::map<std::string, HostTensor> res;
+  {
+    Session s(m, dir, dev);
+    for (const plan::InputSpec& in : m.inputs) {
+      auto it = caller.find(in.name);
+      if (it == caller.end()) continue;  // from the artifact's weights
+      DeviceTensor t = uploadTensor(dev, plan::Layout{in.layout.dtype, in.layout.shape, in.layout.strides, 0}, it->second, owned);
+      s.bind(in.name, t);
+    }
+    s.forward();
+    for (size_t i = 0; i < s.numOutputs(); ++i) res["output." + std::to_string(i)] = readDeviceTensor(dev, s.output(i));
+    for (const std::string& n : mutated) res["after_forward." + n] = readDeviceTensor(dev, s.input(n));
+    if (forwardOnly) return res;
+    for (auto& [i, g] : gradOutputs) {
+      const plan::Buffer* b = m.backward.buffer(*m.outputs[i].tangent);
+      if (!b) continue;  // the backward does not read this output's gradient
+      s.bindGradOutput(i, uploadTensor(dev, plan::Layout{b->layout.dtype, b->layout.shape, b->layout.strides, 0}, g, owned));
+    }
+    s.backward();
+    for (const plan::GradSpec& g : m.grads) res["grad." + g.input] = readDeviceTensor(dev, s.grad(g.input));
+    for (const std::string& n : mutated) res["after_backward." + n] = readDeviceTensor(dev, s.input(n));
+  }
+  return res;
+}
+
+}  // namespace
+
 std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, const RunOptions& opts) {
   fs::path root(dir);
-  json m;
-  try {
-    m = json::parse(slurp(root / "manifest.json"));
-  } catch (const json::exception& e) {
-    throw UserError(SourceLoc{(root / "manifest.json").string(), "", ""}, std::string("malformed manifest: ") + e.what());
-  }
-  checkManifest(m, dir, kMaxRunElements);
+  const plan::Manifest m = plan::readManifest(dir, kMaxRunElements);
+  const std::string manifestFile = (root / "manifest.json").string();
   if (opts.create_graph) {
     std::vector<Diagnostic> d;
-    for (auto& idx : m["runtime_checks"]["no_create_graph_inputs"]) {
-      const std::string name = m["inputs"][idx.get<size_t>()]["name"];
-      d.push_back({SourceLoc{(root / "manifest.json").string(), name, "create_graph"},
-                   cat("input ", idx.get<size_t>(), " requires grad and is mutated in the backward; "
+    for (size_t idx : m.runtime_checks.no_create_graph_inputs)
+      d.push_back({SourceLoc{manifestFile, m.inputs[idx].name, "create_graph"},
+                   cat("input ", idx, " requires grad and is mutated in the backward; "
                        "a backward with create_graph (higher-order gradients) through it is not supported")});
-    }
     if (!d.empty()) throw UserError(d);
   }
-  Graph fw = parseGraph(slurp(root / m["forward"]["ir"].get<std::string>()), (root / "forward.ir").string());
-  Graph bw = parseGraph(slurp(root / m["backward"]["ir"].get<std::string>()), (root / "backward.ir").string());
-  verifyGraph(fw, "forward.ir");
-  verifyGraph(bw, "backward.ir");
+  if (opts.backend != "reference" && opts.backend != "emulate" && opts.backend != "cuda")
+    throw UserError(SourceLoc{}, "unknown backend '" + opts.backend + "' (known: reference, emulate, cuda)");
+  // The device first: without a GPU, --backend cuda fails before reading anything else.
+  std::unique_ptr<Device> device;
+  if (opts.backend == "cuda") device = makeCudaDevice(0);
+  if (opts.backend == "emulate") device = makeEmulateDevice(EmulateOptions{opts.emulate_cache_dir, opts.host_compiler});
 
   // Every tensor given must be an input of the artifact, given once: a typo
   // or a stale file is an error, not an input silently left at its default.
   std::map<std::string, HostTensor> pool;
   std::map<std::string, std::string> from;
   std::set<std::string> known;
-  for (auto& in : m["inputs"]) {
-    known.insert(in["name"].get<std::string>());
-    for (auto& a : in.value("aliases", json::array())) known.insert(a.get<std::string>());
+  for (const plan::InputSpec& in : m.inputs) {
+    known.insert(in.name);
+    known.insert(in.aliases.begin(), in.aliases.end());
   }
   for (const std::string& f : opts.input_files)
     for (auto& [k, v] : readSafetensors(f)) {
@@ -296,41 +200,63 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
       from[k] = f;
       pool[k] = std::move(v);
     }
+  // Inputs not given: the artifact's initial weights, buffers and constants.
+  std::map<std::string, HostTensor> weights;
+  if (!m.weights.empty()) weights = readSafetensors((root / m.weights).string());
 
   // The caller's buffers, which epilogue copies overwrite.
   std::map<std::string, HostTensor> caller;
   std::vector<std::string> mutated;
-  std::vector<HostTensor> fin;
-  for (auto& in : m["inputs"]) {
-    std::string name = in["name"];
-    auto d = parseDType(in["dtype"].get<std::string>());
-    AOTC_CHECK(d, "bad dtype in manifest");
+  for (const plan::InputSpec& in : m.inputs) {
     // A tied parameter may be given under any of its names, but only once.
-    std::string given = name;
-    for (auto& a : in.value("aliases", json::array())) {
-      if (!pool.count(a.get<std::string>())) continue;
-      if (pool.count(given))
-        throw UserError(SourceLoc{"", a.get<std::string>(), "input"},
-                        "names the same tensor as '" + given + "' (tied); give it once");
-      given = a.get<std::string>();
+    std::string given = in.name;
+    for (const std::string& a : in.aliases) {
+      if (!pool.count(a)) continue;
+      if (pool.count(given)) throw UserError(SourceLoc{"", a, "input"}, "names the same tensor as '" + given + "' (tied); give it once");
+      given = a;
     }
-    caller[name] = checked(pool, given, *d, in["shape"].get<Ints>(), "input", false);
-    if (in["mutation"] != "none") mutated.push_back(name);
+    if (!pool.count(given) && in.role != "user_input" && weights.count(in.name)) {
+      caller[in.name] = checked(weights, in.name, in.layout.dtype, in.layout.shape, "weights", false);
+    } else {
+      caller[in.name] = checked(pool, given, in.layout.dtype, in.layout.shape, "input", false);
+    }
+    if (in.mutation != plan::Mutation::None || in.metadata_after_forward) mutated.push_back(in.name);
   }
+
+  // Grad outputs: grad_output.<i> of a differentiable output; the file may
+  // also hold the inputs (one file for both).
+  std::map<std::string, HostTensor> gpool;
+  if (!opts.grad_outputs_file.empty() && !opts.forward_only) gpool = readSafetensors(opts.grad_outputs_file);
+  {
+    std::set<std::string> wanted;
+    for (const plan::OutputSpec& o : m.outputs)
+      if (o.tangent) wanted.insert("grad_output." + std::to_string(o.index));
+    for (auto& [k, v] : gpool)
+      if (!wanted.count(k) && !known.count(k))
+        throw UserError(SourceLoc{opts.grad_outputs_file, k, "grad output"},
+                        k.rfind("grad_output.", 0) == 0 ? "no differentiable output has this index"
+                                                         : "is neither grad_output.<i> of a differentiable output nor an input");
+  }
+  std::map<size_t, HostTensor> gradOutputs;
+  for (const plan::OutputSpec& o : m.outputs)
+    if (o.tangent) gradOutputs[o.index] = checked(gpool, "grad_output." + std::to_string(o.index), o.dtype, o.shape, "grad output", true);
+
+  if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only);
+
+  // The reference interpreter: the oracle, on the programs' IR.
+  auto slurpIr = [&](const std::string& rel) { return slurp(root / rel); };
+  Graph fw = parseGraph(slurpIr(m.forward.ir), (root / "forward.ir").string());
+  Graph bw = parseGraph(slurpIr(m.backward.ir), (root / "backward.ir").string());
+  verifyGraph(fw, "forward.ir");
+  verifyGraph(bw, "backward.ir");
+  std::vector<HostTensor> fin;
   for (const GraphInput& gi : fw.inputs) fin.push_back(caller.at(fw.values[gi.value].name));
   auto epilogue = [&](const std::string& name, const HostTensor& v) {
     HostTensor& dst = caller.at(name);
     AOTC_CHECK(dst.sizes == v.sizes, "epilogue copy shape mismatch for ", name);
     for (size_t i = 0; i < v.data.size(); ++i) dst.data[i] = roundTo(dst.dtype, v.data[i]);
   };
-  std::unique_ptr<ProgramBackend> backend;
-  if (opts.backend == "emulate") backend = makeEmulateBackend(dir, m, opts);
-  else if (opts.backend != "reference")
-    throw UserError(SourceLoc{}, "unknown backend '" + opts.backend + "' (known: reference, emulate)");
-  auto runProgram = [&](const std::string& name, const Graph& g, const std::vector<HostTensor>& in) {
-    return backend ? backend->run(name, g, in, epilogue) : interpretGraph(g, in, epilogue);
-  };
-  std::vector<HostTensor> fout = runProgram("forward", fw, fin);
+  std::vector<HostTensor> fout = interpretGraph(fw, fin, epilogue);
   // Metadata mutations: the caller's tensor becomes a view of its storage.
   std::map<std::string, std::vector<ViewStep>> metaChain;
   for (const GraphOutput& o : fw.outputs)
@@ -362,32 +288,12 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     }
     res["output." + std::to_string(ui++)] = std::move(v);
   }
-  for (auto& [n, chain] : metaChain)
-    if (std::find(mutated.begin(), mutated.end(), n) == mutated.end()) mutated.push_back(n);
   for (auto& n : mutated) res["after_forward." + n] = callerView(n);
   if (opts.forward_only) return res;
 
-  std::map<std::string, HostTensor> gpool;
-  if (!opts.grad_outputs_file.empty()) gpool = readSafetensors(opts.grad_outputs_file);
-  // A grad output must name a differentiable output (grad_output.<i>); the
-  // grad-outputs file may also hold the inputs (one file for both).
-  {
-    std::set<std::string> wanted;
-    for (auto& o : m["outputs"])
-      if (!o["tangent"].is_null()) wanted.insert("grad_output." + std::to_string(o["index"].get<size_t>()));
-    for (auto& [k, v] : gpool)
-      if (!wanted.count(k) && !known.count(k))
-        throw UserError(SourceLoc{opts.grad_outputs_file, k, "grad output"},
-                        k.rfind("grad_output.", 0) == 0 ? "no differentiable output has this index"
-                                                         : "is neither grad_output.<i> of a differentiable output nor an input");
-  }
   std::map<std::string, HostTensor> tangents;
-  for (auto& o : m["outputs"]) {
-    if (o["tangent"].is_null()) continue;
-    auto d = parseDType(o["dtype"].get<std::string>());
-    tangents[o["tangent"]] = checked(gpool, "grad_output." + std::to_string(o["index"].get<size_t>()), *d,
-                                     o["shape"].get<Ints>(), "grad output", true);
-  }
+  for (const plan::OutputSpec& o : m.outputs)
+    if (o.tangent) tangents[*o.tangent] = gradOutputs.at(o.index);
   std::vector<HostTensor> bin;
   for (const GraphInput& gi : bw.inputs) {
     const std::string& n = bw.values[gi.value].name;
@@ -395,7 +301,7 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     else if (gi.role == InputRole::Tangent) bin.push_back(tangents.at(n));
     else bin.push_back(caller.at(n));  // the caller's buffer a backward epilogue writes
   }
-  std::vector<HostTensor> bout = runProgram("backward", bw, bin);
+  std::vector<HostTensor> bout = interpretGraph(bw, bin, epilogue);
   for (size_t i = 0; i < bw.outputs.size(); ++i)
     if (bw.outputs[i].role == OutputRole::Grad) res["grad." + bw.outputs[i].target] = bout[i];
   for (auto& n : mutated) res["after_backward." + n] = callerView(n);

@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "aotc/driver/driver.h"
-#include "aotc/runtime/manifest.h"
+#include "aotc/plan/plan.h"
 
 namespace {
 
@@ -35,7 +35,7 @@ std::string userCacheDir(const char* what) {
 
 int main(int argc, char** argv) {
   CLI::App app{"aotc: ahead-of-time autograd compiler for deep-learning graphs"};
-  app.set_version_flag("--version", std::string("aotc ") + aotc::kCompilerVersion);
+  app.set_version_flag("--version", std::string("aotc ") + aotc::plan::kCompilerVersion);
   app.require_subcommand(1);
   int verbose = 0;
   bool quiet = false;
@@ -93,9 +93,9 @@ int main(int argc, char** argv) {
   run->add_option("--inputs", ropts.input_files, "safetensors with inputs by name (repeatable)")->required();
   run->add_option("--grad-outputs", ropts.grad_outputs_file, "safetensors with grad_output.<i>; a missing one counts as zeros");
   run->add_flag("--forward-only", ropts.forward_only, "skip the backward");
-  run->add_option("--backend", ropts.backend, "reference (IR interpreter) or emulate (the generated kernels, host-compiled)")
+  run->add_option("--backend", ropts.backend, "reference (IR interpreter), emulate (the generated kernels, host-compiled) or cuda (the GPU)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"reference", "emulate"}));
+      ->check(CLI::IsMember({"reference", "emulate", "cuda"}));
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
   run->add_option("--out", outFile, "results (safetensors)")->required();
   std::string runCacheDir;

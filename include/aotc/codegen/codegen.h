@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "aotc/passes/passes.h"
+#include "aotc/plan/plan.h"
+#include "aotc/support/hash.h"
 
 namespace aotc {
 
@@ -19,8 +21,8 @@ struct KernelSource {
 
 struct CodegenResult {
   std::map<std::string, KernelSource> kernels;  ///< by name, ordered
-  nlohmann::ordered_json forward;               ///< {buffers, steps}
-  nlohmann::ordered_json backward;
+  plan::Program forward;                        ///< buffers, steps, outputs, arena
+  plan::Program backward;
 };
 
 /// Lowers both programs: one kernel per pointwise/reduction/creation node,
@@ -31,8 +33,6 @@ CodegenResult generateCuda(const Partition& p);
 /// The device prelude every kernel includes.
 const char* devicePrelude();
 
-/// Hex SHA-256 (OpenSSL EVP).
-std::string sha256Hex(const std::string& data);
 
 // ---- NVRTC
 

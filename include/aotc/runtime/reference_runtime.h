@@ -10,6 +10,7 @@
 
 #include "aotc/ir/ir.h"
 #include "aotc/ops/reference.h"
+#include "aotc/plan/plan.h"
 
 namespace aotc {
 
@@ -20,7 +21,7 @@ std::vector<HostTensor> interpretGraph(const Graph& g, const std::vector<HostTen
                                        const std::function<void(const std::string&, const HostTensor&)>& on_epilogue);
 
 struct RunOptions {
-  std::string backend = "reference";  ///< reference | emulate
+  std::string backend = "reference";  ///< reference | emulate | cuda
   std::string emulate_cache_dir;      ///< where emulate keeps host-compiled kernels
   std::string host_compiler = "c++";  ///< emulate: compiles the generated CUDA on the host
   std::vector<std::string> input_files;
@@ -29,32 +30,19 @@ struct RunOptions {
   bool create_graph = false;
 };
 
-/// Runs forward then backward of the artifact in `dir` on the reference
-/// runtime, applying epilogue copies to the caller's buffers as a GPU runtime
-/// would.  Results are named output.<i>, grad.<input>, after_forward.<input>
+/// Runs forward then backward of the artifact in `dir`: on the reference
+/// interpreter (the oracle), or through the executor (Note [One executor]) on
+/// the emulate or cuda device.  Inputs not given come from the artifact's
+/// weights.  Results are named output.<i>, grad.<input>, after_forward.<input>
 /// and after_backward.<input> (every mutated input).
 std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunOptions& opts);
 
 /// The CPU runtimes hold every tensor as doubles: 2^31 elements (16 GiB) at most.
 inline constexpr int64_t kMaxRunElements = int64_t{1} << 31;
 
-/// Note [Manifest is untrusted]: checks a parsed manifest of the artifact in
-/// `dir` before anything runs (tensors of at most `maxElements`); throws
-/// UserError naming manifest.json and the field.
-void checkManifest(const nlohmann::json& m, const std::string& dir, int64_t maxElements = kMaxElements);
-
-/// Runs one program of an artifact: inputs bound in the program's input
-/// order, outputs returned in its output order, epilogue copies reported.
-class ProgramBackend {
- public:
-  virtual ~ProgramBackend() = default;
-  virtual std::vector<HostTensor> run(const std::string& program, const Graph& ir, const std::vector<HostTensor>& inputs,
-                                      const std::function<void(const std::string&, const HostTensor&)>& on_epilogue) = 0;
-};
-
-/// The emulate backend: the manifest's steps on the CPU, with the generated
-/// kernels compiled by the host compiler against a shim for CUDA built-ins.
-std::unique_ptr<ProgramBackend> makeEmulateBackend(const std::string& dir, const nlohmann::json& manifest,
-                                                   const RunOptions& opts);
+/// Note [Manifest is untrusted]: reads and checks the manifest of the
+/// artifact in `dir` before anything runs (tensors of at most `maxElements`);
+/// throws UserError naming manifest.json and the field.
+plan::Manifest loadManifest(const std::string& dir, int64_t maxElements = kMaxElements);
 
 }  // namespace aotc

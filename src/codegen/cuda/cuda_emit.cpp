@@ -25,7 +25,6 @@ const char* devicePrelude() { return kDevicePrelude; }
 
 namespace {
 
-using ojson = nlohmann::ordered_json;
 constexpr int kBlock = 256;
 
 const char* storageType(DType d) {
@@ -63,25 +62,6 @@ std::string valueCast(DType d) {
   return std::string("(") + computeType(d) + ")";
 }
 
-/// cuBLAS/cuDNN spellings of a dtype, and the compute type they accumulate in
-/// (half types accumulate in float32).
-const char* cudaDataType(DType d) {
-  switch (d) {
-    case DType::F64: return "CUDA_R_64F";
-    case DType::F16: return "CUDA_R_16F";
-    case DType::BF16: return "CUDA_R_16BF";
-    default: return "CUDA_R_32F";
-  }
-}
-const char* cublasCompute(DType d) { return d == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F"; }
-const char* cudnnDataType(DType d) {
-  switch (d) {
-    case DType::F64: return "CUDNN_DATA_DOUBLE";
-    case DType::F16: return "CUDNN_DATA_HALF";
-    case DType::BF16: return "CUDNN_DATA_BFLOAT16";
-    default: return "CUDNN_DATA_FLOAT";
-  }
-}
 
 std::string literal(double v, DType d) {
   std::ostringstream os;
@@ -189,26 +169,35 @@ struct Lowering {
   const Graph& g;
   std::map<std::string, KernelSource>& kernels;
   std::map<std::string, std::set<std::string>> kernelNodes_;  // kernel -> the nodes it serves, for dedup
-  ojson buffers = ojson::array();
-  ojson steps = ojson::array();
+  std::vector<plan::Buffer> buffers;
+  std::vector<plan::Step> steps;
   std::vector<std::string> bufName;  // per value
   std::vector<std::string> root;     // root buffer per value
 
   Lowering(const Graph& graph, std::map<std::string, KernelSource>& k)
       : g(graph), kernels(k), bufName(graph.values.size()), root(graph.values.size()) {}
 
-  ojson layout(const TensorType& t) {
-    return ojson{{"dtype", dtypeName(t.dtype)}, {"shape", t.sizes}, {"strides", t.strides}, {"offset", t.offset}};
-  }
+  static plan::Layout layout(const TensorType& t) { return plan::Layout{t.dtype, t.sizes, t.strides, t.offset}; }
 
-  void declare(ValueId v, const std::string& kind, ojson extra) {
+  /// Declares value `v`'s buffer: an input (its role), a view of `base`, or
+  /// an allocation of its storage span.
+  void declare(ValueId v, plan::BufferKind kind, const std::string& roleOrBase = "") {
     const Value& val = g.values[v];
     bufName[v] = val.name;
-    ojson b = {{"name", val.name}, {"kind", kind}};
-    ojson lay = layout(val.type);
-    for (auto& [k, x] : lay.items()) b[k] = x;
-    for (auto& [k, x] : extra.items()) b[k] = x;
-    buffers.push_back(b);
+    plan::Buffer b{val.name, kind, layout(val.type), "", "", 0, -1};
+    if (kind == plan::BufferKind::Input) b.role = roleOrBase;
+    if (kind == plan::BufferKind::View) b.base = roleOrBase;
+    if (kind == plan::BufferKind::Alloc) b.bytes = val.type.storageSpan() * dtypeSize(val.type.dtype);
+    buffers.push_back(std::move(b));
+  }
+
+  void pushLaunch(const std::string& kernel, int64_t grid, int64_t block, std::vector<std::string> args) {
+    plan::Launch l;
+    l.kernel = kernel;
+    l.grid = {grid, 1, 1};
+    l.block = {block, 1, 1};
+    l.args = std::move(args);
+    steps.push_back(std::move(l));
   }
 
   std::string addKernel(std::string body, const Node& n) { return addKernel(std::move(body), n, {nodeName(n)}); }
@@ -246,22 +235,17 @@ struct Lowering {
 
   void launch(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
               const std::string& outRoot = "") {
-    ojson a = ojson::array();
-    a.push_back(outRoot.empty() ? root[out] : outRoot);
+    std::vector<std::string> a{outRoot.empty() ? root[out] : outRoot};
     for (ValueId v : args) a.push_back(root[v]);
-    int64_t grid = std::max<int64_t>(1, (threads + kBlock - 1) / kBlock);
-    steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {grid, 1, 1}}, {"block", {kBlock, 1, 1}},
-                     {"shared_bytes", 0}, {"args", a}});
+    pushLaunch(kernel, std::max<int64_t>(1, (threads + kBlock - 1) / kBlock), kBlock, std::move(a));
   }
 
   /// Launch with every output then every input as arguments.
   void launchAll(const std::string& kernel, const Node& n, int64_t threads) {
-    ojson a = ojson::array();
+    std::vector<std::string> a;
     for (ValueId o : n.outputs) a.push_back(root[o]);
     for (ValueId v : n.inputs) a.push_back(root[v]);
-    int64_t grid = std::max<int64_t>(1, (threads + kBlock - 1) / kBlock);
-    steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {grid, 1, 1}}, {"block", {kBlock, 1, 1}},
-                     {"shared_bytes", 0}, {"args", a}});
+    pushLaunch(kernel, std::max<int64_t>(1, (threads + kBlock - 1) / kBlock), kBlock, std::move(a));
   }
 
   // ---------------------------------------------------------------- fusion
@@ -509,7 +493,7 @@ struct Lowering {
     AOTC_CHECK(d >= 0 && opInfo(g.nodes[static_cast<size_t>(d)].op).category == OpCategory::View, "a view whose source has no buffer");
     ValueId src = g.nodes[static_cast<size_t>(d)].inputs[0];
     ensureView(src);
-    declare(v, "view", ojson{{"base", root[src]}});
+    declare(v, plan::BufferKind::View, root[src]);
     root[v] = root[src];
   }
 
@@ -626,8 +610,7 @@ struct Lowering {
     for (int32_t m : G.members) {
       ValueId v = g.nodes[static_cast<size_t>(m)].outputs[0];
       if (!G.materialized.count(v)) continue;
-      const TensorType& t = g.type(v);
-      declare(v, "alloc", ojson{{"bytes", t.storageSpan() * dtypeSize(t.dtype)}});
+      declare(v, plan::BufferKind::Alloc);
       root[v] = bufName[v];
       outs.push_back(v);
     }
@@ -739,15 +722,13 @@ struct Lowering {
     os << ") {\n" << body.str() << "}\n";
     const Node& seed = g.nodes[static_cast<size_t>(G.seed)];
     std::string kernel = addKernel(os.str(), seed, x.nodes);
-    ojson a = ojson::array();
+    std::vector<std::string> a;
     for (ValueId o : outs) a.push_back(root[o]);
     for (ValueId l : x.leaves) {
       ensureView(l);
       a.push_back(root[l]);
     }
-    const int64_t grid = perThread ? (G.rows + block - 1) / block : G.rows;
-    steps.push_back({{"op", "launch"}, {"kernel", kernel}, {"grid", {grid, 1, 1}}, {"block", {block, 1, 1}},
-                     {"shared_bytes", 0}, {"args", a}});
+    pushLaunch(kernel, perThread ? (G.rows + block - 1) / block : G.rows, block, std::move(a));
   }
 
   /// Builds the expression tree of a kernel: leaves become parameters.
@@ -1345,30 +1326,26 @@ struct Lowering {
     return elementKernel(n, b.str());
   }
 
-  /// A GEMM operand's cuBLAS layout: op, leading dimension, buffer and
-  /// offset; a dense copy when cuBLAS cannot address it.  `d` is the first
-  /// of its two matrix dims; `batchStride` the stride between matrices.
+  /// A GEMM operand's cuBLAS layout: transposed or not, and buffer, offset,
+  /// leading dimension and batch stride; a dense copy when cuBLAS cannot
+  /// address it.  `d` is the first of its two matrix dims; the batch stride
+  /// is the stride of dim 0 when d is 1.
   struct GemmOperand {
-    std::string op, buf;
-    int64_t ld = 0, off = 0, batchStride = 0;
-    ojson json(bool batched) const {
-      ojson j{{"buffer", buf}, {"offset", off}, {"ld", ld}};
-      if (batched) j["stride"] = batchStride;
-      return j;
-    }
+    bool trans = false;
+    plan::MatrixOperand m;
   };
   GemmOperand gemmOperand(ValueId v, const Node& n, size_t d) {
     const TensorType& t = g.type(v);
     const int64_t rows = t.sizes[d], cols = t.sizes[d + 1], sr = t.strides[d], sc = t.strides[d + 1];
-    GemmOperand o{"N", root[v], 0, t.offset, d ? t.strides[0] : 0};
+    GemmOperand o{false, {root[v], t.offset, 0, d ? t.strides[0] : 0}};
     if (sc == 1 && sr >= std::max<int64_t>(1, cols)) {
-      o.ld = sr;
+      o.m.ld = sr;
     } else if (sr == 1 && sc >= std::max<int64_t>(1, rows)) {
-      o.op = "T";
-      o.ld = sc;
+      o.trans = true;
+      o.m.ld = sc;
     } else {
       denseCopy(v, n);
-      o = GemmOperand{"N", dense_[v], std::max<int64_t>(1, cols), 0, rows * cols};
+      o = GemmOperand{false, {dense_[v], 0, std::max<int64_t>(1, cols), rows * cols}};
     }
     return o;
   }
@@ -1377,22 +1354,25 @@ struct Lowering {
     ValueId A = n.inputs[0], B = n.inputs[1];
     const TensorType &ta = g.type(A), &tc = g.type(n.outputs[0]);
     const GemmOperand a = gemmOperand(A, n, 1), b = gemmOperand(B, n, 1);
-    const char* cudaType = cudaDataType(tc.dtype);
-    steps.push_back({{"op", "gemm_batched"}, {"library", "cublas"}, {"call", "cublasGemmStridedBatchedEx"}, {"node", n.loc.node},
-                     {"transa", b.op}, {"transb", a.op}, {"m", tc.sizes[2]}, {"n", tc.sizes[1]}, {"k", ta.sizes[2]},
-                     {"batch", tc.sizes[0]}, {"alpha", 1.0}, {"beta", 0.0},
-                     {"A", b.json(true)},
-                     {"B", a.json(true)},
-                     {"C", {{"buffer", root[n.outputs[0]]}, {"offset", tc.offset}, {"ld", std::max<int64_t>(1, tc.sizes[2])},
-                            {"stride", tc.sizes[1] * tc.sizes[2]}}},
-                     {"Atype", cudaType}, {"Btype", cudaType}, {"Ctype", cudaType},
-                     {"computeType", cublasCompute(tc.dtype)},
-                     {"algo", "CUBLAS_GEMM_DEFAULT"}});
+    plan::Gemm st;
+    st.call = plan::GemmCall::GemmStridedBatchedEx;
+    st.node = n.loc.node;
+    st.transa = b.trans;
+    st.transb = a.trans;
+    st.m = tc.sizes[2];
+    st.n = tc.sizes[1];
+    st.k = ta.sizes[2];
+    st.batch = tc.sizes[0];
+    st.A = b.m;
+    st.B = a.m;
+    st.C = {root[n.outputs[0]], tc.offset, std::max<int64_t>(1, tc.sizes[2]), tc.sizes[1] * tc.sizes[2]};
+    st.dtype = tc.dtype;
+    steps.push_back(st);
   }
 
-  ojson tensorDesc(ValueId v) {
+  plan::ConvTensor tensorDesc(ValueId v) {
     const TensorType& t = g.type(v);
-    return ojson{{"buffer", root[v]}, {"offset", t.offset}, {"dims", t.sizes}, {"strides", t.strides}};
+    return plan::ConvTensor{root[v], t.offset, t.sizes, t.strides};
   }
 
   void conv(const Node& n) {
@@ -1401,36 +1381,35 @@ struct Lowering {
                                 {"padding", hasAttr(n.attrs, "padding") ? attrInts(n.attrs, "padding") : Ints{0}},
                                 {"dilation", hasAttr(n.attrs, "dilation") ? attrInts(n.attrs, "dilation") : Ints{1}}});
     const TensorType& ot = g.type(n.outputs[0]);
-    ojson st{{"op", "conv"}, {"library", "cudnn"}, {"node", n.loc.node},
-             {"mode", "CUDNN_CROSS_CORRELATION"}, {"pad", {w.ph, w.pw}}, {"stride", {w.sh, w.sw}}, {"dilation", {w.dh, w.dw}},
-             {"groups", hasAttr(n.attrs, "groups") ? attrInt(n.attrs, "groups") : 1},
-             {"dataType", cudnnDataType(ot.dtype)},
-             {"computeType", ot.dtype == DType::F64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT"}, {"alpha", 1.0}, {"beta", 0.0}};
+    plan::Conv st;
+    st.node = n.loc.node;
+    st.pad = {w.ph, w.pw};
+    st.stride = {w.sh, w.sw};
+    st.dilation = {w.dh, w.dw};
+    st.groups = hasAttr(n.attrs, "groups") ? attrInt(n.attrs, "groups") : 1;
+    st.dtype = ot.dtype;
     auto filter = [&](ValueId v) {  // cuDNN filters are packed NCHW
       if (!g.type(v).isContiguous()) {
         denseCopy(v, n);
         const TensorType& t = g.type(v);
-        return ojson{{"buffer", dense_[v]}, {"offset", 0}, {"dims", t.sizes}, {"strides", TensorType::contiguousStrides(t.sizes)}};
+        return plan::ConvTensor{dense_[v], 0, t.sizes, TensorType::contiguousStrides(t.sizes)};
       }
       return tensorDesc(v);
     };
     ValueId out = n.outputs[0];
-    ojson y{{"buffer", root[out]}, {"offset", ot.offset}, {"dims", ot.sizes}, {"strides", ot.strides}};
+    st.out = plan::ConvTensor{root[out], ot.offset, ot.sizes, ot.strides};
     if (n.op == OpKind::Conv2d) {
-      st["call"] = "cudnnConvolutionForward";
-      st["x"] = tensorDesc(n.inputs[0]);
-      st["w"] = filter(n.inputs[1]);
-      st["y"] = y;
+      st.call = plan::ConvCall::Forward;
+      st.a = tensorDesc(n.inputs[0]);
+      st.b = filter(n.inputs[1]);
     } else if (n.op == OpKind::Conv2dBackwardInput) {
-      st["call"] = "cudnnConvolutionBackwardData";
-      st["dy"] = tensorDesc(n.inputs[0]);
-      st["w"] = filter(n.inputs[1]);
-      st["dx"] = y;
+      st.call = plan::ConvCall::BackwardData;
+      st.a = tensorDesc(n.inputs[0]);
+      st.b = filter(n.inputs[1]);
     } else {
-      st["call"] = "cudnnConvolutionBackwardFilter";
-      st["dy"] = tensorDesc(n.inputs[0]);
-      st["x"] = tensorDesc(n.inputs[1]);
-      st["dw"] = y;
+      st.call = plan::ConvCall::BackwardFilter;
+      st.a = tensorDesc(n.inputs[0]);
+      st.b = tensorDesc(n.inputs[1]);
     }
     steps.push_back(st);
   }
@@ -1451,8 +1430,7 @@ struct Lowering {
     Node c{OpKind::Clone, {v}, {}, {}, n.loc, n.phase, 0, {}};
     TensorType t = TensorType::contiguous(g.type(v).dtype, g.type(v).sizes);
     std::string name = g.values[v].name + ".dense";
-    buffers.push_back(ojson{{"name", name}, {"kind", "alloc"}, {"dtype", dtypeName(t.dtype)}, {"shape", t.sizes},
-                            {"strides", t.strides}, {"offset", 0}, {"bytes", t.numel() * dtypeSize(t.dtype)}});
+    buffers.push_back(plan::Buffer{name, plan::BufferKind::Alloc, layout(t), "", "", t.numel() * dtypeSize(t.dtype), -1});
     std::vector<ValueId> leaves;
     int64_t threads = 0;
     std::string k = pointwiseKernel(c, t, leaves, threads);
@@ -1466,42 +1444,32 @@ struct Lowering {
     ValueId A = n.inputs[0], B = n.inputs[1];
     const TensorType &ta = g.type(A), &tc = g.type(n.outputs[0]);
     const GemmOperand a = gemmOperand(A, n, 0), b = gemmOperand(B, n, 0);
-    steps.push_back({{"op", "gemm"},
-                     {"library", "cublas"},
-                     {"call", "cublasGemmEx"},
-                     {"node", n.loc.node},
-                     {"transa", b.op},
-                     {"transb", a.op},
-                     {"m", tc.sizes[1]},
-                     {"n", tc.sizes[0]},
-                     {"k", ta.sizes[1]},
-                     {"alpha", 1.0},
-                     {"A", b.json(false)},
-                     {"B", a.json(false)},
-                     {"beta", 0.0},
-                     {"C", {{"buffer", root[n.outputs[0]]}, {"offset", tc.offset}, {"ld", std::max<int64_t>(1, tc.sizes[1])}}},
-                     {"Atype", cudaDataType(tc.dtype)},
-                     {"Btype", cudaDataType(tc.dtype)},
-                     {"Ctype", cudaDataType(tc.dtype)},
-                     {"computeType", cublasCompute(tc.dtype)},
-                     {"algo", "CUBLAS_GEMM_DEFAULT"}});
+    plan::Gemm st;
+    st.call = plan::GemmCall::GemmEx;
+    st.node = n.loc.node;
+    st.transa = b.trans;
+    st.transb = a.trans;
+    st.m = tc.sizes[1];
+    st.n = tc.sizes[0];
+    st.k = ta.sizes[1];
+    st.A = b.m;
+    st.B = a.m;
+    st.A.stride = st.B.stride = 0;
+    st.C = {root[n.outputs[0]], tc.offset, std::max<int64_t>(1, tc.sizes[1]), 0};
+    st.dtype = tc.dtype;
     int32_t self = g.values[n.outputs[0]].node;
     if (auto it = gemmBias.find(self); it != gemmBias.end()) {
       // cuBLASLt in column-major terms: the bias runs along the m dimension.
-      ojson& st = steps.back();
-      st["call"] = "cublasLtMatmul";
-      st["library"] = "cublasLt";
-      st["epilogue"] = "CUBLASLT_EPILOGUE_BIAS";
-      st["bias"] = {{"buffer", root[it->second]}, {"offset", g.type(it->second).offset}};
-      st.erase("algo");
+      st.call = plan::GemmCall::LtMatmulBias;
+      st.bias = plan::MatrixOperand{root[it->second], g.type(it->second).offset, 1, 0};
     }
+    steps.push_back(st);
   }
 
-  void run(const std::vector<std::pair<std::string, ojson>>& inputKinds) {
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
-      ValueId v = g.inputs[i].value;
-      declare(v, "input", inputKinds[i].second);
-      root[v] = bufName[v];
+  void run() {
+    for (const GraphInput& in : g.inputs) {
+      declare(in.value, plan::BufferKind::Input, inputRoleName(in.role));
+      root[in.value] = bufName[in.value];
     }
     planFusion();
     for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
@@ -1518,29 +1486,26 @@ struct Lowering {
         Node c = n;
         c.inputs = {n.inputs[1]};
         TensorType target = g.type(dst);
-        ojson region;
+        plan::Epilogue ep{g.values[dst].name, (n.tags & kMustBeInForward) ? plan::Phase::Forward : plan::Phase::Backward, {}};
         if (int32_t d = regionSource(n); d >= 0) {
           const Node& sc = g.nodes[static_cast<size_t>(d)];
           OpKind view = sc.op == OpKind::SliceScatter ? OpKind::Slice : OpKind::Select;
           target = inferTypes(view, {target}, sc.attrs)[0];  // the region, over the caller's buffer
           c.inputs = {sc.inputs[1]};
-          region = ojson{{"op", opName(view)}};
-          for (auto& [k, v] : sc.attrs) std::visit([&](auto&& x) { region[k] = x; }, v);
+          ep.region = plan::ViewOp{opName(view), sc.attrs};
         }
         std::vector<ValueId> leaves;
         int64_t threads = 0;
         std::string k = pointwiseKernel(c, target, leaves, threads);
         launch(k, leaves, dst, threads);
-        steps.back()["epilogue"] = {{"input", g.values[dst].name},
-                                    {"phase", (n.tags & kMustBeInForward) ? "forward" : "backward"}};
-        if (!region.is_null()) steps.back()["epilogue"]["region"] = region;
+        std::get<plan::Launch>(steps.back()).epilogue = ep;
         continue;
       }
       ValueId out = n.outputs.at(0);
       if (auto it = biasAdds.find(static_cast<int32_t>(idx)); it != biasAdds.end()) {
         // Computed by the GEMM's bias epilogue, in the GEMM's output buffer.
         ValueId prod = g.nodes[static_cast<size_t>(it->second.first)].outputs[0];
-        declare(out, "view", ojson{{"base", root[prod]}});
+        declare(out, plan::BufferKind::View, root[prod]);
         root[out] = root[prod];
         continue;
       }
@@ -1550,8 +1515,7 @@ struct Lowering {
       }
       const TensorType& ot = g.type(out);
       for (ValueId o : n.outputs) {
-        const TensorType& t = g.type(o);
-        declare(o, "alloc", ojson{{"bytes", t.storageSpan() * dtypeSize(t.dtype)}});
+        declare(o, plan::BufferKind::Alloc);
         root[o] = bufName[o];
       }
       switch (info.category) {
@@ -1605,41 +1569,30 @@ struct Lowering {
 /// stay in the forward arena until the backward has run).  Offsets are
 /// assigned largest-first at the lowest address that no buffer with an
 /// overlapping lifetime occupies; alignment is 256 bytes.
-void planArena(ojson& prog) {
+void planArena(plan::Program& prog) {
   std::map<std::string, std::pair<size_t, size_t>> live;  // alloc name -> [first, last] step
   std::map<std::string, std::string> rootOf;
-  for (auto& b : prog["buffers"]) {
-    const std::string name = b["name"];
-    rootOf[name] = b["kind"] == "view" ? b["base"].get<std::string>() : name;
-  }
+  for (const plan::Buffer& b : prog.buffers) rootOf[b.name] = b.kind == plan::BufferKind::View ? b.base : b.name;
   auto touch = [&](const std::string& buf, size_t step) {
     std::string r = rootOf.count(buf) ? rootOf[buf] : buf;
     auto it = live.find(r);
     if (it == live.end()) live[r] = {step, step};
     else it->second.second = std::max(it->second.second, step);
   };
-  const auto& steps = prog["steps"];
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const ojson& st = steps[i];
-    if (st["op"] == "launch") {
-      for (auto& a : st["args"]) touch(a, i);
-    } else {
-      for (const char* k : {"A", "B", "C", "x", "w", "y", "dx", "dy", "dw"})
-        if (st.contains(k)) touch(st[k]["buffer"], i);
-    }
-  }
-  for (auto& o : prog["outputs"]) touch(o["buffer"], steps.size());
+  for (size_t i = 0; i < prog.steps.size(); ++i)
+    for (const std::string& b : plan::stepBuffers(prog.steps[i])) touch(b, i);
+  for (const plan::ProgramOutput& o : prog.outputs) touch(o.buffer, prog.steps.size());
   struct Item {
     std::string name;
     int64_t bytes;
     size_t first, last;
   };
   std::vector<Item> items;
-  for (auto& b : prog["buffers"])
-    if (b["kind"] == "alloc") {
-      auto it = live.find(b["name"].get<std::string>());
+  for (const plan::Buffer& b : prog.buffers)
+    if (b.kind == plan::BufferKind::Alloc) {
+      auto it = live.find(b.name);
       auto range = it == live.end() ? std::pair<size_t, size_t>{0, 0} : it->second;
-      items.push_back({b["name"], std::max<int64_t>(b["bytes"].get<int64_t>(), 1), range.first, range.second});
+      items.push_back({b.name, std::max<int64_t>(b.bytes, 1), range.first, range.second});
     }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bytes > b.bytes; });
   constexpr int64_t kAlign = 256;
@@ -1660,22 +1613,22 @@ void planArena(ojson& prog) {
     offset[it.name] = at;
     arena = std::max(arena, at + it.bytes);
   }
-  for (auto& b : prog["buffers"])
-    if (b["kind"] == "alloc") b["arena_offset"] = offset[b["name"].get<std::string>()];
-  prog["arena_bytes"] = (arena + kAlign - 1) / kAlign * kAlign;
+  for (plan::Buffer& b : prog.buffers)
+    if (b.kind == plan::BufferKind::Alloc) b.arena_offset = offset[b.name];
+  prog.arena_bytes = (arena + kAlign - 1) / kAlign * kAlign;
   int64_t total = 0;
   for (const Item& it : items) total += it.bytes;
-  prog["alloc_bytes_unplanned"] = total;
+  prog.alloc_bytes_unplanned = total;
 }
 
-ojson lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels) {
-  std::vector<std::pair<std::string, ojson>> kinds;
-  for (auto& in : g.inputs) kinds.push_back({"input", ojson{{"role", inputRoleName(in.role)}}});
+plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels, const std::string& ir) {
   Lowering l(g, kernels);
-  l.run(kinds);
-  ojson outs = ojson::array();
-  for (auto& o : g.outputs) outs.push_back(ojson{{"role", outputRoleName(o.role)}, {"buffer", g.values[o.value].name}});
-  ojson prog{{"buffers", l.buffers}, {"steps", l.steps}, {"outputs", outs}};
+  l.run();
+  plan::Program prog;
+  prog.ir = ir;
+  prog.buffers = std::move(l.buffers);
+  prog.steps = std::move(l.steps);
+  for (auto& o : g.outputs) prog.outputs.push_back({outputRoleName(o.role), g.values[o.value].name});
   planArena(prog);
   return prog;
 }
@@ -1684,8 +1637,8 @@ ojson lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels)
 
 CodegenResult generateCuda(const Partition& p) {
   CodegenResult r;
-  r.forward = lowerProgram(p.forward, r.kernels);
-  r.backward = lowerProgram(p.backward, r.kernels);
+  r.forward = lowerProgram(p.forward, r.kernels, "forward.ir");
+  r.backward = lowerProgram(p.backward, r.kernels, "backward.ir");
   return r;
 }
 

@@ -1,0 +1,33 @@
+//===- manifest.h - The artifact's plan, from the engine and codegen -*- C++ -*-===//
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "aotc/codegen/codegen.h"
+#include "aotc/plan/plan.h"
+
+namespace aotc {
+
+struct ManifestInfo {
+  std::string model_name;
+  std::string source_file;  ///< base name of the model file
+  std::vector<std::string> archs;
+  nlohmann::ordered_json flags;  ///< the compile options that shape the artifact
+  std::string nvrtc_version;     ///< NVRTC's version ("13.0")
+  std::map<std::string, std::vector<std::string>> input_aliases;  ///< tied tensors' other names
+  std::vector<std::string> output_paths;  ///< per user output, when the exporter recorded them
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::array();  ///< the exporter's record of the arguments
+  std::string weights;  ///< the artifact's initial-tensors file, "" if none
+};
+
+/// Builds the artifact's plan (Note [Typed plan]): inputs (roles, layouts,
+/// mutation phase), outputs (fresh or alias recipes, tangents), grads, saved
+/// tensors, both programs' buffers and steps, kernels with their per-arch
+/// PTX/cubin files, runtime checks.  plan::toJson writes it.
+plan::Manifest buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std::vector<KernelModule>& modules,
+                             const ManifestInfo& info);
+
+}  // namespace aotc

@@ -1,0 +1,263 @@
+//===- plan.h - The typed execution plan and its manifest form ---*- C++ -*-===//
+//
+// Note [Typed plan]: what an artifact asks a runtime to do is a value of
+// these types.  The code generator and the memory planner produce them; this
+// library alone writes them to manifest.json and reads them back
+// (toJson / manifestFromJson), so every JSON key is spelled in plan.cpp and
+// nowhere else; every runtime (reference, the executor's devices, the
+// deployment library) works on the types.  Nothing recovers meaning by
+// parsing a value's name: an output's tangent, an epilogue's input, a GEMM's
+// operands are fields.
+//
+// The JSON form is schemas/manifest.schema.json, version kManifestVersion.
+// manifestFromJson treats its input as untrusted (Note [Manifest is
+// untrusted]): every field is checked for kind and range, every name a step
+// uses is a declared buffer, every path stays inside the artifact; a problem
+// is one UserError naming manifest.json and the field.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "aotc/ir/ir.h"
+
+namespace aotc::plan {
+
+/// Version 3: the artifact carries its initial tensors (`weights`); outputs
+/// name their tangent from the program's own record, never from a name.
+inline constexpr int kManifestVersion = 3;
+inline constexpr const char* kCompilerVersion = "0.2.0";
+
+/// A tensor's place in a buffer: sizes, strides and offset in elements.
+struct Layout {
+  DType dtype = DType::F32;
+  Ints shape, strides;
+  int64_t offset = 0;
+  int64_t numel() const;
+  /// Elements from the buffer start to one past the last element reached.
+  int64_t span() const;
+  bool operator==(const Layout&) const = default;
+};
+
+/// One view op (an aotc IR op name and its attributes): replaying a chain of
+/// them on a base regenerates an alias.
+struct ViewOp {
+  std::string op;
+  Attrs attrs;
+  bool operator==(const ViewOp&) const = default;
+};
+using ViewChain = std::vector<ViewOp>;
+
+enum class BufferKind { Input, Alloc, View };
+
+struct Buffer {
+  std::string name;
+  BufferKind kind = BufferKind::Alloc;
+  Layout layout;
+  std::string role;           ///< Input: parameter, buffer, user_input, constant, tangent, saved
+  std::string base;           ///< View: the buffer it views (its root's name)
+  int64_t bytes = 0;          ///< Alloc: bytes it needs
+  int64_t arena_offset = -1;  ///< Alloc: byte offset in the program's arena (-1 until planned)
+  bool operator==(const Buffer&) const = default;
+};
+
+enum class Phase { Forward, Backward };
+
+/// A launch that writes (part of) a caller's input: an epilogue copy.
+struct Epilogue {
+  std::string input;
+  Phase phase = Phase::Forward;
+  std::optional<ViewOp> region;  ///< only this view of the input is written
+  bool operator==(const Epilogue&) const = default;
+};
+
+struct Launch {
+  std::string kernel;
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int64_t shared_bytes = 0;
+  std::vector<std::string> args;  ///< root buffers: outputs first, then operands
+  std::optional<Epilogue> epilogue;
+  bool operator==(const Launch&) const = default;
+};
+
+/// A GEMM operand in cuBLAS's column-major terms.
+struct MatrixOperand {
+  std::string buffer;
+  int64_t offset = 0, ld = 1, stride = 0;  ///< stride: between matrices of a batch
+  bool operator==(const MatrixOperand&) const = default;
+};
+
+enum class GemmCall { GemmEx, GemmStridedBatchedEx, LtMatmulBias };
+
+/// C = alpha op(A) op(B) + beta C (+ bias along m for LtMatmulBias), column-major.
+struct Gemm {
+  GemmCall call = GemmCall::GemmEx;
+  std::string node;
+  bool transa = false, transb = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  double alpha = 1, beta = 0;
+  MatrixOperand A, B, C;
+  DType dtype = DType::F32;  ///< of A, B and C
+  std::optional<MatrixOperand> bias;  ///< LtMatmulBias: buffer and offset (ld unused)
+  bool operator==(const Gemm&) const = default;
+};
+
+/// A tensor a convolution reads or writes: NCHW dims and strides over a buffer.
+struct ConvTensor {
+  std::string buffer;
+  int64_t offset = 0;
+  Ints dims, strides;
+  bool operator==(const ConvTensor&) const = default;
+};
+
+enum class ConvCall { Forward, BackwardData, BackwardFilter };
+
+/// A cuDNN 2-D cross-correlation.  Forward: (a=x, b=w) -> out=y; backward
+/// data: (a=dy, b=w) -> out=dx; backward filter: (a=dy, b=x) -> out=dw.
+struct Conv {
+  ConvCall call = ConvCall::Forward;
+  std::string node;
+  Ints pad, stride, dilation;
+  int64_t groups = 1;
+  DType dtype = DType::F32;
+  double alpha = 1, beta = 0;
+  ConvTensor a, b, out;
+  bool operator==(const Conv&) const = default;
+};
+
+using Step = std::variant<Launch, Gemm, Conv>;
+
+/// The buffers a step reads or writes (root or view names, as spelled).
+std::vector<std::string> stepBuffers(const Step& s);
+/// "launch k_…", "gemm (cublasGemmEx)", "conv (cudnnConvolutionForward)".
+std::string stepLabel(const Step& s);
+
+struct ProgramOutput {
+  std::string role;  ///< user, grad, saved, input_meta
+  std::string buffer;
+  bool operator==(const ProgramOutput&) const = default;
+};
+
+struct Program {
+  std::string ir;  ///< the program's IR file in the artifact
+  std::vector<Buffer> buffers;
+  std::vector<Step> steps;
+  std::vector<ProgramOutput> outputs;
+  int64_t arena_bytes = 0;
+  int64_t alloc_bytes_unplanned = 0;
+  const Buffer* buffer(const std::string& name) const;
+  bool operator==(const Program&) const = default;
+};
+
+enum class Mutation { None, Forward, Backward, Both };
+const char* mutationName(Mutation m);
+
+struct MetadataChange {
+  Ints shape, strides;
+  int64_t offset = 0;
+  ViewChain view_chain;
+  bool operator==(const MetadataChange&) const = default;
+};
+
+struct InputSpec {
+  std::string name;
+  std::string role;  ///< parameter, buffer, user_input, constant
+  Layout layout;     ///< offset 0
+  bool requires_grad = false;
+  Mutation mutation = Mutation::None;
+  std::vector<std::string> aliases;  ///< a tied tensor's other names
+  std::optional<MetadataChange> metadata_after_forward;
+  bool operator==(const InputSpec&) const = default;
+};
+
+struct AliasRecipe {
+  std::string input;
+  ViewChain view_chain;
+  bool operator==(const AliasRecipe&) const = default;
+};
+
+struct OutputSpec {
+  size_t index = 0;
+  std::string buffer;
+  DType dtype = DType::F32;
+  Ints shape;
+  std::optional<std::string> tangent;  ///< the backward input that takes grad_output.<index>
+  std::optional<AliasRecipe> alias;    ///< set: the output is a view of this input
+  std::optional<std::string> path;
+  bool operator==(const OutputSpec&) const = default;
+};
+
+struct GradSpec {
+  std::string input, buffer;
+  bool operator==(const GradSpec&) const = default;
+};
+
+struct SavedSpec {
+  std::string name;
+  Layout layout;
+  bool operator==(const SavedSpec&) const = default;
+};
+
+struct ModuleSpec {
+  std::string name;
+  std::vector<std::string> kernels;
+  std::map<std::string, std::string> ptx, cubin;  ///< arch -> file
+  bool operator==(const ModuleSpec&) const = default;
+};
+
+struct KernelSpec {
+  std::string name, source, module;
+  std::vector<std::string> nodes;
+  bool operator==(const KernelSpec&) const = default;
+};
+
+struct RuntimeChecks {
+  std::vector<size_t> no_create_graph_inputs;
+  int64_t input_alignment_bytes = 16;
+  bool operator==(const RuntimeChecks&) const = default;
+};
+
+struct Manifest {
+  std::string compiler_version = kCompilerVersion;
+  std::string nvrtc_version;
+  nlohmann::ordered_json flags = nlohmann::ordered_json::object();
+  std::string model_name, model_source;
+  nlohmann::ordered_json arguments;  ///< null: not recorded
+  std::vector<std::string> archs;
+  std::vector<InputSpec> inputs;
+  std::vector<OutputSpec> outputs;
+  std::vector<GradSpec> grads;
+  std::vector<SavedSpec> saved;
+  Program forward, backward;
+  std::vector<ModuleSpec> modules;
+  std::vector<KernelSpec> kernels;
+  std::string prelude = "kernels/aotc_prelude.cuh";
+  std::string weights;  ///< the initial tensors file ("" when the artifact has none)
+  RuntimeChecks runtime_checks;
+
+  const InputSpec* input(const std::string& name) const;  ///< by name or alias
+  const KernelSpec* kernel(const std::string& name) const;
+  const Program& program(Phase p) const { return p == Phase::Forward ? forward : backward; }
+  bool operator==(const Manifest&) const = default;
+};
+
+nlohmann::ordered_json toJson(const Manifest& m);
+
+/// Parses and checks an untrusted manifest (Note [Manifest is untrusted]).
+/// `file` names it in errors; tensors may hold at most `maxElements`.
+Manifest manifestFromJson(const nlohmann::json& j, const std::string& file, int64_t maxElements);
+/// Reads `dir`/manifest.json.
+Manifest readManifest(const std::string& dir, int64_t maxElements);
+
+/// A view chain applied to a layout (the runtimes' alias regeneration): each
+/// op's shape rule gives the next sizes/strides/offset.
+Layout applyViewChain(const Layout& base, const ViewChain& chain);
+
+}  // namespace aotc::plan

@@ -1,0 +1,92 @@
+/*===- aotc/runtime/c_api.h - The aotc deployment runtime, C ABI -----------===*
+ *
+ * For FFI from any language.  Link with aotc::runtime (CMake package
+ * aotc_runtime).  Every function returning int returns 0 on success and
+ * non-zero on error; the error's one-line message is aotc_error(rt) (for
+ * aotc_open: written into `err`).  Tensors are device pointers (host pointers
+ * on the emulate device) with shapes and strides in elements.
+ *
+ *   aotc_runtime* rt;  char err[512];
+ *   if (aotc_open("art", "auto", &rt, err, sizeof err)) { puts(err); return 1; }
+ *   aotc_bind(rt, "x", &x);  aotc_forward(rt);  aotc_output(rt, 0, &y);
+ *   aotc_bind_grad_output(rt, 0, &gy);  aotc_backward(rt);  aotc_grad(rt, "fc.weight", &gw);
+ *   aotc_close(rt);
+ *===----------------------------------------------------------------------===*/
+#ifndef AOTC_RUNTIME_C_API_H
+#define AOTC_RUNTIME_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AOTC_C_API_VERSION 1
+#define AOTC_MAX_DIMS 16
+
+typedef enum aotc_dtype {
+  AOTC_F32 = 0,
+  AOTC_F64 = 1,
+  AOTC_F16 = 2,
+  AOTC_BF16 = 3,
+  AOTC_I64 = 4,
+  AOTC_I32 = 5,
+  AOTC_BOOL = 6
+} aotc_dtype;
+
+/** A tensor the caller gives: data is the tensor's first element. */
+typedef struct aotc_tensor {
+  void* data;
+  aotc_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  const int64_t* strides; /* NULL: contiguous */
+} aotc_tensor;
+
+/** A tensor the runtime returns: data is the root pointer, offset in elements. */
+typedef struct aotc_tensor_view {
+  void* data;
+  aotc_dtype dtype;
+  int32_t ndim;
+  int64_t shape[AOTC_MAX_DIMS];
+  int64_t strides[AOTC_MAX_DIMS];
+  int64_t offset;
+} aotc_tensor_view;
+
+typedef struct aotc_runtime aotc_runtime;
+
+/** device: "cuda", "emulate" or "auto" (cuda when a GPU is usable, else emulate). */
+int aotc_open(const char* artifact_dir, const char* device, aotc_runtime** out, char* err, size_t err_len);
+void aotc_close(aotc_runtime* rt);
+const char* aotc_error(const aotc_runtime* rt);
+const char* aotc_device_name(const aotc_runtime* rt);
+
+size_t aotc_num_inputs(const aotc_runtime* rt);
+const char* aotc_input_name(const aotc_runtime* rt, size_t i);
+size_t aotc_num_outputs(const aotc_runtime* rt);
+
+/** Binds an input by signature name; checked against the manifest (dtype, shape, strides, alignment).
+ *  Parameters, buffers and constants not bound come from the artifact's weights. */
+int aotc_bind(aotc_runtime* rt, const char* name, const aotc_tensor* t);
+/** Binds grad_output.<index>; a grad output not bound is zero. */
+int aotc_bind_grad_output(aotc_runtime* rt, size_t index, const aotc_tensor* t);
+int aotc_forward(aotc_runtime* rt);
+int aotc_backward(aotc_runtime* rt);
+/** Output <index>: a view into the runtime's memory (valid until the next run), or of the caller's input it aliases. */
+int aotc_output(aotc_runtime* rt, size_t index, aotc_tensor_view* out);
+int aotc_grad(aotc_runtime* rt, const char* input, aotc_tensor_view* out);
+/** The caller's input as it is now (mutations applied, metadata changed by the forward). */
+int aotc_input(aotc_runtime* rt, const char* name, aotc_tensor_view* out);
+
+/** Device memory helpers (256-byte aligned, zeroed). */
+int aotc_alloc(aotc_runtime* rt, size_t bytes, void** out);
+int aotc_free(aotc_runtime* rt, void* p);
+int aotc_copy_to_device(aotc_runtime* rt, void* dst, const void* src, size_t bytes);
+int aotc_copy_to_host(aotc_runtime* rt, void* dst, const void* src, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AOTC_RUNTIME_C_API_H */

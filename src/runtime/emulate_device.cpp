@@ -1,0 +1,333 @@
+//===- emulate_device.cpp - The emulate Device: the artifact's kernels on the CPU ===//
+//
+// The emulate device proves on any machine that the generated kernels and
+// the plan compute the right thing: every kernel source of the artifact
+// is compiled by the host C++ compiler against a shim for the CUDA built-ins
+// (src/runtime/emulate_shim.h) and the artifact's own prelude; the executor
+// (Note [One executor]) runs the steps: launches loop over the grid and the
+// block calling the kernel, GEMM and convolution steps run host
+// implementations of exactly the cuBLAS/cuDNN calls the plan spells out.
+// Device memory is host memory holding each dtype's real bytes, laid out as
+// the plan says.
+//
+// Note [Emulated barriers]: a kernel without __syncthreads runs its threads
+// to completion one after another.  A kernel with barriers runs each block's
+// threads as fibers (Boost.Context) on one host thread: __syncthreads switches to
+// the scheduler, which resumes every unfinished thread in order, so all of a
+// block's threads reach a barrier before any passes it.
+//===----------------------------------------------------------------------===//
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "aotc/ir/safetensors.h"
+#include "aotc/ops/ops.h"
+#include "aotc/ops/reference.h"
+#include "aotc/runtime/device.h"
+#include "aotc/runtime/emulate_shim_text.h"
+#include "aotc/support/fs.h"
+#include "aotc/support/hash.h"
+
+namespace aotc {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Visits each element of a strided layout: (row-major index, storage element offset).
+template <typename F>
+void forLayout(const Ints& sizes, const Ints& strides, int64_t offset, F f) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  Ints c(sizes.size(), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t off = offset;
+    for (size_t d = 0; d < c.size(); ++d) off += c[d] * strides[d];
+    f(e, off);
+    for (size_t d = c.size(); d-- > 0;) {
+      if (++c[d] < sizes[d]) break;
+      c[d] = 0;
+    }
+  }
+}
+
+HostTensor readLayout(const unsigned char* base, DType d, const Ints& sizes, const Ints& strides, int64_t offset) {
+  HostTensor t = HostTensor::zeros(d, sizes);
+  int64_t es = dtypeSize(d);
+  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { t.data[static_cast<size_t>(e)] = loadElement(d, base + off * es); });
+  return t;
+}
+
+void writeLayout(unsigned char* base, DType d, const Ints& sizes, const Ints& strides, int64_t offset, const HostTensor& t) {
+  int64_t es = dtypeSize(d);
+  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { storeElement(d, base + off * es, t.data[static_cast<size_t>(e)]); });
+}
+
+using Trampoline = void (*)(void**);
+using RunBlock = void (*)(Trampoline, void**, unsigned, unsigned, unsigned, int);
+
+/// The block runner compiled into every kernel library.
+constexpr const char* kBlockRunner = R"aotc(
+#include <boost/context/fiber.hpp>
+#include <vector>
+extern "C" { thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc_gridDim; }
+extern "C" { int aotc_index_error = 0; }
+namespace {
+namespace bctx = boost::context;
+/// Stacks are slices of one region kept for the thread's lifetime.
+struct AotcStack {
+  char* top;
+  std::size_t size;
+  bctx::stack_context allocate() { bctx::stack_context sc; sc.size = size; sc.sp = top; return sc; }
+  void deallocate(bctx::stack_context&) noexcept {}
+};
+struct AotcThread { bctx::fiber self, sched; bool done = false; };
+thread_local AotcThread* aotc_current = nullptr;
+}
+extern "C" void __syncthreads() {
+  if (aotc_current) aotc_current->sched = std::move(aotc_current->sched).resume();
+}
+extern "C" void aotc_run_block(void (*f)(void**), void** args, unsigned bx, unsigned bdx, unsigned gdx, int barriers) {
+  aotc_blockIdx.x = bx; aotc_blockIdx.y = aotc_blockIdx.z = 0;
+  aotc_blockDim.x = bdx; aotc_blockDim.y = aotc_blockDim.z = 1;
+  aotc_gridDim.x = gdx; aotc_gridDim.y = aotc_gridDim.z = 1;
+  aotc_threadIdx.y = aotc_threadIdx.z = 0;
+  if (!barriers) {
+    for (unsigned t = 0; t < bdx; ++t) { aotc_threadIdx.x = t; f(args); }
+    return;
+  }
+  const std::size_t kStack = 1 << 16;
+  static thread_local std::vector<char> stacks;
+  static thread_local std::vector<AotcThread> threads;
+  if (threads.size() < bdx) {
+    stacks.assign(kStack * bdx, 0);
+    threads.resize(bdx);
+  }
+  for (unsigned t = 0; t < bdx; ++t) {
+    AotcThread& th = threads[t];
+    th.done = false;
+    th.self = bctx::fiber(std::allocator_arg, AotcStack{stacks.data() + kStack * (t + 1), kStack},
+                          [f, args, &th](bctx::fiber&& sched) {
+                            th.sched = std::move(sched);
+                            f(args);
+                            th.done = true;
+                            return std::move(th.sched);
+                          });
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (unsigned t = 0; t < bdx; ++t) {
+      if (threads[t].done) continue;
+      aotc_current = &threads[t];
+      aotc_threadIdx.x = t;
+      threads[t].self = std::move(threads[t].self).resume();
+      any = any || !threads[t].done;
+    }
+  }
+  aotc_current = nullptr;
+}
+)aotc";
+
+/// The host-compiled kernels of one artifact.
+class KernelLibrary {
+ public:
+  KernelLibrary(const fs::path& dir, const plan::Manifest& manifest, const EmulateOptions& opts) {
+    std::ostringstream tu;
+    auto slurp = [&](const std::string& rel) {
+      std::ifstream f(dir / rel);
+      if (!f) throw UserError(SourceLoc{(dir / rel).string(), "", ""}, "cannot read kernel source");
+      return std::string((std::istreambuf_iterator<char>(f)), {});
+    };
+    // The artifact's own prelude: the runtime does not carry the compiler's.
+    tu << "#define AOTC_EMULATE 1\n" << kEmulateShim << "\n" << slurp(manifest.prelude) << "\n";
+    std::ostringstream tramp;
+    std::vector<std::string> names;
+    static const std::regex sig(R"(extern "C" __global__ void (k_[0-9a-f]+)\(([^)]*)\))");
+    for (const plan::KernelSpec& k : manifest.kernels) {
+      std::string src = slurp(k.source);
+      std::string::size_type p = src.find("#include \"aotc_prelude.cuh\"");
+      if (p != std::string::npos) src.erase(p, std::string("#include \"aotc_prelude.cuh\"").size());
+      tu << src << "\n";
+      std::smatch m;
+      if (!std::regex_search(src, m, sig) || m[1] != k.name) throw UserError(SourceLoc{k.source, "", ""}, "no kernel signature for " + k.name);
+      std::string name = m[1], params = m[2];
+      tramp << "extern \"C\" void aotc_launch_" << name << "(void** a) { " << name << "(";
+      std::stringstream ps(params);
+      std::string param;
+      int i = 0;
+      while (std::getline(ps, param, ',')) {
+        std::string type = param.substr(0, param.find("__restrict__"));
+        tramp << (i ? ", " : "") << "(" << type << ")a[" << i << "]";
+        ++i;
+      }
+      tramp << "); }\n";
+      names.push_back(name);
+      arity_[name] = i;
+      if (src.find("__syncthreads") != std::string::npos) barriers_.insert(name);
+    }
+    tu << tramp.str() << kBlockRunner;
+    std::string text = tu.str();
+    // Content-addressed: the same kernels reuse the same library.
+    fs::path cache = opts.cache_dir.empty() ? fs::temp_directory_path() / "aotc-emulate" : fs::path(opts.cache_dir);
+    fs::create_directories(cache);
+    std::string key = sha256Hex(text + opts.host_compiler).substr(0, 24);
+    fs::path lib = cache / ("emu_" + key + ".so");
+    if (!fs::exists(lib)) {
+      removeStaleTemporaries(cache, "emu_", ".tmp.");  // Note [No debris]
+      std::string tmp = (cache / ("emu_" + key + ".tmp." + std::to_string(::getpid()))).string();
+      { std::ofstream(tmp + ".cpp") << text; }
+      std::string cmd = opts.host_compiler + " -std=c++17 -O2 -fPIC -shared -w -o " + tmp + ".so " + tmp + ".cpp -lboost_context > " + tmp +
+                        ".log 2>&1";
+      int rc = std::system(cmd.c_str());
+      if (rc != 0) {
+        std::ifstream lf(tmp + ".log");
+        std::string log((std::istreambuf_iterator<char>(lf)), {});
+        throw UserError(SourceLoc{tmp + ".cpp", "", "emulate"}, "host compilation of the kernels failed: " + log.substr(0, 2000));
+      }
+      fs::rename(tmp + ".so", lib);  // atomic: concurrent runs see a whole library or none
+      std::error_code ec;
+      fs::remove(tmp + ".cpp", ec);
+      fs::remove(tmp + ".log", ec);
+    }
+    handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, std::string("dlopen failed: ") + dlerror());
+    runBlock_ = reinterpret_cast<RunBlock>(dlsym(handle_, "aotc_run_block"));
+    indexError_ = reinterpret_cast<int*>(dlsym(handle_, "aotc_index_error"));
+    if (!runBlock_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, "kernel library has no block runner");
+    for (auto& n : names) fns_[n] = reinterpret_cast<Trampoline>(dlsym(handle_, ("aotc_launch_" + n).c_str()));
+  }
+  ~KernelLibrary() {
+    if (handle_) dlclose(handle_);
+  }
+  KernelLibrary(const KernelLibrary&) = delete;
+  KernelLibrary& operator=(const KernelLibrary&) = delete;
+
+  void launch(const plan::Launch& l, std::vector<void*>& args) const {
+    auto it = fns_.find(l.kernel);
+    if (it == fns_.end() || !it->second) throw UserError(SourceLoc{}, "kernel " + l.kernel + " is not in the artifact's kernel library");
+    if (static_cast<int>(args.size()) != arity_.at(l.kernel))
+      throw UserError(SourceLoc{}, cat("kernel ", l.kernel, " takes ", arity_.at(l.kernel), " arguments, the step passes ", args.size()));
+    Trampoline f = it->second;
+    unsigned gx = static_cast<unsigned>(l.grid[0]), bx = static_cast<unsigned>(l.block[0]);
+    if (l.grid[1] != 1 || l.grid[2] != 1 || l.block[1] != 1 || l.block[2] != 1) throw UserError(SourceLoc{}, "emulate: only 1-D launches");
+    const std::string& kernel = l.kernel;
+    int barriers = barriers_.count(kernel) ? 1 : 0;
+    if (indexError_) *indexError_ = 0;
+    for (unsigned b = 0; b < gx; ++b) runBlock_(f, args.data(), b, bx, gx, barriers);
+  }
+  /// Whether the last launch met an index outside its dim (Note [Index errors]).
+  bool indexError() const { return indexError_ && *indexError_; }
+
+ private:
+  void* handle_ = nullptr;
+  RunBlock runBlock_ = nullptr;
+  int* indexError_ = nullptr;
+  std::set<std::string> barriers_;
+  std::map<std::string, Trampoline> fns_;
+  std::map<std::string, int> arity_;
+};
+
+/// Bytes of an element of the layout: `p` is a root pointer.
+unsigned char* at(DevicePtr p) { return reinterpret_cast<unsigned char*>(static_cast<uintptr_t>(p)); }
+
+HostTensor readDesc(DevicePtr p, DType dt, const plan::ConvTensor& d) { return readLayout(at(p), dt, d.dims, d.strides, d.offset); }
+void writeDesc(DevicePtr p, DType dt, const plan::ConvTensor& d, const HostTensor& t) { writeLayout(at(p), dt, d.dims, d.strides, d.offset, t); }
+
+class EmulateDevice final : public Device {
+ public:
+  explicit EmulateDevice(const EmulateOptions& opts) : opts_(opts) {}
+  ~EmulateDevice() override {
+    for (auto& [p, n] : live_) std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(p)));
+  }
+  std::string name() const override { return "emulate"; }
+
+  DevicePtr allocate(size_t bytes) override {
+    // Slack past the end: vectorized tails may read (never write) up to 16
+    // bytes beyond a buffer, as on the device where allocations are rounded.
+    size_t n = (bytes + 16 + 255) / 256 * 256;
+    void* p = std::aligned_alloc(256, n);
+    if (!p) throw UserError(SourceLoc{"", "", "emulate"}, cat("out of host memory allocating ", bytes, " bytes"));
+    std::memset(p, 0, n);
+    DevicePtr d = reinterpret_cast<uintptr_t>(p);
+    live_[d] = n;
+    return d;
+  }
+  void release(DevicePtr p) override {
+    if (live_.erase(p)) std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(p)));
+  }
+  void copyToDevice(DevicePtr dst, const void* src, size_t bytes) override { std::memcpy(at(dst), src, bytes); }
+  void copyToHost(void* dst, DevicePtr src, size_t bytes) override { std::memcpy(dst, at(src), bytes); }
+  void loadKernels(const plan::Manifest& m, const std::string& dir) override { lib_ = std::make_unique<KernelLibrary>(dir, m, opts_); }
+  void synchronize() override {}
+
+  void launch(const plan::Launch& l, const std::vector<DevicePtr>& args) override {
+    AOTC_CHECK(lib_, "emulate: kernels not loaded");
+    std::vector<void*> a;
+    for (DevicePtr p : args) a.push_back(at(p));
+    lib_->launch(l, a);
+    if (lib_->indexError()) throw UserError(SourceLoc{}, "index out of range (an index tensor holds a value outside its dim)");
+  }
+
+  /// cublasGemmEx / cublasGemmStridedBatchedEx / cublasLtMatmul with a bias
+  /// epilogue, column-major, as spelled out.
+  void gemm(const plan::Gemm& g, DevicePtr pa, DevicePtr pb, DevicePtr pc, DevicePtr pbias) override {
+    const DType dt = g.dtype;
+    const int64_t es = dtypeSize(dt);
+    const unsigned char* bias = g.bias ? at(pbias) + g.bias->offset * es : nullptr;
+    for (int64_t z = 0; z < g.batch; ++z) {
+      const unsigned char* a = at(pa) + (g.A.offset + z * g.A.stride) * es;
+      const unsigned char* b = at(pb) + (g.B.offset + z * g.B.stride) * es;
+      unsigned char* c = at(pc) + (g.C.offset + z * g.C.stride) * es;
+      for (int64_t j = 0; j < g.n; ++j)
+        for (int64_t i = 0; i < g.m; ++i) {
+          double s = 0;
+          for (int64_t p = 0; p < g.k; ++p) {
+            double av = loadElement(dt, a + (g.transa ? p + i * g.A.ld : i + p * g.A.ld) * es);
+            double bv = loadElement(dt, b + (g.transb ? j + p * g.B.ld : p + j * g.B.ld) * es);
+            s += av * bv;
+          }
+          unsigned char* out = c + (i + j * g.C.ld) * es;
+          double v = g.alpha * s + (g.beta != 0 ? g.beta * loadElement(dt, out) : 0.0);
+          if (bias) v += loadElement(dt, bias + i * es);  // CUBLASLT_EPILOGUE_BIAS: one value per row (m)
+          storeElement(dt, out, v);
+        }
+    }
+  }
+
+  /// cuDNN convolutions via the reference kernels, on the described tensors.
+  void conv(const plan::Conv& c, DevicePtr pa, DevicePtr pb, DevicePtr pout) override {
+    Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"dilation", c.dilation}, {"groups", c.groups}};
+    HostTensor x = readDesc(pa, c.dtype, c.a), w = readDesc(pb, c.dtype, c.b);
+    auto ct = [](const HostTensor& t) { return TensorType::contiguous(t.dtype, t.sizes); };
+    OpKind op = OpKind::Conv2d;
+    if (c.call == plan::ConvCall::BackwardData) {
+      op = OpKind::Conv2dBackwardInput;
+      a["input_size"] = c.out.dims;
+    } else if (c.call == plan::ConvCall::BackwardFilter) {
+      op = OpKind::Conv2dBackwardWeight;
+      a["weight_size"] = c.out.dims;
+    }
+    auto ot = inferTypes(op, {ct(x), ct(w)}, a);
+    if (ot[0].sizes != c.out.dims) throw UserError(SourceLoc{}, "the convolution's output dims do not follow from its operands");
+    writeDesc(pout, c.dtype, c.out, referenceEval(op, {&x, &w}, a, ot)[0]);
+  }
+
+ private:
+  EmulateOptions opts_;
+  std::unique_ptr<KernelLibrary> lib_;
+  std::map<DevicePtr, size_t> live_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> makeEmulateDevice(const EmulateOptions& opts) { return std::make_unique<EmulateDevice>(opts); }
+
+}  // namespace aotc

@@ -26,7 +26,7 @@ plan::Manifest buildManifest(const PipelineResult& pr, const CodegenResult& cg, 
   m.flags = info.flags;
   m.model_name = info.model_name;
   m.model_source = info.source_file;
-  m.arguments = info.arguments;
+  m.arguments = info.arguments.empty() ? nlohmann::ordered_json() : info.arguments;  // null: not recorded
   m.archs = info.archs;
   m.weights = info.weights;
 

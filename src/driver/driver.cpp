@@ -227,6 +227,16 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.weights = "weights.safetensors";
   plan::Manifest manifest = buildManifest(pr, cg, modules, mi);
   const std::string manifestText = plan::toJson(manifest).dump(1) + "\n";
+  {
+    // Note [Typed plan]: what is written reads back as the same plan.
+    plan::Manifest back = plan::manifestFromJson(nlohmann::json::parse(manifestText), "manifest.json", kMaxElements);
+    AOTC_CHECK(nlohmann::json(back.flags) == nlohmann::json(manifest.flags) &&
+                   nlohmann::json(back.arguments) == nlohmann::json(manifest.arguments),
+               "the manifest's free-form fields do not read back");
+    back.flags = manifest.flags;
+    back.arguments = manifest.arguments;
+    AOTC_CHECK(back == manifest, "the manifest does not read back as the plan that was written");
+  }
   double tCodegen = ms();
 
   StagingDir stage(opts.out_dir);
@@ -251,18 +261,21 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   // parameter, buffer and constant it takes, so a deployment needs only the
   // directory; the caller may override any of them.
   {
-    std::map<std::string, HostTensor> initial;
+    std::map<std::string, std::string> initial;  // input name -> its name in the model's weights
     if (!fx.weights_path.empty()) {
-      std::map<std::string, HostTensor> all = readSafetensors(fx.weights_path);
+      std::map<std::string, TensorInfo> held;
+      for (const plan::InputSpec& in : manifest.inputs)
+        if (in.role != "user_input" && held.empty()) held = readSafetensorsHeader(fx.weights_path);
       for (const plan::InputSpec& in : manifest.inputs) {
         if (in.role == "user_input") continue;
         std::vector<std::string> names{in.name};
         names.insert(names.end(), in.aliases.begin(), in.aliases.end());
         for (const std::string& n : names)
-          if (auto it = all.find(n); it != all.end() && !initial.count(in.name)) initial[in.name] = it->second;
+          if (held.count(n) && !initial.count(in.name)) initial[in.name] = n;
       }
     }
-    writeSafetensors((stage.path() / "weights.safetensors").string(), initial);
+    if (initial.empty()) writeSafetensors((stage.path() / "weights.safetensors").string(), {});
+    else copySafetensors(fx.weights_path, (stage.path() / "weights.safetensors").string(), initial);
   }
   writeFile(stage.path() / "manifest.json", manifestText);
   if (!opts.dump_dir.empty()) writeFile(fs::path(opts.dump_dir) / "manifest.json", manifestText);

@@ -182,4 +182,40 @@ void writeSafetensors(const std::string& path, const std::map<std::string, HostT
   if (!f) throw UserError(SourceLoc{path, "", ""}, "write failed");
 }
 
+void copySafetensors(const std::string& from, const std::string& to, const std::map<std::string, std::string>& names) {
+  std::ifstream f(from, std::ios::binary);
+  Parsed p = parseHeader(from, f);
+  json hdr = json::object();
+  uint64_t off = 0;
+  std::vector<std::pair<std::string, std::string>> order(names.begin(), names.end());  // by new name: sorted
+  for (auto& [dst, src] : order) {
+    auto it = p.info.find(src);
+    if (it == p.info.end()) throw UserError(SourceLoc{from, src, ""}, "no tensor of this name");
+    auto [b, e] = p.offsets.at(src);
+    hdr[dst] = {{"dtype", dtypeSafetensorsName(it->second.dtype)}, {"shape", it->second.shape}, {"data_offsets", {off, off + (e - b)}}};
+    off += e - b;
+  }
+  std::string h = hdr.dump();
+  while ((h.size() + 8) % 8) h += ' ';
+  std::ofstream o(to, std::ios::binary | std::ios::trunc);
+  if (!o) throw UserError(SourceLoc{to, "", ""}, "cannot write file");
+  unsigned char lenb[8];
+  uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) lenb[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
+  o.write(reinterpret_cast<const char*>(lenb), 8);
+  o.write(h.data(), static_cast<std::streamsize>(h.size()));
+  std::vector<char> buf(1 << 20);
+  for (auto& [dst, src] : order) {
+    auto [b, e] = p.offsets.at(src);
+    f.seekg(static_cast<std::streamoff>(p.data_start + b));
+    for (uint64_t left = e - b; left > 0;) {
+      std::streamsize k = static_cast<std::streamsize>(std::min<uint64_t>(left, buf.size()));
+      if (!f.read(buf.data(), k)) throw UserError(SourceLoc{from, src, ""}, "read failed");
+      o.write(buf.data(), k);
+      left -= static_cast<uint64_t>(k);
+    }
+  }
+  if (!o) throw UserError(SourceLoc{to, "", ""}, "write failed");
+}
+
 }  // namespace aotc

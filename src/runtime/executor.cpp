@@ -102,8 +102,7 @@ void Session::bind(const std::string& name, const DeviceTensor& t) {
   if (t.strides.size() != t.shape.size()) fail("strides and shape have different ranks");
   if (t.offset != 0) fail("has an element offset; bind the tensor's data pointer (offset 0)");
   const int64_t align = m_.runtime_checks.input_alignment_bytes;
-  if (t.data == 0 && t.shape.size() && DeviceTensor{}.data == t.data && plan::Layout{t.dtype, t.shape, t.strides, 0}.numel() > 0)
-    fail("null data pointer");
+  if (t.data == 0 && plan::Layout{t.dtype, t.shape, t.strides, 0}.numel() > 0) fail("null data pointer");
   if (t.data % static_cast<uint64_t>(align) != 0)
     fail(cat("data pointer is not ", align, "-byte aligned (the kernels use ", align, "-byte accesses)"));
   DeviceTensor b = t;
@@ -272,8 +271,12 @@ DeviceTensor Session::input(const std::string& name) const {
   DevicePtr root = it != bound_.end() ? it->second.data : weights_.count(in->name) ? weights_.at(in->name) : 0;
   AOTC_CHECK(root, "input '", name, "' is not bound");
   if (forwardDone_ && in->metadata_after_forward) {
-    const plan::MetadataChange& c = *in->metadata_after_forward;
-    return DeviceTensor{root, in->layout.dtype, c.shape, c.strides, c.offset};
+    // The view chain replayed on the tensor as bound (as the reference runtime
+    // does); the recorded sizes must agree.
+    plan::Layout l = plan::applyViewChain(plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0},
+                                          in->metadata_after_forward->view_chain);
+    AOTC_CHECK(l.shape == in->metadata_after_forward->shape, "input '", name, "': the metadata view chain gives another shape");
+    return DeviceTensor{root, l.dtype, l.shape, l.strides, l.offset};
   }
   return DeviceTensor{root, in->layout.dtype, in->layout.shape, in->layout.strides, 0};
 }

@@ -296,6 +296,11 @@ def args_list_in_tuple_out(xs, ws):
     return tuple(a * b for a, b in zip(xs, ws)), xs[0] + ws[1]
 
 
+def args_named_tangent(tangent_0, tangent_1):
+    """User inputs named like the backward's tangents (issue 13: `aotc run` died with map::at)."""
+    return tangent_0 * tangent_1.sin(), (tangent_1.exp() * tangent_0).sum()
+
+
 def programs():
     return [
         ("mut_mul_", mut_mul_, (rn(2, 3, rg=True), rn(2, 3, rg=True))),
@@ -328,6 +333,7 @@ def programs():
         ("args_nested_out", args_nested_out, (rn(2, 3, rg=True), rn(3, 4, rg=True))),
         ("args_list_in_tuple_out", args_list_in_tuple_out, ([rn(2, rg=True), rn(2)], (rn(2, rg=True), rn(2, rg=True)))),
         ("mut_permute_chain", mut_permute_chain, (rn(2, 3, 4, rg=True),)),
+        ("args_named_tangent", args_named_tangent, (rn(2, 3, rg=True), rn(2, 3, rg=True))),
     ]
 
 

@@ -30,5 +30,8 @@ std::map<std::string, TensorInfo> readSafetensorsHeader(const std::string& path)
 std::map<std::string, HostTensor> readSafetensors(const std::string& path);
 /// Writes every tensor in its own dtype.
 void writeSafetensors(const std::string& path, const std::map<std::string, HostTensor>& tensors);
+/// Writes `to` holding tensors of `from` byte for byte, renamed: names maps
+/// each new name to its name in `from` (no conversion, streamed).
+void copySafetensors(const std::string& from, const std::string& to, const std::map<std::string, std::string>& names);
 
 }  // namespace aotc

@@ -232,9 +232,13 @@ void Session::backward() {
           auto it = gradOutputs_.find(o.index);
           if (it != gradOutputs_.end()) p = it->second.data;
         }
-      if (!p) {  // a grad output not given is zero
-        p = dev_.allocate(std::max<size_t>(spanBytes(b.layout), 1));
-        owned_.push_back(p);
+      if (!p) {  // a grad output not given is zero (one zeroed buffer per tangent, kept for the session)
+        auto z = zeros_.find(b.name);
+        if (z == zeros_.end()) {
+          z = zeros_.emplace(b.name, dev_.allocate(std::max<size_t>(spanBytes(b.layout), 1))).first;
+          owned_.push_back(z->second);
+        }
+        p = z->second;
       }
       roots[b.name] = p;
     } else {

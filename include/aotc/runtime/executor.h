@@ -67,6 +67,7 @@ class Session {
   std::map<std::string, DeviceTensor> bound_;       ///< input name -> the caller's tensor
   std::map<size_t, DeviceTensor> gradOutputs_;
   std::map<std::string, DevicePtr> weights_;        ///< uploaded artifact weights
+  std::map<std::string, DevicePtr> zeros_;          ///< zero grad outputs, per tangent
   std::vector<DevicePtr> owned_;                    ///< weights and zero grad outputs
   std::unique_ptr<Arena> fwd_, bwd_;
   bool forwardDone_ = false, backwardDone_ = false;

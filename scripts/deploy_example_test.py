@@ -19,6 +19,8 @@ import subprocess
 import sys
 
 src, build, aotc, work = sys.argv[1:5]
+sys.path.insert(0, os.path.join(src, "scripts"))
+from compare_safetensors import load  # noqa: E402
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 prefix = os.path.join(work, "prefix")
@@ -85,16 +87,7 @@ inputs = os.path.join(work, "inputs.safetensors")
 open(inputs, "wb").write(struct.pack("<Q", len(hb)) + hb + data)
 ref = os.path.join(work, "ref.safetensors")
 run([aotc, "run", art, "--inputs", inputs, "--grad-outputs", inputs, "--out", ref])
-b = open(ref, "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-want = {}
-for k, v in h.items():
-    if k == "__metadata__":
-        continue
-    s, e = v["data_offsets"]
-    fmt = {"F32": "f", "F64": "d"}[v["dtype"]]
-    want[k] = list(struct.unpack(f"<{(e - s) // struct.calcsize(fmt)}{fmt}", b[8 + n + s:8 + n + e]))
+want = {k: v.ravel().tolist() for k, v in load(ref).items()}
 
 assert set(want) == set(got), f"results differ: example {sorted(got)}, reference {sorted(want)}"
 worst = 0.0

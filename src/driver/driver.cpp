@@ -262,10 +262,10 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   // directory; the caller may override any of them.
   {
     std::map<std::string, std::string> initial;  // input name -> its name in the model's weights
-    if (!fx.weights_path.empty()) {
-      std::map<std::string, TensorInfo> held;
-      for (const plan::InputSpec& in : manifest.inputs)
-        if (in.role != "user_input" && held.empty()) held = readSafetensorsHeader(fx.weights_path);
+    const bool takesState = std::any_of(manifest.inputs.begin(), manifest.inputs.end(),
+                                        [](const plan::InputSpec& in) { return in.role != "user_input"; });
+    if (takesState && !fx.weights_path.empty()) {
+      const std::map<std::string, TensorInfo> held = readSafetensorsHeader(fx.weights_path);
       for (const plan::InputSpec& in : manifest.inputs) {
         if (in.role == "user_input") continue;
         std::vector<std::string> names{in.name};

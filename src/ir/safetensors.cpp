@@ -86,6 +86,21 @@ Parsed parseHeader(const std::string& path, std::ifstream& f) {
   return p;
 }
 
+/// Opens `path` and writes the 8-byte length and the header, padded so the
+/// data starts 8-byte aligned (as the reference writer does).
+std::ofstream writeHeader(const std::string& path, const json& hdr) {
+  std::string h = hdr.dump();
+  while ((h.size() + 8) % 8) h += ' ';
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw UserError(SourceLoc{path, "", ""}, "cannot write file");
+  unsigned char lenb[8];
+  uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) lenb[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
+  f.write(reinterpret_cast<const char*>(lenb), 8);
+  f.write(h.data(), static_cast<std::streamsize>(h.size()));
+  return f;
+}
+
 }  // namespace
 
 double loadElement(DType d, const unsigned char* p) {
@@ -160,8 +175,6 @@ void writeSafetensors(const std::string& path, const std::map<std::string, HostT
     hdr[name] = {{"dtype", dtypeSafetensorsName(t.dtype)}, {"shape", t.sizes}, {"data_offsets", {off, off + bytes}}};
     off += bytes;
   }
-  std::string h = hdr.dump();
-  while ((h.size() + 8) % 8) h += ' ';  // align data to 8 bytes, as the reference writer does
   std::vector<unsigned char> data(off);
   uint64_t pos = 0;
   for (auto& [name, t] : tensors) {
@@ -171,13 +184,7 @@ void writeSafetensors(const std::string& path, const std::map<std::string, HostT
       pos += static_cast<uint64_t>(es);
     }
   }
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw UserError(SourceLoc{path, "", ""}, "cannot write file");
-  unsigned char lenb[8];
-  uint64_t n = h.size();
-  for (int i = 0; i < 8; ++i) lenb[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
-  f.write(reinterpret_cast<const char*>(lenb), 8);
-  f.write(h.data(), static_cast<std::streamsize>(h.size()));
+  std::ofstream f = writeHeader(path, hdr);
   f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
   if (!f) throw UserError(SourceLoc{path, "", ""}, "write failed");
 }
@@ -195,15 +202,7 @@ void copySafetensors(const std::string& from, const std::string& to, const std::
     hdr[dst] = {{"dtype", dtypeSafetensorsName(it->second.dtype)}, {"shape", it->second.shape}, {"data_offsets", {off, off + (e - b)}}};
     off += e - b;
   }
-  std::string h = hdr.dump();
-  while ((h.size() + 8) % 8) h += ' ';
-  std::ofstream o(to, std::ios::binary | std::ios::trunc);
-  if (!o) throw UserError(SourceLoc{to, "", ""}, "cannot write file");
-  unsigned char lenb[8];
-  uint64_t n = h.size();
-  for (int i = 0; i < 8; ++i) lenb[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
-  o.write(reinterpret_cast<const char*>(lenb), 8);
-  o.write(h.data(), static_cast<std::streamsize>(h.size()));
+  std::ofstream o = writeHeader(to, hdr);
   std::vector<char> buf(1 << 20);
   for (auto& [dst, src] : order) {
     auto [b, e] = p.offsets.at(src);

@@ -82,31 +82,27 @@ const char* convCallName(ConvCall c) {
 
 /// The CUDA library enums a step names, derived from its dtype (kept in the
 /// JSON for readers; the runtimes derive them again from the dtype).
-const char* cudaDataType(DType d) {
-  switch (d) {
-    case DType::F64: return "CUDA_R_64F";
-    case DType::F16: return "CUDA_R_16F";
-    case DType::BF16: return "CUDA_R_16BF";
-    default: return "CUDA_R_32F";
-  }
+struct LibraryTypes {
+  DType dtype;
+  const char* cuda;   ///< cudaDataType_t
+  const char* cudnn;  ///< cudnnDataType_t
+};
+constexpr LibraryTypes kLibraryTypes[] = {{DType::F32, "CUDA_R_32F", "CUDNN_DATA_FLOAT"},
+                                          {DType::F64, "CUDA_R_64F", "CUDNN_DATA_DOUBLE"},
+                                          {DType::F16, "CUDA_R_16F", "CUDNN_DATA_HALF"},
+                                          {DType::BF16, "CUDA_R_16BF", "CUDNN_DATA_BFLOAT16"}};
+const LibraryTypes& libraryTypes(DType d) {
+  for (const LibraryTypes& t : kLibraryTypes)
+    if (t.dtype == d) return t;
+  return kLibraryTypes[0];  // integer data never reaches a library call
 }
+const char* cudaDataType(DType d) { return libraryTypes(d).cuda; }
+const char* cudnnDataType(DType d) { return libraryTypes(d).cudnn; }
 const char* cublasCompute(DType d) { return d == DType::F64 ? "CUBLAS_COMPUTE_64F" : "CUBLAS_COMPUTE_32F"; }
-const char* cudnnDataType(DType d) {
-  switch (d) {
-    case DType::F64: return "CUDNN_DATA_DOUBLE";
-    case DType::F16: return "CUDNN_DATA_HALF";
-    case DType::BF16: return "CUDNN_DATA_BFLOAT16";
-    default: return "CUDNN_DATA_FLOAT";
-  }
-}
-std::optional<DType> dtypeOfCuda(const std::string& s) {
-  for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16})
-    if (s == cudaDataType(d)) return d;
-  return std::nullopt;
-}
-std::optional<DType> dtypeOfCudnn(const std::string& s) {
-  for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16})
-    if (s == cudnnDataType(d)) return d;
+/// The dtype a library type name spells (`field` picks the library).
+std::optional<DType> dtypeOfLibraryType(const std::string& s, const char* LibraryTypes::*field) {
+  for (const LibraryTypes& t : kLibraryTypes)
+    if (s == t.*field) return t.dtype;
   return std::nullopt;
 }
 
@@ -424,7 +420,7 @@ class Reader {
       g.A = operand(field(o, where, "A"), at(where, "A"), batched);
       g.B = operand(field(o, where, "B"), at(where, "B"), batched);
       g.C = operand(field(o, where, "C"), at(where, "C"), batched);
-      auto d = dtypeOfCuda(string(o, where, "Ctype"));
+      auto d = dtypeOfLibraryType(string(o, where, "Ctype"), &LibraryTypes::cuda);
       if (!d) fail(at(where, "Ctype"), "not a data type aotc emits");
       g.dtype = *d;
       for (const char* k : {"Atype", "Btype"})
@@ -451,7 +447,7 @@ class Reader {
       c.dilation = ints(o, where, "dilation", 1, INT32_MAX, 2);
       if (c.pad.size() != 2 || c.stride.size() != 2 || c.dilation.size() != 2) fail(where, "pad, stride and dilation have two entries");
       c.groups = integer(o, where, "groups", 1, INT32_MAX);
-      auto d = dtypeOfCudnn(string(o, where, "dataType"));
+      auto d = dtypeOfLibraryType(string(o, where, "dataType"), &LibraryTypes::cudnn);
       if (!d) fail(at(where, "dataType"), "not a data type aotc emits");
       c.dtype = *d;
       c.alpha = number(o, where, "alpha");

@@ -32,6 +32,7 @@
 #include "aotc/ops/ops.h"
 #include "aotc/ops/reference.h"
 #include "aotc/runtime/device.h"
+#include "aotc/runtime/executor.h"
 #include "aotc/runtime/emulate_shim_text.h"
 #include "aotc/support/fs.h"
 #include "aotc/support/hash.h"
@@ -41,35 +42,6 @@ namespace aotc {
 namespace fs = std::filesystem;
 
 namespace {
-
-/// Visits each element of a strided layout: (row-major index, storage element offset).
-template <typename F>
-void forLayout(const Ints& sizes, const Ints& strides, int64_t offset, F f) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  Ints c(sizes.size(), 0);
-  for (int64_t e = 0; e < n; ++e) {
-    int64_t off = offset;
-    for (size_t d = 0; d < c.size(); ++d) off += c[d] * strides[d];
-    f(e, off);
-    for (size_t d = c.size(); d-- > 0;) {
-      if (++c[d] < sizes[d]) break;
-      c[d] = 0;
-    }
-  }
-}
-
-HostTensor readLayout(const unsigned char* base, DType d, const Ints& sizes, const Ints& strides, int64_t offset) {
-  HostTensor t = HostTensor::zeros(d, sizes);
-  int64_t es = dtypeSize(d);
-  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { t.data[static_cast<size_t>(e)] = loadElement(d, base + off * es); });
-  return t;
-}
-
-void writeLayout(unsigned char* base, DType d, const Ints& sizes, const Ints& strides, int64_t offset, const HostTensor& t) {
-  int64_t es = dtypeSize(d);
-  forLayout(sizes, strides, offset, [&](int64_t e, int64_t off) { storeElement(d, base + off * es, t.data[static_cast<size_t>(e)]); });
-}
 
 using Trampoline = void (*)(void**);
 using RunBlock = void (*)(Trampoline, void**, unsigned, unsigned, unsigned, int);
@@ -235,11 +207,11 @@ class KernelLibrary {
   std::map<std::string, int> arity_;
 };
 
-/// Bytes of an element of the layout: `p` is a root pointer.
+/// The host address of a device pointer (device memory is host memory here).
 unsigned char* at(DevicePtr p) { return reinterpret_cast<unsigned char*>(static_cast<uintptr_t>(p)); }
 
-HostTensor readDesc(DevicePtr p, DType dt, const plan::ConvTensor& d) { return readLayout(at(p), dt, d.dims, d.strides, d.offset); }
-void writeDesc(DevicePtr p, DType dt, const plan::ConvTensor& d, const HostTensor& t) { writeLayout(at(p), dt, d.dims, d.strides, d.offset, t); }
+/// A convolution operand as a device tensor.
+DeviceTensor tensorOf(DevicePtr p, DType dt, const plan::ConvTensor& d) { return DeviceTensor{p, dt, d.dims, d.strides, d.offset}; }
 
 class EmulateDevice final : public Device {
  public:
@@ -305,7 +277,7 @@ class EmulateDevice final : public Device {
   /// cuDNN convolutions via the reference kernels, on the described tensors.
   void conv(const plan::Conv& c, DevicePtr pa, DevicePtr pb, DevicePtr pout) override {
     Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"dilation", c.dilation}, {"groups", c.groups}};
-    HostTensor x = readDesc(pa, c.dtype, c.a), w = readDesc(pb, c.dtype, c.b);
+    HostTensor x = readDeviceTensor(*this, tensorOf(pa, c.dtype, c.a)), w = readDeviceTensor(*this, tensorOf(pb, c.dtype, c.b));
     auto ct = [](const HostTensor& t) { return TensorType::contiguous(t.dtype, t.sizes); };
     OpKind op = OpKind::Conv2d;
     if (c.call == plan::ConvCall::BackwardData) {
@@ -317,7 +289,7 @@ class EmulateDevice final : public Device {
     }
     auto ot = inferTypes(op, {ct(x), ct(w)}, a);
     if (ot[0].sizes != c.out.dims) throw UserError(SourceLoc{}, "the convolution's output dims do not follow from its operands");
-    writeDesc(pout, c.dtype, c.out, referenceEval(op, {&x, &w}, a, ot)[0]);
+    writeDeviceTensor(*this, tensorOf(pout, c.dtype, c.out), referenceEval(op, {&x, &w}, a, ot)[0]);
   }
 
  private:

@@ -89,22 +89,32 @@ Session::~Session() {
   for (DevicePtr p : owned_) dev_.release(p);
 }
 
+namespace {
+
+/// Note [Binding checks]: a tensor the caller binds must have the dtype and
+/// shape the artifact takes, its layout (strides matter only along dims
+/// longer than one), offset 0 and an aligned, non-null data pointer; `whose`
+/// names what it is checked against.
+void checkBinding(const std::string& name, const DeviceTensor& t, const plan::Layout& want, int64_t align, const char* whose) {
+  auto fail = [&](const std::string& msg) { throw UserError(SourceLoc{"", name, "bind"}, msg); };
+  if (t.dtype != want.dtype) fail(cat("dtype ", dtypeName(t.dtype), " does not match ", whose, " ", dtypeName(want.dtype)));
+  if (t.shape != want.shape) fail("shape " + dims(t.shape) + " does not match " + whose + " " + dims(want.shape));
+  if (t.strides.size() != t.shape.size()) fail("strides and shape have different ranks");
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    if (t.shape[d] > 1 && t.strides[d] != want.strides[d])
+      fail("strides " + dims(t.strides) + " do not match " + whose + " " + dims(want.strides) + " (give a tensor with this layout)");
+  if (t.offset != 0) fail("has an element offset; bind the tensor's data pointer (offset 0)");
+  if (t.data == 0 && want.numel() > 0) fail("null data pointer");
+  if (t.data % static_cast<uint64_t>(align) != 0)
+    fail(cat("data pointer is not ", align, "-byte aligned (the kernels use ", align, "-byte accesses)"));
+}
+
+}  // namespace
+
 void Session::bind(const std::string& name, const DeviceTensor& t) {
   const plan::InputSpec* in = m_.input(name);
   if (!in) throw UserError(SourceLoc{"", name, "bind"}, "the artifact has no input of this name");
-  auto fail = [&](const std::string& msg) { throw UserError(SourceLoc{"", name, "bind"}, msg); };
-  if (t.dtype != in->layout.dtype) fail(cat("dtype ", dtypeName(t.dtype), " does not match the artifact's ", dtypeName(in->layout.dtype)));
-  if (t.shape != in->layout.shape) fail("shape " + dims(t.shape) + " does not match the artifact's " + dims(in->layout.shape));
-  // Strides matter only along dims longer than one.
-  for (size_t d = 0; d < t.shape.size(); ++d)
-    if (t.shape[d] > 1 && (d >= t.strides.size() || t.strides[d] != in->layout.strides[d]))
-      fail("strides " + dims(t.strides) + " do not match the artifact's " + dims(in->layout.strides) + " (give a tensor with this layout)");
-  if (t.strides.size() != t.shape.size()) fail("strides and shape have different ranks");
-  if (t.offset != 0) fail("has an element offset; bind the tensor's data pointer (offset 0)");
-  const int64_t align = m_.runtime_checks.input_alignment_bytes;
-  if (t.data == 0 && plan::Layout{t.dtype, t.shape, t.strides, 0}.numel() > 0) fail("null data pointer");
-  if (t.data % static_cast<uint64_t>(align) != 0)
-    fail(cat("data pointer is not ", align, "-byte aligned (the kernels use ", align, "-byte accesses)"));
+  checkBinding(name, t, in->layout, m_.runtime_checks.input_alignment_bytes, "the artifact's");
   DeviceTensor b = t;
   b.strides = in->layout.strides;
   bound_[in->name] = b;
@@ -115,39 +125,38 @@ void Session::bindGradOutput(size_t index, const DeviceTensor& t) {
   const std::string name = cat("grad_output.", index);
   if (index >= m_.outputs.size() || !m_.outputs[index].tangent)
     throw UserError(SourceLoc{"", name, "bind"}, "no differentiable output has this index");
-  const plan::OutputSpec& o = m_.outputs[index];
-  const plan::Buffer* b = m_.backward.buffer(*o.tangent);
+  const plan::Buffer* b = m_.backward.buffer(*m_.outputs[index].tangent);
   if (!b) throw UserError(SourceLoc{"", name, "bind"}, "the backward does not read this grad output");
-  if (t.dtype != o.dtype) throw UserError(SourceLoc{"", name, "bind"}, cat("dtype ", dtypeName(t.dtype), " does not match the output's ", dtypeName(o.dtype)));
-  if (t.shape != o.shape) throw UserError(SourceLoc{"", name, "bind"}, "shape " + dims(t.shape) + " does not match the output's " + dims(o.shape));
-  for (size_t d = 0; d < t.shape.size(); ++d)
-    if (t.shape[d] > 1 && (d >= t.strides.size() || t.strides[d] != b->layout.strides[d]))
-      throw UserError(SourceLoc{"", name, "bind"}, "strides " + dims(t.strides) + " are not the contiguous " + dims(b->layout.strides));
-  if (t.offset != 0 || t.data % static_cast<uint64_t>(m_.runtime_checks.input_alignment_bytes) != 0)
-    throw UserError(SourceLoc{"", name, "bind"}, "data pointer must be aligned, with no offset");
+  checkBinding(name, t, b->layout, m_.runtime_checks.input_alignment_bytes, "the output's");
   gradOutputs_[index] = t;
   backwardDone_ = false;
 }
 
-DevicePtr Session::weight(const plan::InputSpec& in) {
+void Session::uploadWeights() {
+  // Note [Artifact weights]: the file holds each tensor under its input's
+  // name; it is read once, for every input the caller has not bound.
+  std::vector<const plan::InputSpec*> need;
+  for (const plan::InputSpec& in : m_.inputs)
+    if (in.role != "user_input" && !bound_.count(in.name) && !weights_.count(in.name)) need.push_back(&in);
+  if (need.empty() || m_.weights.empty()) return;
+  const std::string file = (fs::path(dir_) / m_.weights).string();
+  std::map<std::string, HostTensor> all = readSafetensors(file);
+  for (const plan::InputSpec* in : need) {
+    auto it = all.find(in->name);
+    if (it == all.end()) continue;  // reported when the input is needed
+    if (it->second.sizes != in->layout.shape || it->second.dtype != in->layout.dtype)
+      throw UserError(SourceLoc{file, in->name, "weights"}, "does not match the input's dtype and shape");
+    weights_[in->name] = uploadTensor(dev_, plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0}, it->second, owned_).data;
+  }
+}
+
+DevicePtr Session::root(const plan::InputSpec& in) const {
+  if (auto it = bound_.find(in.name); it != bound_.end()) return it->second.data;
   if (auto it = weights_.find(in.name); it != weights_.end()) return it->second;
-  auto missing = [&]() {
-    return UserError(SourceLoc{"", in.name, "input"},
-                     m_.weights.empty() || in.role == "user_input"
-                         ? std::string("no tensor bound to this input")
-                         : "no tensor bound to this input, and the artifact's " + m_.weights + " does not hold it");
-  };
-  if (m_.weights.empty() || in.role == "user_input") throw missing();
-  std::map<std::string, HostTensor> all = readSafetensors((fs::path(dir_) / m_.weights).string());
-  const HostTensor* v = nullptr;
-  for (const std::string& n : [&] { std::vector<std::string> ns{in.name}; ns.insert(ns.end(), in.aliases.begin(), in.aliases.end()); return ns; }())
-    if (all.count(n)) v = &all.at(n);
-  if (!v) throw missing();
-  if (v->sizes != in.layout.shape || v->dtype != in.layout.dtype)
-    throw UserError(SourceLoc{(fs::path(dir_) / m_.weights).string(), in.name, "weights"}, "does not match the input's dtype and shape");
-  DeviceTensor t = uploadTensor(dev_, plan::Layout{in.layout.dtype, in.layout.shape, in.layout.strides, 0}, *v, owned_);
-  weights_[in.name] = t.data;
-  return t.data;
+  throw UserError(SourceLoc{"", in.name, "input"},
+                  m_.weights.empty() || in.role == "user_input"
+                      ? std::string("no tensor bound to this input")
+                      : "no tensor bound to this input, and the artifact's " + m_.weights + " does not hold it");
 }
 
 void Session::run(plan::Phase phase, const std::map<std::string, DevicePtr>& roots) {
@@ -202,11 +211,9 @@ void Session::run(plan::Phase phase, const std::map<std::string, DevicePtr>& roo
 }
 
 void Session::forward() {
+  uploadWeights();
   std::map<std::string, DevicePtr> roots;
-  for (const plan::InputSpec& in : m_.inputs) {
-    auto it = bound_.find(in.name);
-    roots[in.name] = it != bound_.end() ? it->second.data : weight(in);
-  }
+  for (const plan::InputSpec& in : m_.inputs) roots[in.name] = root(in);
   bwd_.reset();
   fwd_.reset();
   run(plan::Phase::Forward, roots);
@@ -242,8 +249,7 @@ void Session::backward() {
       }
       roots[b.name] = p;
     } else {
-      auto it = bound_.find(b.name);
-      roots[b.name] = it != bound_.end() ? it->second.data : weight(*m_.input(b.name));
+      roots[b.name] = root(*m_.input(b.name));
     }
   }
   run(plan::Phase::Backward, roots);
@@ -258,10 +264,8 @@ DeviceTensor Session::output(size_t index) const {
     // A view of the caller's tensor, regenerated by replaying the view chain
     // on the tensor as bound (its original metadata).
     const plan::InputSpec* in = m_.input(o.alias->input);
-    auto it = bound_.find(in->name);
-    DevicePtr root = it != bound_.end() ? it->second.data : weights_.at(in->name);
     plan::Layout l = plan::applyViewChain(plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0}, o.alias->view_chain);
-    return DeviceTensor{root, l.dtype, l.shape, l.strides, l.offset};
+    return DeviceTensor{root(*in), l.dtype, l.shape, l.strides, l.offset};
   }
   const plan::Buffer* b = m_.forward.buffer(o.buffer);
   AOTC_CHECK(b, "output buffer '", o.buffer, "' is not in the forward");
@@ -271,18 +275,16 @@ DeviceTensor Session::output(size_t index) const {
 DeviceTensor Session::input(const std::string& name) const {
   const plan::InputSpec* in = m_.input(name);
   AOTC_CHECK(in, "no input '", name, "'");
-  auto it = bound_.find(in->name);
-  DevicePtr root = it != bound_.end() ? it->second.data : weights_.count(in->name) ? weights_.at(in->name) : 0;
-  AOTC_CHECK(root, "input '", name, "' is not bound");
+  const DevicePtr data = root(*in);
   if (forwardDone_ && in->metadata_after_forward) {
     // The view chain replayed on the tensor as bound (as the reference runtime
     // does); the recorded sizes must agree.
     plan::Layout l = plan::applyViewChain(plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0},
                                           in->metadata_after_forward->view_chain);
     AOTC_CHECK(l.shape == in->metadata_after_forward->shape, "input '", name, "': the metadata view chain gives another shape");
-    return DeviceTensor{root, l.dtype, l.shape, l.strides, l.offset};
+    return DeviceTensor{data, l.dtype, l.shape, l.strides, l.offset};
   }
-  return DeviceTensor{root, in->layout.dtype, in->layout.shape, in->layout.strides, 0};
+  return DeviceTensor{data, in->layout.dtype, in->layout.shape, in->layout.strides, 0};
 }
 
 DeviceTensor Session::grad(const std::string& input) const {

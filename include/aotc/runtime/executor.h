@@ -59,7 +59,11 @@ class Session {
  private:
   struct Arena;
   void run(plan::Phase phase, const std::map<std::string, DevicePtr>& roots);
-  DevicePtr weight(const plan::InputSpec& in);
+  /// Uploads, from the artifact's weights, every parameter, buffer and
+  /// constant the caller has not bound (the file is read once per call).
+  void uploadWeights();
+  /// The root pointer of an input: the caller's tensor, else its weight.
+  DevicePtr root(const plan::InputSpec& in) const;
 
   plan::Manifest m_;
   std::string dir_;

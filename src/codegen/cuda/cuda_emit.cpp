@@ -1345,29 +1345,9 @@ struct Lowering {
       o.m.ld = sc;
     } else {
       denseCopy(v, n);
-      o = GemmOperand{false, {dense_[v], 0, std::max<int64_t>(1, cols), rows * cols}};
+      o = GemmOperand{false, {dense_[v], 0, std::max<int64_t>(1, cols), d ? rows * cols : 0}};
     }
     return o;
-  }
-
-  void bmm(const Node& n) {
-    ValueId A = n.inputs[0], B = n.inputs[1];
-    const TensorType &ta = g.type(A), &tc = g.type(n.outputs[0]);
-    const GemmOperand a = gemmOperand(A, n, 1), b = gemmOperand(B, n, 1);
-    plan::Gemm st;
-    st.call = plan::GemmCall::GemmStridedBatchedEx;
-    st.node = n.loc.node;
-    st.transa = b.trans;
-    st.transb = a.trans;
-    st.m = tc.sizes[2];
-    st.n = tc.sizes[1];
-    st.k = ta.sizes[2];
-    st.batch = tc.sizes[0];
-    st.A = b.m;
-    st.B = a.m;
-    st.C = {root[n.outputs[0]], tc.offset, std::max<int64_t>(1, tc.sizes[2]), tc.sizes[1] * tc.sizes[2]};
-    st.dtype = tc.dtype;
-    steps.push_back(st);
   }
 
   plan::ConvTensor tensorDesc(ValueId v) {
@@ -1439,26 +1419,27 @@ struct Lowering {
     return v;
   }
 
-  void gemm(const Node& n) {
-    // Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T.
+  /// mm (d = 0) and bmm (d = 1, dim 0 the batch).  Row-major C = A B is
+  /// column-major C^T = B^T A^T: cuBLAS's A is our B and its B our A.
+  void gemm(const Node& n, size_t d) {
     ValueId A = n.inputs[0], B = n.inputs[1];
     const TensorType &ta = g.type(A), &tc = g.type(n.outputs[0]);
-    const GemmOperand a = gemmOperand(A, n, 0), b = gemmOperand(B, n, 0);
+    const GemmOperand a = gemmOperand(A, n, d), b = gemmOperand(B, n, d);
     plan::Gemm st;
-    st.call = plan::GemmCall::GemmEx;
+    st.call = d ? plan::GemmCall::GemmStridedBatchedEx : plan::GemmCall::GemmEx;
     st.node = n.loc.node;
     st.transa = b.trans;
     st.transb = a.trans;
-    st.m = tc.sizes[1];
-    st.n = tc.sizes[0];
-    st.k = ta.sizes[1];
+    st.m = tc.sizes[d + 1];
+    st.n = tc.sizes[d];
+    st.k = ta.sizes[d + 1];
+    st.batch = d ? tc.sizes[0] : 1;
     st.A = b.m;
     st.B = a.m;
-    st.A.stride = st.B.stride = 0;
-    st.C = {root[n.outputs[0]], tc.offset, std::max<int64_t>(1, tc.sizes[1]), 0};
+    st.C = {root[n.outputs[0]], tc.offset, std::max<int64_t>(1, tc.sizes[d + 1]), d ? tc.sizes[1] * tc.sizes[2] : 0};
     st.dtype = tc.dtype;
-    int32_t self = g.values[n.outputs[0]].node;
-    if (auto it = gemmBias.find(self); it != gemmBias.end()) {
+    if (auto it = gemmBias.find(g.values[n.outputs[0]].node); it != gemmBias.end()) {
+      AOTC_CHECK(!d, "a bias epilogue on a batched GEMM");
       // cuBLASLt in column-major terms: the bias runs along the m dimension.
       st.call = plan::GemmCall::LtMatmulBias;
       st.bias = plan::MatrixOperand{root[it->second], g.type(it->second).offset, 1, 0};
@@ -1541,8 +1522,7 @@ struct Lowering {
           launch(n.op == OpKind::Arange ? arangeKernel(n) : constantKernel(n), {}, out, ot.numel());
           break;
         case OpCategory::Extern:
-          if (n.op == OpKind::Mm) gemm(n);
-          else if (n.op == OpKind::Bmm) bmm(n);
+          if (n.op == OpKind::Mm || n.op == OpKind::Bmm) gemm(n, n.op == OpKind::Bmm ? 1 : 0);
           else conv(n);
           break;
         case OpCategory::Window: launchAll(windowKernel(n), n, ot.numel()); break;

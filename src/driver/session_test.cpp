@@ -1,0 +1,143 @@
+//===- session_test.cpp - The executor's session on the emulate device ----===//
+//
+// The deployment API's contract, on a compiled MLP: binding checks (Note
+// [Binding checks]) refuse wrong names, dtypes, shapes, strides, offsets and
+// misaligned pointers with one line each; parameters not bound come from the
+// artifact's weights; grad outputs not bound are zero; results equal the
+// reference runtime's.
+//===----------------------------------------------------------------------===//
+#include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
+
+#include <filesystem>
+
+#include "aotc/driver/driver.h"
+#include "aotc/ir/safetensors.h"
+#include "aotc/runtime/executor.h"
+#include "aotc/runtime/reference_runtime.h"
+#include "driver/test_compare.h"
+
+namespace aotc {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFx = fs::path(AOTC_SOURCE_DIR) / "testdata" / "fx";
+
+class SessionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    CompileOptions o;
+    o.model = (kFx / "mlp.json").string();
+    o.out_dir = (fs::path(AOTC_BINARY_DIR) / "session_test" / "mlp").string();
+    o.archs = {"sm_90"};
+    fs::remove_all(o.out_dir);
+    compileModel(o, std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()));
+    dir_ = o.out_dir;
+  }
+  void SetUp() override {
+    dev_ = makeEmulateDevice(EmulateOptions{(fs::path(AOTC_BINARY_DIR) / "session_test" / "emu").string(), "c++"});
+    s_ = std::make_unique<Session>(loadManifest(dir_), dir_, *dev_);
+  }
+  void TearDown() override {
+    s_.reset();
+    for (DevicePtr p : owned_) dev_->release(p);
+  }
+  DeviceTensor upload(const std::string& input, const HostTensor& v) {
+    const plan::InputSpec* in = s_->manifest().input(input);
+    return uploadTensor(*dev_, plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0}, v, owned_);
+  }
+  /// Binds every user input from the fixture's inputs file.
+  void bindUserInputs(const std::map<std::string, HostTensor>& inputs) {
+    for (const plan::InputSpec& in : s_->manifest().inputs)
+      if (in.role == "user_input") s_->bind(in.name, upload(in.name, inputs.at(in.name)));
+  }
+  std::string refusal(const std::string& name, const DeviceTensor& t) {
+    try {
+      s_->bind(name, t);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  static inline std::string dir_;
+  std::unique_ptr<Device> dev_;
+  std::unique_ptr<Session> s_;
+  std::vector<DevicePtr> owned_;
+};
+
+TEST_F(SessionTest, RefusesBadBindings) {
+  auto inputs = readSafetensors((kFx / "mlp.inputs.safetensors").string());
+  DeviceTensor x = upload("x", inputs.at("x"));
+  EXPECT_EQ(refusal("x", x), "");
+  EXPECT_NE(refusal("nope", x).find("the artifact has no input of this name"), std::string::npos);
+  DeviceTensor t = x;
+  t.dtype = DType::F64;
+  EXPECT_NE(refusal("x", t).find("dtype f64 does not match the artifact's f32"), std::string::npos) << refusal("x", t);
+  t = x;
+  t.shape = {t.shape[1], t.shape[0]};
+  EXPECT_NE(refusal("x", t).find("does not match the artifact's"), std::string::npos);
+  t = x;
+  t.strides = {1, t.shape[0]};
+  EXPECT_NE(refusal("x", t).find("strides [1,"), std::string::npos) << refusal("x", t);
+  t = x;
+  t.offset = 1;
+  EXPECT_NE(refusal("x", t).find("element offset"), std::string::npos);
+  t = x;
+  t.data += 4;
+  EXPECT_NE(refusal("x", t).find("not 16-byte aligned"), std::string::npos);
+  try {
+    s_->bindGradOutput(7, x);
+    ADD_FAILURE() << "grad_output.7 was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("no differentiable output has this index"), std::string::npos);
+  }
+}
+
+TEST_F(SessionTest, MatchesTheReferenceWithWeightsFromTheArtifact) {
+  auto inputs = readSafetensors((kFx / "mlp.inputs.safetensors").string());
+  const plan::OutputSpec& out = s_->manifest().outputs.at(0);
+  ASSERT_TRUE(out.tangent);
+  HostTensor ones = HostTensor::zeros(out.dtype, out.shape);
+  for (double& v : ones.data) v = 1.0;
+  // The reference, with the parameters given explicitly.
+  const std::string file = (fs::path(AOTC_BINARY_DIR) / "session_test" / "x_and_grad.safetensors").string();
+  std::map<std::string, HostTensor> given{{"grad_output.0", ones}};
+  for (const plan::InputSpec& in : s_->manifest().inputs)
+    if (in.role == "user_input") given[in.name] = inputs.at(in.name);
+  writeSafetensors(file, given);
+  RunOptions ro;
+  ro.input_files = {(kFx / "mlp.safetensors").string(), file};
+  ro.grad_outputs_file = file;
+  auto want = runArtifact(dir_, ro);
+  // The session: the user inputs and the grad output bound; parameters from weights.safetensors.
+  bindUserInputs(inputs);
+  s_->forward();
+  DeviceTensor g = uploadTensor(*dev_, plan::Layout{out.dtype, out.shape, TensorType::contiguousStrides(out.shape), 0}, ones, owned_);
+  s_->bindGradOutput(0, g);
+  s_->backward();
+  std::map<std::string, HostTensor> got{{"output.0", readDeviceTensor(*dev_, s_->output(0))}};
+  for (const plan::GradSpec& gs : s_->manifest().grads) got["grad." + gs.input] = readDeviceTensor(*dev_, s_->grad(gs.input));
+  ASSERT_EQ(got.size(), want.size());
+  for (auto& [name, w] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    bool nonzero = false;
+    for (size_t i = 0; i < w.data.size(); ++i) {
+      EXPECT_LE(elementError(got.at(name).data[i], w.data[i]), 1e-6) << name << "[" << i << "]";
+      nonzero = nonzero || w.data[i] != 0;
+    }
+    EXPECT_TRUE(nonzero) << name << " is all zeros: the comparison would prove nothing";
+  }
+}
+
+TEST_F(SessionTest, GradOutputsNotBoundAreZero) {
+  bindUserInputs(readSafetensors((kFx / "mlp.inputs.safetensors").string()));
+  s_->forward();
+  s_->backward();
+  for (const plan::GradSpec& g : s_->manifest().grads)
+    for (double v : readDeviceTensor(*dev_, s_->grad(g.input)).data) EXPECT_EQ(v, 0.0) << g.input;
+}
+
+}  // namespace
+}  // namespace aotc

@@ -17,6 +17,8 @@
 #include <sstream>
 
 #include "aotc/ir/safetensors.h"
+#include "aotc/ops/builder.h"
+#include "aotc/ops/decompose.h"
 #include "aotc/ops/ops.h"
 
 namespace aotc {
@@ -45,12 +47,10 @@ Graph convertRegion(const json& region, const std::string& path, const std::stri
                     const std::map<std::string, std::string>* names = nullptr);
 
 /// One FX node being converted.
-class Converter {
+class Converter : public Builder {
  public:
   Converter(Graph& g, const json& node, SourceLoc loc, const Env& env, bool noGrad)
-      : g_(g), node_(node), loc_(std::move(loc)), env_(env), noGrad_(noGrad) {}
-
-  [[noreturn]] void fail(const std::string& msg) const { throw UserError(loc_, msg); }
+      : Builder(g, std::move(loc), Phase::Forward, noGrad), node_(node), env_(env) {}
 
   /// Argument `i` (positional) or keyword `kw`; null if neither is given.
   const json* arg(size_t i, const char* kw) const {
@@ -157,12 +157,11 @@ class Converter {
     if (isTensor(i, kw)) return tensor(i, kw);
     double v = number(i, kw);
     const json* a = arg(i, kw);
-    DType d = g_.type(like).dtype;
+    DType d = type(like).dtype;
     if (a->is_number_float() && !isFloating(d)) d = DType::F32;
     return scalar(v, d);
   }
   bool inBackward() const { return inBackward_; }
-  bool noGrad() const { return noGrad_; }
   const std::map<std::string, std::string>* names() const { return names_; }
   void setInBackward(bool b) { inBackward_ = b; }
   /// The user-facing name of a value (a custom backward's saved input is
@@ -172,38 +171,18 @@ class Converter {
     return names_ && it != names_->end() ? it->second : name;
   }
   void setNames(const std::map<std::string, std::string>* n) { names_ = n; }
-  ValueId scalar(double v, DType d) {
-    return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(d))}});
-  }
-  ValueId op(OpKind k, std::vector<ValueId> ins, Attrs a = {}) {
-    if (noGrad_) a["no_grad"] = true;
-    return addOp(g_, k, std::move(ins), std::move(a), loc_);
-  }
-  std::vector<ValueId> ops(OpKind k, std::vector<ValueId> ins, Attrs a, std::vector<Graph> regions) {
-    if (noGrad_) a["no_grad"] = true;
-    return addNode(g_, k, std::move(ins), std::move(a), loc_, Phase::Forward, kTagNone, std::move(regions));
-  }
   const json& node() const { return node_; }
-  const SourceLoc& loc() const { return loc_; }
   const Env& env() const { return env_; }
-  Graph& graph() { return g_; }
-  /// Multiplies by `alpha` unless it is 1.
-  ValueId scaled(ValueId v, double alpha) {
-    return alpha == 1.0 ? v : op(OpKind::Mul, {v, scalar(alpha, g_.type(v).dtype)});
-  }
-  const TensorType& type(ValueId v) const { return g_.type(v); }
 
  private:
-  Graph& g_;
   const json& node_;
-  SourceLoc loc_;
   const Env& env_;
-  bool noGrad_;
   bool inBackward_ = false;
   const std::map<std::string, std::string>* names_ = nullptr;
 };
 
 using V = std::vector<ValueId>;
+using namespace decomp;
 
 V binary(Converter& c, OpKind k) {
   ValueId a = c.tensor(0, "self");
@@ -371,16 +350,7 @@ V autogradFunction(Converter& c) {
   return c.ops(OpKind::AutogradFunction, args, Attrs{{"name", fn}}, std::move(regions));
 }
 
-// ------------------------------------------------------------ decompositions
-ValueId reshapeTo(Converter& c, ValueId x, Ints size) {
-  if (!viewStrides(c.type(x).sizes, c.type(x).strides, inferViewSize(size, c.type(x).numel()))) x = c.op(OpKind::Clone, {x});
-  return c.op(OpKind::View, {x}, Attrs{{"size", inferViewSize(size, c.type(x).numel())}});
-}
 
-/// arange(n) as int64: 0, 1, ..., n-1.
-ValueId iota(Converter& c, int64_t n) {
-  return c.op(OpKind::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(n)}, {"step", 1.0}, {"dtype", std::string("i64")}});
-}
 
 // Composite ATen ops become the IR's primitives here, so their gradients are
 // autodiff's and codegen sees few distinct ops.
@@ -409,38 +379,12 @@ V arange(Converter& c, size_t n_bounds) {
   return {c.op(OpKind::Arange, {}, Attrs{{"start", b[0]}, {"end", b[1]}, {"step", b[2]}, {"dtype", std::string(dtypeName(d))}})};
 }
 
-ValueId reduceOp(Converter& c, OpKind k, ValueId x, Ints dims, bool keep) {
-  return c.op(k, {x}, Attrs{{"dim", dims}, {"keepdim", keep}});
-}
-/// A binary op.  Its operands come as one braced list, evaluated left to
-/// right (Note [Node order] in src/ops/gradients.cpp): `bin(c, k, {f(x), g(x)})`
-/// creates f's nodes before g's whichever compiler built aotc.
-ValueId bin(Converter& c, OpKind k, std::pair<ValueId, ValueId> ab) { return c.op(k, {ab.first, ab.second}); }
-ValueId sc(Converter& c, double v, ValueId like) { return c.scalar(v, c.type(like).dtype); }
 int64_t dimArg(Converter& c, size_t i, const char* kw, ValueId x, int64_t dflt = 0) {
   int64_t r = std::max<int64_t>(c.type(x).rank(), 1);
   return wrapDim(c.integer(i, kw, dflt), r);
 }
 
-/// softmax / log_softmax over `dim`, shifted by the (detached) max for range.
-ValueId softmaxLike(Converter& c, ValueId x, int64_t dim, bool log) {
-  ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, x, {dim}, true)});
-  ValueId z = bin(c, OpKind::Sub, {x, m});
-  ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {z}), {dim}, true);
-  if (log) return bin(c, OpKind::Sub, {z, c.op(OpKind::Log, {s})});
-  return bin(c, OpKind::Div, {c.op(OpKind::Exp, {z}), s});
-}
 
-/// var over dims with Bessel's correction `correction`.
-ValueId variance(Converter& c, ValueId x, Ints dims, double correction, bool keep) {
-  int64_t n = 1;
-  Ints all = reductionDims(Attrs{{"dim", dims}}, c.type(x).rank());
-  for (int64_t d : all) n = mulSize(n, c.type(x).sizes[static_cast<size_t>(d)]);
-  ValueId mean = reduceOp(c, OpKind::Mean, x, all, true);
-  ValueId dlt = bin(c, OpKind::Sub, {x, mean});
-  ValueId ss = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {dlt, dlt}), all, keep);
-  return bin(c, OpKind::Div, {ss, sc(c, std::max(static_cast<double>(n) - correction, 0.0), x)});
-}
 
 V layerNorm(Converter& c) {
   ValueId x = c.tensor(0, "input");
@@ -572,15 +516,6 @@ V avgPool(Converter& c) {
   return {c.op(OpKind::AvgPool2d, {c.tensor(0, "self")}, a)};
 }
 
-/// adaptive average pooling of a 4-D [N, C, H, W] to `out` (2 values).
-ValueId adaptiveAvg2d(Converter& c, ValueId x, const Ints& out) {
-  const Ints s = c.type(x).sizes;
-  if (out.size() != 2 || out[0] <= 0 || out[1] <= 0) c.fail("adaptive_avg_pool: output_size must be positive");
-  if (out[0] == 1 && out[1] == 1) return reduceOp(c, OpKind::Mean, x, {2, 3}, true);
-  if (s[2] % out[0] || s[3] % out[1]) return c.op(OpKind::AdaptiveAvgPool2d, {x}, Attrs{{"output_size", out}});
-  Ints k{s[2] / out[0], s[3] / out[1]};
-  return c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0}}});
-}
 
 /// adaptive_avg_pool2d: a mean for 1x1, an avg_pool2d when the output size
 /// divides the input, else its own op (windows of varying size).
@@ -592,15 +527,6 @@ V adaptiveAvgPool(Converter& c) {
   return {adaptiveAvg2d(c, x, out)};
 }
 
-V splitSizes(Converter& c, ValueId x, int64_t dim, const Ints& sizes) {
-  V out;
-  int64_t at = 0;
-  for (int64_t n : sizes) {
-    out.push_back(c.op(OpKind::Slice, {x}, Attrs{{"dim", dim}, {"start", at}, {"end", at + n}, {"step", int64_t{1}}}));
-    at += n;
-  }
-  return out;
-}
 
 V split(Converter& c) {
   ValueId x = c.tensor(0, "self");
@@ -635,43 +561,14 @@ V stack(Converter& c) {
 /// An in-place op `op_(self, ...)`: the functional op, then copy_ into self.
 V inplaceOf(Converter& c, ValueId v) { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), v})}; }
 
-ValueId gelu(Converter& c, ValueId x, const std::string& approx) {
-  ValueId half = bin(c, OpKind::Mul, {x, sc(c, 0.5, x)});
-  if (approx == "tanh") {
-    ValueId x3 = bin(c, OpKind::Mul, {bin(c, OpKind::Mul, {x, x}), x});
-    ValueId inner = bin(c, OpKind::Mul, {bin(c, OpKind::Add, {x, bin(c, OpKind::Mul, {x3, sc(c, 0.044715, x)})}), sc(c, 0.7978845608028654, x)});
-    return bin(c, OpKind::Mul, {half, bin(c, OpKind::Add, {c.op(OpKind::Tanh, {inner}), sc(c, 1.0, x)})});
-  }
-  ValueId e = c.op(OpKind::Erf, {bin(c, OpKind::Mul, {x, sc(c, 0.7071067811865476, x)})});
-  return bin(c, OpKind::Mul, {half, bin(c, OpKind::Add, {e, sc(c, 1.0, x)})});
-}
 
-/// clamp with optional bounds; gradients pass where min <= x <= max.
-ValueId clampOp(Converter& c, ValueId x, std::optional<double> lo, std::optional<double> hi) {
-  ValueId y = x;
-  if (lo) y = c.op(OpKind::Where, {bin(c, OpKind::Lt, {y, sc(c, *lo, x)}), sc(c, *lo, x), y});
-  if (hi) y = c.op(OpKind::Where, {bin(c, OpKind::Gt, {y, sc(c, *hi, x)}), sc(c, *hi, x), y});
-  return y;
-}
 std::optional<double> optNumber(Converter& c, size_t i, const char* kw) {
   return c.has(i, kw) ? std::optional<double>(c.number(i, kw)) : std::nullopt;
 }
 
-ValueId hardswish(Converter& c, ValueId x) {
-  ValueId r6 = clampOp(c, bin(c, OpKind::Add, {x, sc(c, 3.0, x)}), 0.0, 6.0);
-  return bin(c, OpKind::Div, {bin(c, OpKind::Mul, {x, r6}), sc(c, 6.0, x)});
-}
 
-/// hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1).
-ValueId hardsigmoid(Converter& c, ValueId x) {
-  return clampOp(c, bin(c, OpKind::Add, {bin(c, OpKind::Div, {x, sc(c, 6.0, x)}), sc(c, 0.5, x)}), 0.0, 1.0);
-}
 
-ValueId leakyRelu(Converter& c, ValueId x, double slope) {
-  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, bin(c, OpKind::Mul, {x, sc(c, slope, x)})});
-}
 
-ValueId silu(Converter& c, ValueId x) { return bin(c, OpKind::Mul, {x, c.op(OpKind::Sigmoid, {x})}); }
 
 /// Note [Random numbers]: random ops draw from a counter-based generator
 /// (Philox4x32-10) keyed by one int64 artifact input, `rng_seed`, that the
@@ -875,43 +772,6 @@ ValueId celu(Converter& c, ValueId x) {
   ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, 1.0 / alpha)}), alpha);
   return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, neg});
 }
-/// softplus(x, beta, threshold) = x * beta > threshold ? x : log1p(exp(x * beta)) / beta.
-ValueId softplus(Converter& c, ValueId x, double beta, double threshold) {
-  ValueId bx = c.scaled(x, beta);
-  ValueId soft = c.op(OpKind::Log1p, {c.op(OpKind::Exp, {bx})});
-  if (beta != 1.0) soft = bin(c, OpKind::Div, {soft, sc(c, beta, x)});
-  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {bx, sc(c, threshold, x)}), x, soft});
-}
-/// log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) (ATen's stable form).
-ValueId logSigmoid(Converter& c, ValueId x) {
-  ValueId m = c.op(OpKind::Minimum, {x, sc(c, 0.0, x)});
-  ValueId t = c.op(OpKind::Log1p, {c.op(OpKind::Exp, {c.op(OpKind::Neg, {c.op(OpKind::Abs, {x})})})});
-  return bin(c, OpKind::Sub, {m, t});
-}
-/// logaddexp(a, b) = max + log1p(exp(-|a - b|)); a when a == b is infinite.
-ValueId logaddexp(Converter& c, ValueId a, ValueId b) {
-  ValueId mx = c.op(OpKind::Maximum, {a, b});
-  ValueId d = c.op(OpKind::Abs, {bin(c, OpKind::Sub, {a, b})});
-  ValueId r = bin(c, OpKind::Add, {mx, c.op(OpKind::Log1p, {c.op(OpKind::Exp, {c.op(OpKind::Neg, {d})})})});
-  ValueId same = bin(c, OpKind::LogicalAnd, {c.op(OpKind::IsInf, {a}), bin(c, OpKind::Eq, {a, b})});
-  return c.op(OpKind::Where, {same, a, r});
-}
-/// xlogy(x, y) = 0 where x == 0 (unless y is NaN), else x * log(y).
-ValueId xlogy(Converter& c, ValueId x, ValueId y) {
-  ValueId r = bin(c, OpKind::Mul, {x, c.op(OpKind::Log, {y})});
-  ValueId zero = c.op(OpKind::Where, {bin(c, OpKind::Eq, {x, sc(c, 0.0, x)}), sc(c, 0.0, r), r});
-  return c.op(OpKind::Where, {c.op(OpKind::IsNan, {y}), y, zero});
-}
-/// prelu(x, w): w has 1 or C (= x.size(1)) entries.
-ValueId prelu(Converter& c, ValueId x, ValueId w) {
-  const TensorType xt = c.type(x);  // a copy: building nodes grows the value table
-  int64_t n = c.type(w).numel();
-  if (n != 1 && (xt.rank() < 2 || xt.sizes[1] != n)) c.fail("prelu: the weight must have 1 or x.size(1) elements");
-  Ints shape(static_cast<size_t>(std::max<int64_t>(xt.rank(), 1)), 1);
-  if (n != 1) shape[1] = n;
-  ValueId wb = reshapeTo(c, w, xt.rank() == 0 ? Ints{} : shape);
-  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, bin(c, OpKind::Mul, {wb, x})});
-}
 /// max.dim / min.dim -> (values, indices): the values are gathered at the
 /// index, so the gradient goes to that element only, as eager's does.
 V maxMinDim(Converter& c, bool isMax) {
@@ -939,109 +799,6 @@ V argmin(Converter& c) {
   Attrs a{{"keepdim", c.boolean(2, "keepdim", false)}};
   if (c.has(1, "dim")) a["dim"] = c.integer(1, "dim");
   return {c.op(OpKind::ArgMax, {key}, a)};
-}
-/// any(x, dims) = sum(x != 0) > 0.
-ValueId anyOf(Converter& c, ValueId x, Ints dims, bool keep) {
-  ValueId nz = c.type(x).dtype == DType::Bool ? x : bin(c, OpKind::Ne, {x, sc(c, 0.0, x)});
-  ValueId n = reduceOp(c, OpKind::Sum, c.op(OpKind::Cast, {nz}, Attrs{{"dtype", std::string("i64")}}), dims, keep);
-  return bin(c, OpKind::Gt, {n, c.scalar(0, DType::I64)});
-}
-/// repeat(x, reps): x viewed with a size-1 dim before each dim, expanded, copied, flattened.
-ValueId repeatOp(Converter& c, ValueId x, const Ints& reps) {
-  const TensorType t = c.type(x);
-  if (static_cast<int64_t>(reps.size()) < t.rank()) c.fail("repeat: fewer repeats than the tensor has dims");
-  Ints padded(reps.size() - static_cast<size_t>(t.rank()), 1);
-  padded.insert(padded.end(), t.sizes.begin(), t.sizes.end());
-  Ints split, expanded, out;
-  for (size_t i = 0; i < reps.size(); ++i) {
-    if (reps[i] < 0) c.fail("repeat: negative repeat count");
-    split.insert(split.end(), {1, padded[i]});
-    expanded.insert(expanded.end(), {reps[i], padded[i]});
-    out.push_back(mulSize(reps[i], padded[i]));
-  }
-  ValueId v = reshapeTo(c, x, split);
-  ValueId e = c.op(OpKind::Expand, {v}, Attrs{{"size", expanded}});
-  return c.op(OpKind::View, {c.op(OpKind::Clone, {e})}, Attrs{{"size", out}});
-}
-/// Constant index maps (flip, roll, padding, nearest upsampling) are built in
-/// memory: bounded so hostile sizes cannot exhaust it (Note [Bounded sizes]).
-constexpr int64_t kMaxIndexMap = int64_t{1} << 24;
-void requireIndexMap(Converter& c, int64_t n, const char* what) {
-  if (n > kMaxIndexMap) c.fail(cat(what, ": a dim of ", n, " elements is beyond the ", kMaxIndexMap, " this op handles"));
-}
-/// A constant int64 index vector.
-ValueId indexVector(Converter& c, const Ints& idx) {
-  // arange + gather would do; a small table is one constant per element,
-  // so build it from arange pieces: start + step * i runs.
-  V parts;
-  size_t i = 0;
-  while (i < idx.size()) {
-    size_t j = i + 1;
-    int64_t step = j < idx.size() ? idx[j] - idx[i] : 1;
-    while (j < idx.size() && idx[j] - idx[j - 1] == step) ++j;
-    if (step == 0) {
-      parts.push_back(c.op(OpKind::Constant, {}, Attrs{{"value", static_cast<double>(idx[i])}, {"dtype", std::string("i64")},
-                                                        {"shape", Ints{static_cast<int64_t>(j - i)}}}));
-    } else {
-      double s = static_cast<double>(idx[i]), st = static_cast<double>(step);
-      parts.push_back(c.op(OpKind::Arange, {}, Attrs{{"start", s}, {"end", s + st * static_cast<double>(j - i - 1) + st / 2},
-                                                     {"step", st}, {"dtype", std::string("i64")}}));
-    }
-    i = j;
-  }
-  if (parts.empty()) return c.op(OpKind::Constant, {}, Attrs{{"value", 0.0}, {"dtype", std::string("i64")}, {"shape", Ints{0}}});
-  return parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{0}}});
-}
-/// x gathered along `dim` at constant indices: index_select (its gradient is index_add).
-ValueId pick(Converter& c, ValueId x, int64_t dim, const Ints& idx) {
-  bool identity = static_cast<int64_t>(idx.size()) == c.type(x).sizes[static_cast<size_t>(dim)];
-  for (size_t i = 0; identity && i < idx.size(); ++i) identity = idx[i] == static_cast<int64_t>(i);
-  if (identity) return x;
-  return c.op(OpKind::IndexSelect, {x, indexVector(c, idx)}, Attrs{{"dim", dim}});
-}
-ValueId flipOp(Converter& c, ValueId x, const Ints& dims) {
-  for (int64_t d0 : dims) {
-    int64_t d = wrapDim(d0, std::max<int64_t>(c.type(x).rank(), 1));
-    if (c.type(x).rank() == 0) break;
-    int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
-    requireIndexMap(c, n, "flip");
-    Ints idx;
-    for (int64_t i = n - 1; i >= 0; --i) idx.push_back(i);
-    x = pick(c, x, d, idx);
-  }
-  return x;
-}
-ValueId rollOp(Converter& c, ValueId x, const Ints& shifts, const Ints& dims) {
-  if (dims.empty()) {
-    if (shifts.size() != 1) c.fail("roll: without dims, give one shift");
-    TensorType t = c.type(x);
-    ValueId flat = reshapeTo(c, x, {t.numel()});
-    return reshapeTo(c, rollOp(c, flat, shifts, {0}), t.sizes);
-  }
-  if (shifts.size() != dims.size()) c.fail("roll: shifts and dims must have the same length");
-  for (size_t k = 0; k < dims.size(); ++k) {
-    int64_t d = wrapDim(dims[k], std::max<int64_t>(c.type(x).rank(), 1));
-    int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
-    if (n == 0) continue;
-    requireIndexMap(c, n, "roll");
-    int64_t s = ((shifts[k] % n) + n) % n;
-    Ints idx;
-    for (int64_t i = 0; i < n; ++i) idx.push_back((i - s + n) % n);
-    x = pick(c, x, d, idx);
-  }
-  return x;
-}
-/// triu/tril: where(col - row >= k (triu) / <= k (tril), x, 0) over the last two dims.
-ValueId triangle(Converter& c, ValueId x, int64_t k, bool upper) {
-  const TensorType t = c.type(x);
-  if (t.rank() < 2) c.fail(cat(upper ? "triu" : "tril", ": the input must have at least 2 dims"));
-  int64_t R = t.sizes[t.sizes.size() - 2], C = t.sizes.back();
-  ValueId rows = c.op(OpKind::View, {iota(c, R)}, Attrs{{"size", Ints{R, 1}}});
-  ValueId cols = iota(c, C);
-  ValueId diff = bin(c, OpKind::Sub, {cols, rows});
-  ValueId keep = bin(c, upper ? OpKind::Ge : OpKind::Le, {diff, c.scalar(static_cast<double>(k), DType::I64)});
-  ValueId zero = c.op(OpKind::Constant, {}, Attrs{{"value", 0.0}, {"dtype", std::string(dtypeName(t.dtype))}});
-  return c.op(OpKind::Where, {keep, x, zero});
 }
 /// Source indices of nearest upsampling (ATen: min(floor(dst * scale), in - 1)
 /// with scale in float).

@@ -18,53 +18,15 @@
 
 namespace aotc {
 
-ValueId GradCtx::op(OpKind k, std::vector<ValueId> ins, Attrs a) {
-  return addOp(g_, k, std::move(ins), std::move(a), fwd_.loc, Phase::Backward);
-}
-
-ValueId GradCtx::scalar(double v, DType d) {
-  return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(d))}});
-}
-
-ValueId GradCtx::zeros(TensorType like) {
-  return op(OpKind::Constant, {},
-            Attrs{{"value", 0.0}, {"dtype", std::string(dtypeName(like.dtype))}, {"shape", like.sizes}});
-}
-
-ValueId GradCtx::sumTo(ValueId v, Ints sizes) {
-  const Ints have = type(v).sizes;
-  if (have == sizes) return v;
-  size_t lead = have.size() - sizes.size();
-  Ints dims;
-  for (size_t i = 0; i < have.size(); ++i)
-    if (i < lead || (sizes[i - lead] == 1 && have[i] != 1)) dims.push_back(static_cast<int64_t>(i));
-  ValueId r = v;
-  if (!dims.empty()) r = op(OpKind::Sum, {v}, Attrs{{"dim", dims}, {"keepdim", true}});
-  return type(r).sizes == sizes ? r : reshape(r, sizes);
-}
-
-ValueId GradCtx::reshape(ValueId v, Ints sizes) {
-  if (type(v).sizes == sizes) return v;
-  if (!viewStrides(type(v).sizes, type(v).strides, sizes)) v = op(OpKind::Clone, {v});
-  return op(OpKind::View, {v}, Attrs{{"size", sizes}});
-}
-
-ValueId GradCtx::contiguous(ValueId v) { return type(v).isContiguous() ? v : op(OpKind::Clone, {v}); }
-
 void GradCtx::inlineNode(const Graph& src, const Node& n, std::vector<ValueId>& map) {
   Node c = n;
   c.phase = Phase::Backward;
   c.tags = kTagNone;
   if (c.loc.node.empty()) c.loc = fwd_.loc;
-  g_.copyNode(src, c, map);
+  graph().copyNode(src, c, map);
 }
 
 ValueId GradCtx::savedValue(size_t k, ValueId dflt) { return saved_ ? saved_(fwd_, k, dflt) : dflt; }
-
-ValueId GradCtx::expand(ValueId v, Ints sizes) {
-  if (type(v).sizes == sizes) return v;
-  return op(OpKind::Expand, {v}, Attrs{{"size", sizes}});
-}
 
 namespace {
 

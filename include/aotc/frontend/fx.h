@@ -6,25 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "aotc/ir/ir.h"
+#include "aotc/frontend/frontend.h"
 
 namespace aotc {
 
-struct FxModel {
-  Graph graph;               ///< captured graph: in-place and view ops kept
-  std::string weights_path;  ///< the safetensors file beside the JSON
-  /// Inputs the caller passes as views of one storage (from the exporter).
-  std::vector<std::vector<std::string>> storage_groups;
-  /// A tied parameter or buffer (one tensor, several state_dict names): the
-  /// input's other names.
-  std::map<std::string, std::vector<std::string>> input_aliases;
-  /// Each user output's path in the program's nested result (`logits`,
-  /// `aux.1`); empty when the file does not say.
-  std::vector<std::string> output_paths;
-  /// The example arguments as the exporter recorded them: tensor leaves name
-  /// their input, other values were specialized into the graph.
-  nlohmann::json arguments = nlohmann::json::array();
-};
+/// What the FX front end returns: the front-end-neutral model (frontend.h).
+using FxModel = Model;
 
 /// Loads an FX JSON dump (schemas/fx_graph.schema.json) and checks it against
 /// its weights file.  Every problem is a UserError naming the file and node;

@@ -1,0 +1,56 @@
+//===- frontend.h - The front-end-neutral model and its one entry -*- C++ -*-===//
+//
+// Note [Front ends]: every front end (FX JSON, ONNX) produces a Model: a
+// captured graph built through the one Builder (aotc/ops/builder.h) with the
+// decompositions kept beside the ops (aotc/ops/decompose.h), plus where the
+// initial values of its parameters, buffers and constants come from.
+// loadModel chooses the front end by the file's extension.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "aotc/ir/host_tensor.h"
+#include "aotc/ir/ir.h"
+
+namespace aotc {
+
+struct Model {
+  Graph graph;               ///< captured graph: in-place and view ops kept
+  std::string weights_path;  ///< a safetensors file holding initial values (FX: beside the JSON)
+  /// Initial values held in memory (ONNX initializers and constants), by
+  /// input name; written to the artifact's weights.safetensors.
+  std::map<std::string, HostTensor> weights;
+  /// Inputs the caller passes as views of one storage (from the exporter).
+  std::vector<std::vector<std::string>> storage_groups;
+  /// A tied parameter or buffer (one tensor, several state_dict names): the
+  /// input's other names.
+  std::map<std::string, std::vector<std::string>> input_aliases;
+  /// Each user output's path in the program's nested result (`logits`,
+  /// `aux.1`); empty when the file does not say.
+  std::vector<std::string> output_paths;
+  /// The example arguments as the exporter recorded them: tensor leaves name
+  /// their input, other values were specialized into the graph.
+  nlohmann::json arguments = nlohmann::json::array();
+  std::string format = "fx";  ///< fx | onnx
+};
+
+/// Options only some front ends read (the ONNX ones; an FX file with any of
+/// them set is refused rather than silently ignoring them).
+struct FrontendOptions {
+  bool train = false;                     ///< ONNX: float initializers become parameters
+  std::vector<std::string> frozen;        ///< ONNX --train: initializers that stay constant
+  std::map<std::string, Ints> shapes;     ///< ONNX: --shape INPUT=2x3x224x224
+  std::map<std::string, int64_t> dims;    ///< ONNX: --dim PARAM=8
+  bool any() const { return train || !frozen.empty() || !shapes.empty() || !dims.empty(); }
+};
+
+/// Loads a model: `.onnx` through the ONNX front end, anything else as an FX
+/// JSON dump.  Throws UserError naming the file and node.
+Model loadModel(const std::string& path, const FrontendOptions& opts = {});
+
+}  // namespace aotc

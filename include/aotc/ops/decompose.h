@@ -1,0 +1,103 @@
+//===- decompose.h - Decompositions into the op table's primitives -*- C++ -*-===//
+//
+// Note [Decompositions]: composite ops that the op table does not keep as
+// rows (softmax, layer norm, gelu, clamp, flip, ...) are spelled here once in
+// the table's primitives, so their gradients are autodiff's and codegen sees
+// few distinct ops.  Every front end (FX, ONNX) and rule uses these; none
+// spells its own.  Each takes the Builder of the node being converted, so
+// what it creates carries that node's location (Note [One builder]).
+//
+// Note [Node order] (src/ops/gradients.cpp) applies: operands that create
+// nodes are named first, so the IR does not depend on the C++ compiler.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "aotc/ops/builder.h"
+
+namespace aotc::decomp {
+
+/// Constant index maps (flip, roll, padding, nearest upsampling) are built in
+/// memory: bounded so hostile sizes cannot exhaust it (Note [Bounded sizes]).
+inline constexpr int64_t kMaxIndexMap = int64_t{1} << 24;
+
+
+ValueId reshapeTo(Builder& c, ValueId x, Ints size);
+
+/// arange(n) as int64: 0, 1, ..., n-1.
+ValueId iota(Builder& c, int64_t n);
+
+ValueId reduceOp(Builder& c, OpKind k, ValueId x, Ints dims, bool keep);
+
+/// A binary op.  Its operands come as one braced list, evaluated left to
+/// right (Note [Node order] in src/ops/gradients.cpp): `bin(c, k, {f(x), g(x)})`
+/// creates f's nodes before g's whichever compiler built aotc.
+ValueId bin(Builder& c, OpKind k, std::pair<ValueId, ValueId> ab);
+
+ValueId sc(Builder& c, double v, ValueId like);
+
+/// softmax / log_softmax over `dim`, shifted by the (detached) max for range.
+ValueId softmaxLike(Builder& c, ValueId x, int64_t dim, bool log);
+
+/// var over dims with Bessel's correction `correction`.
+ValueId variance(Builder& c, ValueId x, Ints dims, double correction, bool keep);
+
+ValueId gelu(Builder& c, ValueId x, const std::string& approx);
+
+/// clamp with optional bounds; gradients pass where min <= x <= max.
+ValueId clampOp(Builder& c, ValueId x, std::optional<double> lo, std::optional<double> hi);
+
+ValueId hardswish(Builder& c, ValueId x);
+
+/// hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1).
+ValueId hardsigmoid(Builder& c, ValueId x);
+
+ValueId leakyRelu(Builder& c, ValueId x, double slope);
+
+ValueId silu(Builder& c, ValueId x);
+
+/// softplus(x, beta, threshold) = x * beta > threshold ? x : log1p(exp(x * beta)) / beta.
+ValueId softplus(Builder& c, ValueId x, double beta, double threshold);
+
+/// log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) (ATen's stable form).
+ValueId logSigmoid(Builder& c, ValueId x);
+
+/// logaddexp(a, b) = max + log1p(exp(-|a - b|)); a when a == b is infinite.
+ValueId logaddexp(Builder& c, ValueId a, ValueId b);
+
+/// xlogy(x, y) = 0 where x == 0 (unless y is NaN), else x * log(y).
+ValueId xlogy(Builder& c, ValueId x, ValueId y);
+
+/// prelu(x, w): w has 1 or C (= x.size(1)) entries.
+ValueId prelu(Builder& c, ValueId x, ValueId w);
+
+/// any(x, dims) = sum(x != 0) > 0.
+ValueId anyOf(Builder& c, ValueId x, Ints dims, bool keep);
+
+/// repeat(x, reps): x viewed with a size-1 dim before each dim, expanded, copied, flattened.
+ValueId repeatOp(Builder& c, ValueId x, const Ints& reps);
+
+void requireIndexMap(Builder& c, int64_t n, const char* what);
+
+/// A constant int64 index vector.
+ValueId indexVector(Builder& c, const Ints& idx);
+
+/// x gathered along `dim` at constant indices: index_select (its gradient is index_add).
+ValueId pick(Builder& c, ValueId x, int64_t dim, const Ints& idx);
+
+ValueId flipOp(Builder& c, ValueId x, const Ints& dims);
+
+ValueId rollOp(Builder& c, ValueId x, const Ints& shifts, const Ints& dims);
+
+/// triu/tril: where(col - row >= k (triu) / <= k (tril), x, 0) over the last two dims.
+ValueId triangle(Builder& c, ValueId x, int64_t k, bool upper);
+
+/// adaptive average pooling of a 4-D [N, C, H, W] to `out` (2 values).
+ValueId adaptiveAvg2d(Builder& c, ValueId x, const Ints& out);
+
+std::vector<ValueId> splitSizes(Builder& c, ValueId x, int64_t dim, const Ints& sizes);
+
+}  // namespace aotc::decomp

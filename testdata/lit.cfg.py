@@ -6,7 +6,7 @@ import lit.formats
 config.name = "aotc"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".ir", ".test"]
-config.excludes = ["fx", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "inputs"]
+config.excludes = ["fx", "onnx", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.aotc_binary_dir, "testdata")
 

@@ -185,10 +185,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
         throw UserError(SourceLoc{}, "--print-ir-after: unknown pass '" + p + "' (known: " + known + ")");
       }
   }
-  std::string ext = fs::path(opts.model).extension().string();
-  if (ext == ".onnx")
-    throw UserError(SourceLoc{opts.model, "", ""}, "the ONNX front end is not part of this build yet; export the model with tools/fx_export.py");
-  FxModel fx = loadFxGraph(opts.model);
+  Model fx = loadModel(opts.model, opts.frontend);
   double tLoad = ms();
   log->info("loaded {} ({} inputs, {} nodes) in {:.1f} ms", opts.model, fx.graph.inputs.size(), fx.graph.nodes.size(), ms());
 
@@ -274,7 +271,13 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
           if (held.count(n) && !initial.count(in.name)) initial[in.name] = n;
       }
     }
-    if (initial.empty()) writeSafetensors((stage.path() / "weights.safetensors").string(), {});
+    if (!fx.weights.empty()) {
+      // In-memory initial values (ONNX initializers and constants).
+      std::map<std::string, HostTensor> held;
+      for (const plan::InputSpec& in : manifest.inputs)
+        if (in.role != "user_input" && fx.weights.count(in.name)) held[in.name] = fx.weights.at(in.name);
+      writeSafetensors((stage.path() / "weights.safetensors").string(), held);
+    } else if (initial.empty()) writeSafetensors((stage.path() / "weights.safetensors").string(), {});
     else copySafetensors(fx.weights_path, (stage.path() / "weights.safetensors").string(), initial);
   }
   writeFile(stage.path() / "manifest.json", manifestText);
@@ -365,7 +368,7 @@ int batchCompile(const std::vector<std::string>& models, const std::string& out_
 }
 
 std::string graphOf(const std::string& model, const std::string& stage, const std::string& partitioner, bool dot) {
-  FxModel fx = loadFxGraph(model);
+  Model fx = loadModel(model);
   std::optional<Graph> pick;
   if (stage == "captured") pick = fx.graph;
   PipelineOptions po;
@@ -442,7 +445,7 @@ std::string inspect(const std::string& path) {
     if (!m.weights.empty()) os << "  initial tensors: " << m.weights << "\n";
     return os.str();
   }
-  FxModel fx = loadFxGraph(path);
+  Model fx = loadModel(path);
   // Count the model's nodes (one FX node may lower to several IR nodes).
   std::map<std::string, int> ops;
   std::set<std::pair<std::string, std::string>> seen;

@@ -255,3 +255,44 @@ std::vector<ValueId> splitSizes(Builder& c, ValueId x, int64_t dim, const Ints& 
 }
 
 }  // namespace aotc::decomp
+
+namespace aotc::decomp {
+
+ValueId matmul(Builder& c, ValueId a, ValueId b) {
+  const TensorType ta = c.type(a), tb = c.type(b);
+  if (ta.rank() == 0 || tb.rank() == 0) c.fail("matmul: both operands need at least one dim");
+  bool aVec = ta.rank() == 1, bVec = tb.rank() == 1;
+  Ints as = aVec ? Ints{1, ta.sizes[0]} : ta.sizes;
+  Ints bs = bVec ? Ints{tb.sizes[0], 1} : tb.sizes;
+  int64_t M = as[as.size() - 2], K = as.back(), K2 = bs[bs.size() - 2], N = bs.back();
+  if (K != K2) c.fail(cat("matmul: inner dims differ (", K, " and ", K2, ")"));
+  Ints aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  Ints out;
+  ValueId y;
+  if (bBatch.empty()) {
+    // [..., M, K] @ [K, N]: one mm over the flattened rows.
+    int64_t rows = M;
+    for (int64_t d : aBatch) rows = mulSize(rows, d);
+    ValueId a2 = c.reshape(a, {rows, K});
+    ValueId b2 = c.reshape(b, {K, N});
+    y = c.op(OpKind::Mm, {a2, b2});
+    out = aBatch;
+  } else {
+    auto batch = broadcastShapes(aBatch, bBatch);
+    if (!batch) c.fail("matmul: batch dims do not broadcast");
+    int64_t B = 1;
+    for (int64_t d : *batch) B = mulSize(B, d);
+    Ints ae = *batch, be = *batch;
+    ae.insert(ae.end(), {M, K});
+    be.insert(be.end(), {K, N});
+    ValueId a3 = c.reshape(c.expand(c.reshape(a, as), ae), {B, M, K});
+    ValueId b3 = c.reshape(c.expand(c.reshape(b, bs), be), {B, K, N});
+    y = c.op(OpKind::Bmm, {a3, b3});
+    out = *batch;
+  }
+  if (!aVec) out.push_back(M);
+  if (!bVec) out.push_back(N);
+  return c.reshape(y, out);
+}
+
+}  // namespace aotc::decomp

@@ -23,6 +23,30 @@ std::vector<std::string> splitList(const std::string& s) {
 }
 
 /// $XDG_CACHE_HOME/aotc/<what>, else ~/.cache/aotc/<what>, else none.
+/// NAME=VALUE of --shape / --dim.
+std::pair<std::string, std::string> keyValue(const std::string& spec, const char* flag) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    throw aotc::UserError(aotc::SourceLoc{}, std::string(flag) + " " + spec + ": expected NAME=VALUE");
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+/// 2x3x224x224 -> {2, 3, 224, 224}; each size 0 to 2^48.
+aotc::Ints parseDims(const std::string& s, const std::string& what) {
+  aotc::Ints r;
+  size_t at = 0;
+  while (true) {
+    size_t x = s.find('x', at);
+    std::string part = s.substr(at, x == std::string::npos ? std::string::npos : x - at);
+    bool digits = !part.empty() && part.size() <= 15 && std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!digits || std::stoll(part) > aotc::kMaxExtent) throw aotc::UserError(aotc::SourceLoc{}, what + ": sizes must be non-negative integers separated by 'x'");
+    r.push_back(std::stoll(part));
+    if (x == std::string::npos) break;
+    at = x + 1;
+  }
+  return r;
+}
+
 std::string userCacheDir(const char* what) {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
@@ -47,8 +71,8 @@ int main(int argc, char** argv) {
 
   aotc::CompileOptions copts;
   std::string arch = "sm_80,sm_90", printAfter;
-  auto* compile = app.add_subcommand("compile", "compile a model (FX JSON) into an artifact directory");
-  compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py)")->required();
+  auto* compile = app.add_subcommand("compile", "compile a model (FX JSON or ONNX) into an artifact directory");
+  compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py, or .onnx)")->required();
   compile->add_option("-o,--output", copts.out_dir, "artifact directory to write")->required();
   compile->add_option("--arch", arch, "comma-separated GPU architectures")->capture_default_str();
   compile->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
@@ -61,6 +85,13 @@ int main(int argc, char** argv) {
   compile->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
   compile->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
   compile->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
+  std::vector<std::string> frozenList, shapeSpecs, dimSpecs;
+  compile->add_flag("--train", copts.frontend.train, "ONNX: a training artifact (floating-point initializers not frozen require grad)");
+  compile->add_option("--frozen", frozenList, "ONNX --train: initializers that stay constant (comma list)")->delimiter(',');
+  compile->add_option("--shape", shapeSpecs, "ONNX: an input's shape, INPUT=2x3x224x224 (repeatable)");
+  compile->add_option("--dim", dimSpecs, "ONNX: a symbolic dim's size, PARAM=8 (repeatable)");
+  compile->add_option("--constant-inputs", copts.frontend.constant_inputs,
+                      "ONNX: safetensors with values of graph inputs needed when compiling (shapes, axes, K); they leave the artifact's inputs");
   compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
 
   std::vector<std::string> batchModels;
@@ -129,6 +160,17 @@ int main(int argc, char** argv) {
     if (*compile) {
       copts.archs = splitList(arch);
       copts.print_ir_after = splitList(printAfter);
+      copts.frontend.frozen = frozenList;
+      for (const std::string& spec : shapeSpecs) {
+        auto [name, value] = keyValue(spec, "--shape");
+        copts.frontend.shapes[name] = parseDims(value, "--shape " + spec);
+      }
+      for (const std::string& spec : dimSpecs) {
+        auto [name, value] = keyValue(spec, "--dim");
+        aotc::Ints d = parseDims(value, "--dim " + spec);
+        if (d.size() != 1) throw aotc::UserError(aotc::SourceLoc{}, "--dim " + spec + ": give one size, PARAM=N");
+        copts.frontend.dims[name] = d[0];
+      }
       if (!noCache) copts.cache_dir = cacheDir.empty() ? userCacheDir("kernels") : cacheDir;
       auto summary = aotc::compileModel(copts, log);
       if (!quiet) std::printf("%s", summary.str().c_str());

@@ -7,6 +7,7 @@
 
 #include <spdlog/logger.h>
 
+#include "aotc/frontend/frontend.h"
 #include "aotc/runtime/reference_runtime.h"
 
 namespace aotc {
@@ -20,6 +21,7 @@ struct CompileOptions {
   std::vector<std::string> print_ir_after;  ///< pass names, or "all"
   unsigned jobs = 0;                        ///< NVRTC threads; 0 = one per core
   std::string cache_dir;                    ///< kernel cache; empty = no cache
+  FrontendOptions frontend;                 ///< ONNX: --train, --frozen, --shape, --dim
 };
 
 struct CompileSummary {

@@ -46,7 +46,11 @@ struct FrontendOptions {
   std::vector<std::string> frozen;        ///< ONNX --train: initializers that stay constant
   std::map<std::string, Ints> shapes;     ///< ONNX: --shape INPUT=2x3x224x224
   std::map<std::string, int64_t> dims;    ///< ONNX: --dim PARAM=8
-  bool any() const { return train || !frozen.empty() || !shapes.empty() || !dims.empty(); }
+  /// ONNX --constant-inputs: a safetensors file with values of graph inputs
+  /// the compiler needs as compile-time values (a Reshape's shape, a TopK's
+  /// K); only those are taken, and they leave the artifact's inputs.
+  std::string constant_inputs;
+  bool any() const { return train || !frozen.empty() || !shapes.empty() || !dims.empty() || !constant_inputs.empty(); }
 };
 
 /// Loads a model: `.onnx` through the ONNX front end, anything else as an FX

@@ -101,3 +101,8 @@ ValueId adaptiveAvg2d(Builder& c, ValueId x, const Ints& out);
 std::vector<ValueId> splitSizes(Builder& c, ValueId x, int64_t dim, const Ints& sizes);
 
 }  // namespace aotc::decomp
+
+namespace aotc::decomp {
+/// numpy's matmul (1-D operands, broadcast batch dims) as mm or bmm.
+ValueId matmul(Builder& c, ValueId a, ValueId b);
+}  // namespace aotc::decomp

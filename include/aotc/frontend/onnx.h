@@ -1,0 +1,23 @@
+//===- onnx.h - ONNX front end ------------------------------------*- C++ -*-===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "aotc/frontend/frontend.h"
+
+namespace aotc {
+
+/// Loads an ONNX model (opsets up to 17, default domain): external data
+/// beside the model, ONNX's checker and shape inference, every node mapped
+/// onto the op table (Note [ONNX front end]).  Unsupported ops are reported
+/// together; every problem is a UserError naming the file and node.
+Model loadOnnx(const std::string& path, const FrontendOptions& opts);
+/// The same, from the file's bytes (`path` names it in diagnostics and
+/// locates external data).
+Model loadOnnxBytes(const std::string& bytes, const std::string& path, const FrontendOptions& opts);
+
+/// The ONNX op types the front end converts (sorted), for `aotc inspect`.
+std::vector<std::string> supportedOnnxOps();
+
+}  // namespace aotc

@@ -1,0 +1,2026 @@
+//===- onnx.cpp - ONNX -> captured IR ---------------------------------------===//
+//
+// Note [ONNX front end]: a model is read with the protobuf classes of ONNX
+// 1.12 (libonnx-dev), checked by ONNX's checker, and its shapes inferred by
+// ONNX's C++ shape inference once every symbolic dim is bound (--shape,
+// --dim).  Each node is then converted by the converter of its op type, at the
+// model's opset (attributes that became inputs, changed defaults), through the
+// one Builder and the shared decompositions.
+//
+// Note [Compile-time values]: ONNX computes shapes with tensors (Shape ->
+// Gather -> Concat -> Reshape), and several ops take shapes, axes, pads or
+// scales as inputs.  aotc's shapes are static, so such values must be known
+// when compiling.  A value is known when it is a Constant, an initializer
+// read as a compile-time input, a Shape or Size, or the result of a node whose
+// inputs are all known: that node is converted into a scratch graph and
+// evaluated there by the reference kernels (the oracle), so folding has no
+// semantics of its own.  A known value becomes IR only when some node uses it
+// as a tensor (a splat as a constant node, anything else as a constant
+// input).  An op that needs a known input and gets a runtime one is refused
+// with a message naming the node and the input.  An initializer used both as
+// a compile-time value and as a tensor is a constant of the artifact (never a
+// parameter a caller could override and so desynchronize).
+//
+// After conversion every output shape aotc computed is compared with ONNX's
+// shape inference where that is static: a disagreement is refused, never
+// compiled.
+//===----------------------------------------------------------------------===//
+#include "aotc/frontend/onnx.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "aotc/ir/safetensors.h"
+#include "aotc/ops/builder.h"
+#include "aotc/ops/decompose.h"
+#include "aotc/ops/ops.h"
+#include "aotc/ops/reference.h"
+
+namespace aotc {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace decomp;
+using V = std::vector<ValueId>;
+
+constexpr uint64_t kMaxFileBytes = uint64_t{2} << 30;  // protobuf's own limit
+constexpr size_t kMaxNodes = 250000;
+/// Known values up to this many elements are folded (Note [Compile-time values]).
+constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
+constexpr int kMaxOpset = 17;
+
+std::optional<DType> dtypeOfOnnx(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::F32;
+    case onnx::TensorProto::DOUBLE: return DType::F64;
+    case onnx::TensorProto::FLOAT16: return DType::F16;
+    case onnx::TensorProto::BFLOAT16: return DType::BF16;
+    case onnx::TensorProto::INT64: return DType::I64;
+    case onnx::TensorProto::INT32: return DType::I32;
+    case onnx::TensorProto::BOOL: return DType::Bool;
+    default: return std::nullopt;
+  }
+}
+
+std::string onnxTypeName(int t) {
+  return onnx::TensorProto::DataType_IsValid(t) ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
+                                                : cat("type ", t);
+}
+
+/// A valid aotc name for an ONNX name: characters outside [A-Za-z0-9_.-]
+/// become '_' (ONNX names such as `onnx::Conv_12` or `/l1/Relu_output_0`).
+std::string sanitize(const std::string& s) {
+  std::string r;
+  for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '_';
+  if (r.empty()) r = "v";
+  if (r.size() > 200) r = r.substr(0, 200);
+  return r;
+}
+
+// ------------------------------------------------------------------ tensors
+
+/// Reads a TensorProto (inline or external data) into a HostTensor.
+HostTensor readTensor(const onnx::TensorProto& t, const fs::path& dir, const SourceLoc& loc, const std::string& what) {
+  auto dt = dtypeOfOnnx(t.data_type());
+  if (!dt) throw UserError(loc, cat(what, " has element type ", onnxTypeName(t.data_type()), ", which aotc does not support"));
+  HostTensor h;
+  h.dtype = *dt;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kMaxExtent) throw UserError(loc, cat(what, " has a bad dim ", d));
+    h.sizes.push_back(d);
+    n = mulSize(n, d);
+  }
+  if (n > kMaxElements) throw UserError(loc, cat(what, " has ", n, " elements, beyond aotc's bound"));
+  const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(dtypeSize(*dt));
+  std::string raw;
+  const std::string* data = nullptr;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset" || kv.key() == "length") {
+        int64_t v = 0;
+        try {
+          size_t used = 0;
+          v = std::stoll(kv.value(), &used);
+          if (used != kv.value().size() || v < 0) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+          throw UserError(loc, cat(what, ": external data ", kv.key(), " '", kv.value(), "' is not a non-negative integer"));
+        }
+        (kv.key() == "offset" ? offset : length) = v;
+      }
+    }
+    fs::path rel(location);
+    bool safe = !location.empty() && rel.is_relative();
+    for (const auto& part : rel) safe = safe && part != "..";
+    if (!safe) throw UserError(loc, cat(what, ": external data location '", location, "' must be a relative path inside the model's directory"));
+    fs::path file = dir / rel;
+    std::ifstream f(file, std::ios::binary);
+    if (!f) throw UserError(loc, cat(what, ": cannot open external data file ", file.string()));
+    std::error_code ec;
+    uint64_t size = fs::file_size(file, ec);
+    if (ec) throw UserError(loc, cat(what, ": cannot read external data file ", file.string()));
+    uint64_t want = length >= 0 ? static_cast<uint64_t>(length) : bytes;
+    if (want != bytes) throw UserError(loc, cat(what, ": external data length ", want, " does not match its ", bytes, " bytes"));
+    if (static_cast<uint64_t>(offset) > size || size - static_cast<uint64_t>(offset) < want)
+      throw UserError(loc, cat(what, ": external data file ", file.string(), " holds ", size, " bytes, too few for offset ", offset,
+                               " and length ", want));
+    raw.resize(want);
+    f.seekg(offset);
+    f.read(raw.data(), static_cast<std::streamsize>(want));
+    if (!f) throw UserError(loc, cat(what, ": cannot read external data file ", file.string()));
+    data = &raw;
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      throw UserError(loc, cat(what, ": raw data holds ", t.raw_data().size(), " bytes, its shape needs ", bytes));
+    data = &t.raw_data();
+  }
+  h.data.resize(static_cast<size_t>(n));
+  if (data) {
+    const auto* p = reinterpret_cast<const unsigned char*>(data->data());
+    for (size_t i = 0; i < h.data.size(); ++i) h.data[i] = loadElement(*dt, p + i * static_cast<size_t>(dtypeSize(*dt)));
+  } else {
+    auto need = [&](int64_t have) {
+      if (have != n) throw UserError(loc, cat(what, " holds ", have, " values, its shape needs ", n));
+    };
+    switch (*dt) {
+      case DType::F32:
+        need(t.float_data_size());
+        for (int64_t i = 0; i < n; ++i) h.data[static_cast<size_t>(i)] = t.float_data(static_cast<int>(i));
+        break;
+      case DType::F64:
+        need(t.double_data_size());
+        for (int64_t i = 0; i < n; ++i) h.data[static_cast<size_t>(i)] = t.double_data(static_cast<int>(i));
+        break;
+      case DType::I64:
+        need(t.int64_data_size());
+        for (int64_t i = 0; i < n; ++i) h.data[static_cast<size_t>(i)] = static_cast<double>(t.int64_data(static_cast<int>(i)));
+        break;
+      case DType::I32:
+      case DType::Bool:
+        need(t.int32_data_size());
+        for (int64_t i = 0; i < n; ++i) h.data[static_cast<size_t>(i)] = roundTo(*dt, t.int32_data(static_cast<int>(i)));
+        break;
+      case DType::F16:
+      case DType::BF16:
+        need(t.int32_data_size());
+        for (int64_t i = 0; i < n; ++i) {
+          uint16_t bits = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
+          unsigned char b[2] = {static_cast<unsigned char>(bits & 0xff), static_cast<unsigned char>(bits >> 8)};
+          h.data[static_cast<size_t>(i)] = loadElement(*dt, b);
+        }
+        break;
+    }
+  }
+  // Note [Exact integers]: aotc's CPU runtimes hold elements as doubles, so
+  // an int64 beyond 2^53 cannot be held exactly.  Such values (INT64_MAX as
+  // "to the end" of a Slice) are saturated to +-2^62 here; compile-time uses
+  // saturate them anyway, and a tensor holding one is refused where it would
+  // reach a runtime (materialize).
+  if (*dt == DType::I64)
+    for (double& v : h.data) v = std::clamp(v, -0x1p62, 0x1p62);
+  return h;
+}
+
+bool isSplat(const HostTensor& t) {
+  for (double v : t.data)
+    if (!(v == t.data[0] || (v != v && t.data[0] != t.data[0]))) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------- converter
+
+/// One ONNX value: its IR value once it has one, and its value when it is
+/// known at compile time (Note [Compile-time values]).
+struct OValue {
+  ValueId id = kNoValue;
+  std::optional<HostTensor> known;
+  TensorType type;
+  std::string initializer;  ///< the initializer it is, if any
+  std::string graphInput;   ///< the graph input it is, if any
+};
+
+/// What a converter returns for one output: an IR value or a known tensor.
+struct Out {
+  ValueId id = kNoValue;
+  std::optional<HostTensor> known;
+  Out() = default;
+  Out(ValueId v) : id(v) {}  // NOLINT: converters return values
+  Out(HostTensor t) : known(std::move(t)) {}  // NOLINT
+};
+using Outs = std::vector<Out>;
+
+class Loader;
+
+/// One ONNX node being converted (into the model's graph, or into a scratch
+/// graph when its inputs are all known).
+class Node : public Builder {
+ public:
+  using Resolve = std::function<ValueId(size_t)>;
+  Node(Graph& g, SourceLoc loc, const onnx::NodeProto& n, int opset, const std::vector<const OValue*>& ins, Resolve resolve,
+       bool train, std::set<std::string>* bakedInits, std::set<std::string>* wantedInputs)
+      : Builder(g, std::move(loc)), n_(n), opset_(opset), ins_(ins), resolve_(std::move(resolve)), train_(train), baked_(bakedInits),
+        wanted_(wantedInputs) {}
+
+  const onnx::NodeProto& proto() const { return n_; }
+  int opset() const { return opset_; }
+  bool train() const { return train_; }
+  size_t numInputs() const { return ins_.size(); }
+  size_t numOutputs() const { return static_cast<size_t>(n_.output_size()); }
+  bool wantsOutput(size_t i) const { return i < numOutputs() && !n_.output(static_cast<int>(i)).empty(); }
+  bool has(size_t i) const { return i < ins_.size() && ins_[i] != nullptr; }
+  /// Input i as an IR value.
+  ValueId in(size_t i) {
+    if (!has(i)) fail(cat("input ", i, " is required"));
+    return resolve_(i);
+  }
+  const TensorType& typeIn(size_t i) const {
+    if (!has(i)) fail(cat("input ", i, " is required"));
+    return ins_[i]->type;
+  }
+  DType dtypeIn(size_t i) const { return typeIn(i).dtype; }
+  bool isKnown(size_t i) const { return has(i) && ins_[i]->known.has_value(); }
+  /// Input i's value, which must be known when compiling.
+  const HostTensor& known(size_t i, const char* what) {
+    if (!has(i)) fail(cat("input ", i, " (", what, ") is required"));
+    if (!ins_[i]->known) {
+      if (!ins_[i]->graphInput.empty() && wanted_) wanted_->insert(ins_[i]->graphInput);
+      fail(cat("input ", i, " (", what, ", '", n_.input(static_cast<int>(i)), "') must be known when compiling (a constant, an initializer, "
+               "computed from shapes", ins_[i]->graphInput.empty() ? "" : ", or a graph input given with --constant-inputs",
+               "): aotc's shapes are static"));
+    }
+    if (baked_ && !ins_[i]->initializer.empty()) baked_->insert(ins_[i]->initializer);
+    return *ins_[i]->known;
+  }
+  /// With `saturate`, values beyond +-2^48 (slice bounds) become +-2^48.
+  Ints knownInts(size_t i, const char* what, bool saturate = false) {
+    const HostTensor& t = known(i, what);
+    if (isFloating(t.dtype)) fail(cat("input ", i, " (", what, ") must hold integers"));
+    Ints r;
+    for (double v : t.data) {
+      if (saturate) v = std::clamp(v, -static_cast<double>(kMaxExtent), static_cast<double>(kMaxExtent));
+      if (std::fabs(v) > static_cast<double>(kMaxExtent)) fail(cat("input ", i, " (", what, ") holds ", v, ", out of range"));
+      r.push_back(static_cast<int64_t>(v));
+    }
+    return r;
+  }
+  double knownScalar(size_t i, const char* what) {
+    const HostTensor& t = known(i, what);
+    if (t.data.size() != 1) fail(cat("input ", i, " (", what, ") must hold one value"));
+    return t.data[0];
+  }
+
+  // Attributes.
+  const onnx::AttributeProto* attr(const std::string& name) const {
+    for (const auto& a : n_.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  bool hasAttr(const std::string& name) const { return attr(name) != nullptr; }
+  int64_t i(const std::string& name, std::optional<int64_t> dflt = std::nullopt) const {
+    const auto* a = attr(name);
+    if (!a) {
+      if (dflt) return *dflt;
+      fail(cat("attribute '", name, "' is required"));
+    }
+    if (a->type() != onnx::AttributeProto::INT) fail(cat("attribute '", name, "' must be an int"));
+    if (std::llabs(a->i()) > kMaxExtent) fail(cat("attribute '", name, "' = ", a->i(), " is out of range"));
+    return a->i();
+  }
+  double f(const std::string& name, double dflt) const {
+    const auto* a = attr(name);
+    if (!a) return dflt;
+    if (a->type() != onnx::AttributeProto::FLOAT) fail(cat("attribute '", name, "' must be a float"));
+    return a->f();
+  }
+  Ints ints(const std::string& name, std::optional<Ints> dflt = std::nullopt, bool saturate = false) const {
+    const auto* a = attr(name);
+    if (!a) {
+      if (dflt) return *dflt;
+      fail(cat("attribute '", name, "' is required"));
+    }
+    if (a->type() != onnx::AttributeProto::INTS) fail(cat("attribute '", name, "' must be a list of ints"));
+    Ints r;
+    for (int64_t v : a->ints()) {
+      if (saturate) v = std::clamp(v, -kMaxExtent, kMaxExtent);
+      if (std::llabs(v) > kMaxExtent) fail(cat("attribute '", name, "' holds ", v, ", out of range"));
+      r.push_back(v);
+    }
+    return r;
+  }
+  std::vector<double> floats(const std::string& name) const {
+    const auto* a = attr(name);
+    if (!a) return {};
+    if (a->type() != onnx::AttributeProto::FLOATS) fail(cat("attribute '", name, "' must be a list of floats"));
+    return {a->floats().begin(), a->floats().end()};
+  }
+  std::string s(const std::string& name, const std::string& dflt) const {
+    const auto* a = attr(name);
+    if (!a) return dflt;
+    if (a->type() != onnx::AttributeProto::STRING) fail(cat("attribute '", name, "' must be a string"));
+    return a->s();
+  }
+  const onnx::TensorProto* tensorAttr(const std::string& name) const {
+    const auto* a = attr(name);
+    if (!a) return nullptr;
+    if (a->type() != onnx::AttributeProto::TENSOR) fail(cat("attribute '", name, "' must be a tensor"));
+    return &a->t();
+  }
+  HostTensor readAttrTensor(const onnx::TensorProto& t) const { return readTensor(t, fs::path(), loc(), "attribute tensor"); }
+
+  int64_t axis(int64_t a, int64_t rank) const {
+    if (a < -rank || a >= std::max<int64_t>(rank, 1)) fail(cat("axis ", a, " is out of range for rank ", rank));
+    return a < 0 ? a + rank : a;
+  }
+
+ private:
+  const onnx::NodeProto& n_;
+  int opset_;
+  const std::vector<const OValue*>& ins_;
+  Resolve resolve_;
+  bool train_;
+  std::set<std::string>* baked_;
+  std::set<std::string>* wanted_;
+};
+
+using Convert = Outs (*)(Node&);
+
+// ------------------------------------------------------------ converters
+
+Outs unary(Node& c, OpKind k) { return {c.op(k, {c.in(0)})}; }
+Outs binary(Node& c, OpKind k) {
+  ValueId a = c.in(0);
+  ValueId b = c.in(1);
+  return {c.op(k, {a, b})};
+}
+
+/// Integer division and modulo must not meet a zero divisor in a kernel: the
+/// divisor is made 1 there and the result 0 (what numpy, ONNX's reference,
+/// gives).
+ValueId safeIntBinary(Node& c, OpKind k, ValueId a, ValueId b) {
+  ValueId zero = c.scalarLike(0, b);
+  ValueId isZero = bin(c, OpKind::Eq, {b, zero});
+  ValueId one = c.scalarLike(1, b);
+  ValueId safe = c.op(OpKind::Where, {isZero, one, b});
+  ValueId r = c.op(k, {a, safe});
+  return c.op(OpKind::Where, {isZero, c.scalarLike(0, r), r});
+}
+
+Outs divOp(Node& c) {
+  ValueId a = c.in(0), b = c.in(1);
+  DType d = c.type(a).dtype;
+  if (isFloating(d)) return {c.op(OpKind::Div, {a, b})};
+  // ONNX integer division truncates toward zero (C, numpy's trunc for the reference).
+  ValueId q = safeIntBinary(c, OpKind::Div, c.cast(a, DType::F64), c.cast(b, DType::F64));
+  return {c.cast(c.op(OpKind::Trunc, {q}), d)};
+}
+
+Outs modOp(Node& c) {
+  ValueId a = c.in(0), b = c.in(1);
+  bool fmod = c.i("fmod", 0) != 0;
+  if (isFloating(c.type(a).dtype)) {
+    if (!fmod) c.fail("Mod of floating-point inputs requires fmod=1");
+    return {c.op(OpKind::Fmod, {a, b})};
+  }
+  return {safeIntBinary(c, fmod ? OpKind::Fmod : OpKind::Remainder, a, b)};
+}
+
+Outs powOp(Node& c) {
+  ValueId a = c.in(0);
+  ValueId b = c.cast(c.in(1), c.type(a).dtype);
+  return {c.op(OpKind::Pow, {a, b})};
+}
+
+/// Sum / Mean / Max / Min over any number of broadcasting inputs.
+Outs variadic(Node& c, OpKind k, bool mean) {
+  ValueId r = c.in(0);
+  for (size_t i = 1; i < c.numInputs(); ++i) {
+    ValueId x = c.in(i);
+    r = c.op(k, {r, x});
+  }
+  if (mean) r = c.div(r, c.scalarLike(static_cast<double>(c.numInputs()), r));
+  return {r};
+}
+
+Outs castOp(Node& c) {
+  auto d = dtypeOfOnnx(static_cast<int>(c.i("to")));
+  if (!d) c.fail(cat("Cast to ", onnxTypeName(static_cast<int>(c.i("to"))), " is not supported"));
+  return {c.cast(c.in(0), *d)};
+}
+
+Outs clipOp(Node& c) {
+  ValueId y = c.in(0);
+  if (c.opset() < 11) {
+    std::optional<double> lo, hi;
+    if (c.hasAttr("min")) lo = c.f("min", 0);
+    if (c.hasAttr("max")) hi = c.f("max", 0);
+    return {clampOp(c, y, lo, hi)};
+  }
+  if (c.has(1)) {
+    ValueId lo = c.in(1);
+    y = c.op(OpKind::Where, {bin(c, OpKind::Lt, {y, lo}), lo, y});
+  }
+  if (c.has(2)) {
+    ValueId hi = c.in(2);
+    y = c.op(OpKind::Where, {bin(c, OpKind::Gt, {y, hi}), hi, y});
+  }
+  return {y};
+}
+
+ValueId whereGt0(Node& c, ValueId x, ValueId pos, ValueId neg) {
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), pos, neg});
+}
+
+Outs eluOp(Node& c) {
+  ValueId x = c.in(0);
+  ValueId neg = c.scaled(c.op(OpKind::Expm1, {x}), c.f("alpha", 1.0));
+  return {whereGt0(c, x, x, neg)};
+}
+Outs seluOp(Node& c) {
+  ValueId x = c.in(0);
+  double alpha = c.f("alpha", 1.67326319217681884765625), gamma = c.f("gamma", 1.05070102214813232421875);
+  ValueId neg = c.scaled(c.op(OpKind::Expm1, {x}), alpha * gamma);
+  return {whereGt0(c, x, c.scaled(x, gamma), neg)};
+}
+Outs celuOp(Node& c) {
+  ValueId x = c.in(0);
+  double alpha = c.f("alpha", 1.0);
+  if (alpha == 0) c.fail("Celu: alpha must not be 0");
+  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, 1.0 / alpha)}), alpha);
+  ValueId negPart = c.op(OpKind::Minimum, {neg, sc(c, 0.0, x)});
+  return {c.add(c.op(OpKind::Relu, {x}), negPart)};
+}
+Outs hardSigmoidOp(Node& c) {
+  ValueId x = c.in(0);
+  ValueId lin = c.add(c.scaled(x, c.f("alpha", 0.2)), sc(c, c.f("beta", 0.5), x));
+  return {clampOp(c, lin, 0.0, 1.0)};
+}
+Outs hardSwishOp(Node& c) {
+  ValueId x = c.in(0);
+  ValueId lin = c.add(c.scaled(x, 1.0 / 6.0), sc(c, 0.5, x));
+  return {c.mul(x, clampOp(c, lin, 0.0, 1.0))};
+}
+Outs softplusOp(Node& c) {
+  ValueId x = c.in(0);
+  // log(exp(x) + 1), as log1p(exp(-|x|)) + max(x, 0) to stay finite.
+  ValueId t = c.op(OpKind::Log1p, {c.op(OpKind::Exp, {c.neg(c.op(OpKind::Abs, {x}))})});
+  return {c.add(c.op(OpKind::Relu, {x}), t)};
+}
+Outs softsignOp(Node& c) {
+  ValueId x = c.in(0);
+  return {c.div(x, c.add(c.op(OpKind::Abs, {x}), sc(c, 1.0, x)))};
+}
+Outs thresholdedReluOp(Node& c) {
+  ValueId x = c.in(0);
+  ValueId keep = bin(c, OpKind::Gt, {x, sc(c, c.f("alpha", 1.0), x)});
+  return {c.op(OpKind::Where, {keep, x, sc(c, 0.0, x)})};
+}
+Outs shrinkOp(Node& c) {
+  ValueId x = c.in(0);
+  double l = c.f("lambd", 0.5), b = c.f("bias", 0.0);
+  ValueId lo = bin(c, OpKind::Lt, {x, sc(c, -l, x)});
+  ValueId hi = bin(c, OpKind::Gt, {x, sc(c, l, x)});
+  ValueId plus = c.add(x, sc(c, b, x));
+  ValueId minus = c.sub(x, sc(c, b, x));
+  ValueId mid = c.op(OpKind::Where, {hi, minus, sc(c, 0.0, x)});
+  return {c.op(OpKind::Where, {lo, plus, mid})};
+}
+Outs preluOp(Node& c) {
+  ValueId x = c.in(0), slope = c.in(1);
+  ValueId neg = c.mul(x, slope);
+  if (c.type(neg).sizes != c.type(x).sizes) c.fail("PRelu: the slope does not broadcast to the input's shape");
+  return {c.op(OpKind::Where, {bin(c, OpKind::Lt, {x, sc(c, 0.0, x)}), neg, x})};
+}
+Outs leakyReluOp(Node& c) { return {leakyRelu(c, c.in(0), c.f("alpha", 0.01))}; }
+Outs isInfOp(Node& c) {
+  ValueId x = c.in(0);
+  bool neg = c.i("detect_negative", 1) != 0, pos = c.i("detect_positive", 1) != 0;
+  ValueId inf = c.op(OpKind::IsInf, {x});
+  if (neg && pos) return {inf};
+  ValueId sign = bin(c, pos ? OpKind::Gt : OpKind::Lt, {x, sc(c, 0.0, x)});
+  if (!neg && !pos) return {bin(c, OpKind::LogicalAnd, {inf, c.op(OpKind::LogicalNot, {inf})})};
+  return {bin(c, OpKind::LogicalAnd, {inf, sign})};
+}
+Outs xorOp(Node& c) { return binary(c, OpKind::Ne); }
+
+// ------------------------------------------------------------ shapes, views
+
+Outs shapeOp(Node& c) {
+  Ints s = c.typeIn(0).sizes;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t start = c.i("start", 0), end = c.i("end", r);
+  start = std::clamp(start < 0 ? start + r : start, int64_t{0}, r);
+  end = std::clamp(end < 0 ? end + r : end, int64_t{0}, r);
+  HostTensor t = HostTensor::zeros(DType::I64, {std::max<int64_t>(end - start, 0)});
+  for (int64_t k = start; k < end; ++k) t.data[static_cast<size_t>(k - start)] = static_cast<double>(s[static_cast<size_t>(k)]);
+  return {t};
+}
+Outs sizeOp(Node& c) {
+  HostTensor t = HostTensor::zeros(DType::I64, {});
+  t.data[0] = static_cast<double>(c.typeIn(0).numel());
+  return {t};
+}
+
+Outs reshapeOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints shape = c.knownInts(1, "shape");
+  const Ints in = c.type(x).sizes;
+  bool allowZero = c.i("allowzero", 0) != 0;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] == 0 && !allowZero) {
+      if (k >= in.size()) c.fail("Reshape: a 0 in the shape copies a dim the input does not have");
+      shape[k] = in[k];
+    }
+  return {c.reshape(x, shape)};
+}
+
+Outs flattenOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints s = c.type(x).sizes;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t a = c.i("axis", 1);
+  if (a < -r || a > r) c.fail(cat("Flatten: axis ", a, " is out of range"));
+  if (a < 0) a += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < r; ++k) (k < a ? outer : inner) = mulSize(k < a ? outer : inner, s[static_cast<size_t>(k)]);
+  return {c.reshape(x, {outer, inner})};
+}
+
+Outs transposeOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  Ints perm;
+  for (int64_t k = r - 1; k >= 0; --k) perm.push_back(k);
+  perm = c.ints("perm", perm);
+  return {c.op(OpKind::Permute, {x}, Attrs{{"dims", perm}})};
+}
+
+Ints axesOf(Node& c, size_t input, const char* attrName, bool fromInput) {
+  if (fromInput) return c.has(input) ? c.knownInts(input, "axes") : Ints{};
+  return c.ints(attrName, Ints{});
+}
+
+Outs squeezeOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints axes = axesOf(c, 1, "axes", c.opset() >= 13);
+  int64_t r = c.type(x).rank();
+  Ints dims;
+  if (axes.empty()) {
+    for (int64_t k = 0; k < r; ++k)
+      if (c.type(x).sizes[static_cast<size_t>(k)] == 1) dims.push_back(k);
+  } else {
+    for (int64_t a : axes) {
+      int64_t d = c.axis(a, r);
+      if (c.type(x).sizes[static_cast<size_t>(d)] != 1) c.fail(cat("Squeeze: dim ", d, " has size ", c.type(x).sizes[static_cast<size_t>(d)], ", not 1"));
+      dims.push_back(d);
+    }
+  }
+  if (dims.empty()) return {x};
+  return {c.op(OpKind::Squeeze, {x}, Attrs{{"dim", dims}})};
+}
+
+Outs unsqueezeOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints axes = axesOf(c, 1, "axes", c.opset() >= 13);
+  if (axes.empty()) c.fail("Unsqueeze: axes are required");
+  int64_t outRank = c.type(x).rank() + static_cast<int64_t>(axes.size());
+  Ints norm;
+  for (int64_t a : axes) norm.push_back(c.axis(a, outRank));
+  std::sort(norm.begin(), norm.end());
+  if (std::adjacent_find(norm.begin(), norm.end()) != norm.end()) c.fail("Unsqueeze: repeated axis");
+  for (int64_t d : norm) x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", d}});
+  return {x};
+}
+
+Outs concatOp(Node& c) {
+  V xs;
+  for (size_t k = 0; k < c.numInputs(); ++k) xs.push_back(c.in(k));
+  int64_t r = c.type(xs[0]).rank();
+  return {c.op(OpKind::Cat, xs, Attrs{{"dim", c.axis(c.i("axis"), r)}})};
+}
+
+Outs splitOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  int64_t a = c.axis(c.i("axis", 0), r);
+  int64_t n = c.type(x).sizes[static_cast<size_t>(a)];
+  Ints sizes = c.opset() >= 13 ? (c.has(1) ? c.knownInts(1, "split") : Ints{}) : c.ints("split", Ints{});
+  size_t outs = c.numOutputs();
+  if (sizes.empty()) {
+    if (outs == 0 || n % static_cast<int64_t>(outs)) c.fail(cat("Split: dim ", a, " of size ", n, " does not split into ", outs, " equal parts"));
+    sizes.assign(outs, n / static_cast<int64_t>(outs));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) c.fail("Split: negative split size");
+    total += s;
+  }
+  if (total != n || sizes.size() != outs) c.fail(cat("Split: sizes do not add up to dim ", a, " (", n, ") or do not match the ", outs, " outputs"));
+  V parts = splitSizes(c, x, a, sizes);
+  return Outs(parts.begin(), parts.end());
+}
+
+Outs sliceOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  Ints starts, ends, axes, steps;
+  if (c.opset() < 10) {
+    starts = c.ints("starts", std::nullopt, true);
+    ends = c.ints("ends", std::nullopt, true);
+    axes = c.ints("axes", Ints{});
+  } else {
+    starts = c.knownInts(1, "starts", true);
+    ends = c.knownInts(2, "ends", true);
+    if (c.has(3)) axes = c.knownInts(3, "axes");
+    if (c.has(4)) steps = c.knownInts(4, "steps");
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("Slice: starts, ends, axes and steps must have the same length");
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t d = c.axis(axes[k], r);
+    if (steps[k] == 0) c.fail("Slice: step must not be 0");
+    int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
+    int64_t st = steps[k];
+    auto clampIdx = [&](int64_t v, bool isEnd) {
+      if (v < 0) v += n;
+      if (st > 0) return std::clamp<int64_t>(v, 0, n);
+      return std::clamp<int64_t>(v, -1, n - 1) + (isEnd ? 0 : 0);
+    };
+    int64_t s = clampIdx(std::clamp(starts[k], -kMaxExtent, kMaxExtent), false);
+    int64_t e = clampIdx(std::clamp(ends[k], -kMaxExtent, kMaxExtent), true);
+    if (st > 0) {
+      x = c.op(OpKind::Slice, {x}, Attrs{{"dim", d}, {"start", s}, {"end", std::max(e, s)}, {"step", st}});
+    } else {
+      // A negative step: the elements s, s+st, ... while > e, picked by index.
+      Ints idx;
+      for (int64_t v = s; v > e; v += st) idx.push_back(v);
+      if (static_cast<int64_t>(idx.size()) > kMaxIndexMap) c.fail("Slice: too many elements for a negative step");
+      x = idx.empty() ? c.op(OpKind::Slice, {x}, Attrs{{"dim", d}, {"start", int64_t{0}}, {"end", int64_t{0}}, {"step", int64_t{1}}})
+                      : pick(c, x, d, idx);
+    }
+  }
+  return {x};
+}
+
+Outs expandOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints shape = c.knownInts(1, "shape");
+  auto out = broadcastShapes(c.type(x).sizes, shape);
+  if (!out) c.fail("Expand: the shape does not broadcast with the input's");
+  if (*out == c.type(x).sizes) return {x};
+  return {c.op(OpKind::Expand, {x}, Attrs{{"size", *out}})};
+}
+
+Outs tileOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints reps = c.knownInts(1, "repeats");
+  if (static_cast<int64_t>(reps.size()) != c.type(x).rank()) c.fail("Tile: repeats must have one entry per dim");
+  return {repeatOp(c, x, reps)};
+}
+
+HostTensor fillValue(Node& c, const Ints& shape) {
+  HostTensor v = HostTensor::zeros(DType::F32, {});
+  if (const auto* t = c.tensorAttr("value")) {
+    v = c.readAttrTensor(*t);
+    if (v.data.size() != 1) c.fail("ConstantOfShape: value must hold one element");
+  }
+  for (int64_t d : shape)
+    if (d < 0) c.fail("ConstantOfShape: negative dim");
+  int64_t n = 1;
+  for (int64_t d : shape) n = mulSize(n, d);
+  if (n > kMaxElements) c.fail("ConstantOfShape: too many elements");
+  HostTensor out = HostTensor::zeros(v.dtype, shape);
+  std::fill(out.data.begin(), out.data.end(), v.data[0]);
+  return out;
+}
+Outs constantOfShapeOp(Node& c) { return {fillValue(c, c.knownInts(0, "shape"))}; }
+
+Outs constantOp(Node& c) {
+  if (const auto* t = c.tensorAttr("value")) return {c.readAttrTensor(*t)};
+  auto scalarOf = [&](double v, DType d) {
+    HostTensor h = HostTensor::zeros(d, {});
+    h.data[0] = roundTo(d, v);
+    return h;
+  };
+  if (c.hasAttr("value_float")) return {scalarOf(c.f("value_float", 0), DType::F32)};
+  if (c.hasAttr("value_int")) return {scalarOf(static_cast<double>(c.i("value_int")), DType::I64)};
+  if (c.hasAttr("value_floats")) {
+    auto fs = c.floats("value_floats");
+    HostTensor h = HostTensor::zeros(DType::F32, {static_cast<int64_t>(fs.size())});
+    for (size_t k = 0; k < fs.size(); ++k) h.data[k] = fs[k];
+    return {h};
+  }
+  if (c.hasAttr("value_ints")) {
+    Ints is = c.ints("value_ints");
+    HostTensor h = HostTensor::zeros(DType::I64, {static_cast<int64_t>(is.size())});
+    for (size_t k = 0; k < is.size(); ++k) h.data[k] = static_cast<double>(is[k]);
+    return {h};
+  }
+  c.fail("Constant: only tensor, float and int values are supported (sparse and string constants are not)");
+}
+
+Outs rangeOp(Node& c) {
+  double start = c.knownScalar(0, "start"), limit = c.knownScalar(1, "limit"), delta = c.knownScalar(2, "delta");
+  DType d = c.dtypeIn(0);
+  if (delta == 0) c.fail("Range: delta must not be 0");
+  double cnt = std::ceil((limit - start) / delta);
+  int64_t n = cnt > 0 ? static_cast<int64_t>(std::min(cnt, static_cast<double>(kMaxElements))) : 0;
+  if (n >= kMaxFoldElements) c.fail("Range: too many elements");
+  HostTensor t = HostTensor::zeros(d, {n});
+  for (int64_t k = 0; k < n; ++k) t.data[static_cast<size_t>(k)] = roundTo(d, start + static_cast<double>(k) * delta);
+  return {t};
+}
+
+Outs eyeLikeOp(Node& c) {
+  const TensorType t = c.typeIn(0);
+  if (t.rank() != 2) c.fail("EyeLike: the input must be 2-D");
+  DType d = t.dtype;
+  if (c.hasAttr("dtype")) {
+    auto dd = dtypeOfOnnx(static_cast<int>(c.i("dtype")));
+    if (!dd) c.fail("EyeLike: unsupported dtype");
+    d = *dd;
+  }
+  int64_t k = c.i("k", 0);
+  HostTensor h = HostTensor::zeros(d, t.sizes);
+  for (int64_t r = 0; r < t.sizes[0]; ++r)
+    if (r + k >= 0 && r + k < t.sizes[1]) h.data[static_cast<size_t>(r * t.sizes[1] + r + k)] = 1;
+  return {h};
+}
+
+Outs depthToSpaceOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints s = c.type(x).sizes;
+  if (s.size() != 4) c.fail("DepthToSpace: the input must be 4-D");
+  int64_t b = c.i("blocksize");
+  if (b <= 0 || s[1] % (b * b)) c.fail("DepthToSpace: channels must divide by blocksize^2");
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3], Co = C / (b * b);
+  bool crd = c.s("mode", "DCR") == "CRD";
+  ValueId t = crd ? c.reshape(x, {N, Co, b, b, H, W}) : c.reshape(x, {N, b, b, Co, H, W});
+  Ints perm = crd ? Ints{0, 1, 4, 2, 5, 3} : Ints{0, 3, 4, 1, 5, 2};
+  t = c.op(OpKind::Permute, {t}, Attrs{{"dims", perm}});
+  return {c.reshape(t, {N, Co, H * b, W * b})};
+}
+Outs spaceToDepthOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints s = c.type(x).sizes;
+  if (s.size() != 4) c.fail("SpaceToDepth: the input must be 4-D");
+  int64_t b = c.i("blocksize");
+  if (b <= 0 || s[2] % b || s[3] % b) c.fail("SpaceToDepth: height and width must divide by blocksize");
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  ValueId t = c.reshape(x, {N, C, H / b, b, W / b, b});
+  t = c.op(OpKind::Permute, {t}, Attrs{{"dims", Ints{0, 3, 5, 1, 2, 4}}});
+  return {c.reshape(t, {N, C * b * b, H / b, W / b})};
+}
+
+Outs identityOp(Node& c) { return {c.in(0)}; }
+
+// ------------------------------------------------------------ reductions
+
+/// Axes of a Reduce* node (an attribute, or from ReduceSum 13 an input) and
+/// keepdims; empty axes reduce everything unless noop_with_empty_axes.
+struct ReduceSpec {
+  Ints dims;
+  bool keep;
+  bool noop;
+};
+ReduceSpec reduceSpec(Node& c, int64_t rank, bool axesInput) {
+  Ints axes = axesInput ? (c.has(1) ? c.knownInts(1, "axes") : Ints{}) : c.ints("axes", Ints{});
+  ReduceSpec r{{}, c.i("keepdims", 1) != 0, false};
+  if (axes.empty()) {
+    if (c.i("noop_with_empty_axes", 0)) r.noop = true;
+    for (int64_t k = 0; k < rank; ++k) r.dims.push_back(k);
+  } else {
+    for (int64_t a : axes) r.dims.push_back(c.axis(a, rank));
+    std::sort(r.dims.begin(), r.dims.end());
+    r.dims.erase(std::unique(r.dims.begin(), r.dims.end()), r.dims.end());
+  }
+  return r;
+}
+
+enum class Red { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+template <Red R>
+Outs reduceOnnx(Node& c) {
+  ValueId x = c.in(0);
+  int64_t rank = c.type(x).rank();
+  ReduceSpec sp = reduceSpec(c, rank, R == Red::Sum && c.opset() >= 13);
+  if (sp.noop) return {x};
+  if (rank == 0) sp.dims.clear();
+  auto red = [&](OpKind k, ValueId v) {
+    if (c.type(v).rank() == 0) return v;
+    return reduceOp(c, k, v, sp.dims, sp.keep);
+  };
+  switch (R) {
+    case Red::Sum: return {red(OpKind::Sum, x)};
+    case Red::Mean: return {red(OpKind::Mean, x)};
+    case Red::Max: return {red(OpKind::Amax, x)};
+    case Red::Min: return {red(OpKind::Amin, x)};
+    case Red::Prod: return {red(OpKind::Prod, x)};
+    case Red::L1: return {red(OpKind::Sum, c.op(OpKind::Abs, {x}))};
+    case Red::L2: return {c.op(OpKind::Sqrt, {red(OpKind::Sum, c.mul(x, x))})};
+    case Red::SumSquare: return {red(OpKind::Sum, c.mul(x, x))};
+    case Red::LogSum: return {c.op(OpKind::Log, {red(OpKind::Sum, x)})};
+    case Red::LogSumExp: {
+      if (c.type(x).rank() == 0) return {x};
+      ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, x, sp.dims, true)});
+      // An infinite max would make x - m NaN: shift by 0 there.
+      ValueId finite = c.op(OpKind::LogicalNot, {c.op(OpKind::IsInf, {m})});
+      ValueId shift = c.op(OpKind::Where, {finite, m, sc(c, 0.0, m)});
+      ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {c.sub(x, shift)}), sp.dims, sp.keep);
+      ValueId back = sp.keep ? shift : c.op(OpKind::Squeeze, {shift}, Attrs{{"dim", sp.dims}});
+      return {c.add(c.op(OpKind::Log, {s}), back)};
+    }
+  }
+  return {};
+}
+
+/// ArgMax / ArgMin: argmax of an order-reversing map for the minimum; the
+/// last index on ties when select_last_index (by flipping the axis).
+template <bool Max>
+Outs argOnnx(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  int64_t a = c.axis(c.i("axis", 0), r);
+  bool keep = c.i("keepdims", 1) != 0, last = c.i("select_last_index", 0) != 0;
+  DType d = c.type(x).dtype;
+  ValueId key = x;
+  if (!Max) key = d == DType::Bool ? c.op(OpKind::LogicalNot, {x}) : isFloating(d) ? c.neg(x) : c.op(OpKind::BitwiseNot, {x});
+  int64_t n = r == 0 ? 1 : c.type(x).sizes[static_cast<size_t>(a)];
+  if (last && r > 0) key = flipOp(c, key, {a});
+  ValueId idx = r == 0 ? c.scalar(0, DType::I64) : c.op(OpKind::ArgMax, {key}, Attrs{{"dim", a}, {"keepdim", keep}});
+  if (last && r > 0) idx = c.sub(c.scalar(static_cast<double>(n - 1), DType::I64), idx);
+  return {idx};
+}
+
+Outs softmaxOnnx(Node& c, bool log, bool hard) {
+  ValueId x = c.in(0);
+  const Ints s = c.type(x).sizes;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t a = c.axis(c.i("axis", c.opset() >= 13 ? -1 : 1), r);
+  auto apply = [&](ValueId v, int64_t dim) -> ValueId {
+    if (!hard) return softmaxLike(c, v, dim, log);
+    // Hardmax: 1 at the first maximum along dim, 0 elsewhere.
+    ValueId idx = c.op(OpKind::ArgMax, {v}, Attrs{{"dim", dim}, {"keepdim", true}});
+    int64_t n = c.type(v).sizes[static_cast<size_t>(dim)];
+    Ints shape(static_cast<size_t>(c.type(v).rank()), 1);
+    shape[static_cast<size_t>(dim)] = n;
+    ValueId pos = c.reshape(iota(c, n), shape);
+    return c.cast(bin(c, OpKind::Eq, {pos, idx}), c.type(v).dtype);
+  };
+  if (r == 0) return {hard || !log ? c.full(hard || !log ? 1.0 : 0.0, c.type(x)) : c.sub(x, x)};
+  if (c.opset() >= 13) return {apply(x, a)};
+  // Before opset 13 the input is coerced to 2-D at `axis`.
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < r; ++k) (k < a ? outer : inner) = mulSize(k < a ? outer : inner, s[static_cast<size_t>(k)]);
+  ValueId y = apply(c.reshape(x, {outer, inner}), 1);
+  return {c.reshape(y, s)};
+}
+
+// ------------------------------------------------------------ indexing
+
+/// Indices made non-negative (i + n where i < 0); known ones at compile time.
+ValueId wrapIndices(Node& c, size_t input, int64_t n) {
+  if (c.isKnown(input)) {
+    HostTensor t = c.known(input, "indices");
+    for (double& v : t.data) {
+      if (v < -static_cast<double>(n) || v >= static_cast<double>(n)) c.fail(cat("index ", v, " is out of range for a dim of size ", n));
+      if (v < 0) v += static_cast<double>(n);
+    }
+    t.dtype = DType::I64;
+    // A known index tensor becomes a constant of the graph.
+    return kNoValue;
+  }
+  ValueId i = c.cast(c.in(input), DType::I64);
+  ValueId neg = bin(c, OpKind::Lt, {i, c.scalar(0, DType::I64)});
+  ValueId plus = c.add(i, c.scalar(static_cast<double>(n), DType::I64));
+  return c.op(OpKind::Where, {neg, plus, i});
+}
+
+Outs gatherOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints s = c.type(x).sizes;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t a = c.axis(c.i("axis", 0), r);
+  int64_t n = s[static_cast<size_t>(a)];
+  ValueId idx = wrapIndices(c, 1, n);
+  if (idx == kNoValue) {
+    const HostTensor& k = c.known(1, "indices");
+    Ints list;
+    for (double v : k.data) list.push_back(static_cast<int64_t>(v < 0 ? v + static_cast<double>(n) : v));
+    ValueId flat = c.op(OpKind::IndexSelect, {x, indexVector(c, list)}, Attrs{{"dim", a}});
+    Ints out(s.begin(), s.begin() + a);
+    out.insert(out.end(), k.sizes.begin(), k.sizes.end());
+    out.insert(out.end(), s.begin() + a + 1, s.end());
+    return {c.reshape(flat, out)};
+  }
+  const Ints is = c.type(idx).sizes;
+  ValueId flat = c.op(OpKind::IndexSelect, {x, c.reshape(idx, {c.type(idx).numel()})}, Attrs{{"dim", a}});
+  Ints out(s.begin(), s.begin() + a);
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), s.begin() + a + 1, s.end());
+  return {c.reshape(flat, out)};
+}
+
+/// GatherElements / ScatterElements index along one axis: negative indices wrap.
+ValueId elementIndices(Node& c, size_t input, int64_t n) {
+  ValueId i = c.cast(c.in(input), DType::I64);
+  ValueId neg = bin(c, OpKind::Lt, {i, c.scalar(0, DType::I64)});
+  ValueId plus = c.add(i, c.scalar(static_cast<double>(n), DType::I64));
+  return c.op(OpKind::Where, {neg, plus, i});
+}
+
+Outs gatherElementsOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t a = c.axis(c.i("axis", 0), c.type(x).rank());
+  ValueId idx = elementIndices(c, 1, c.type(x).sizes[static_cast<size_t>(a)]);
+  return {c.op(OpKind::Gather, {x, idx}, Attrs{{"dim", a}})};
+}
+
+Outs scatterElementsOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t a = c.axis(c.i("axis", 0), c.type(x).rank());
+  ValueId idx = elementIndices(c, 1, c.type(x).sizes[static_cast<size_t>(a)]);
+  ValueId upd = c.in(2);
+  std::string red = c.s("reduction", "none");
+  if (red == "none") return {c.op(OpKind::Scatter, {x, idx, upd}, Attrs{{"dim", a}})};
+  if (red == "add") return {c.op(OpKind::ScatterAdd, {x, idx, upd}, Attrs{{"dim", a}})};
+  c.fail(cat("ScatterElements: reduction '", red, "' is not supported"));
+}
+
+Outs whereOp(Node& c) {
+  ValueId cond = c.in(0), a = c.in(1), b = c.in(2);
+  return {c.op(OpKind::Where, {cond, a, b})};
+}
+
+Outs cumsumOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t a = c.axis(static_cast<int64_t>(c.knownScalar(1, "axis")), c.type(x).rank());
+  bool reverse = c.i("reverse", 0) != 0, exclusive = c.i("exclusive", 0) != 0;
+  ValueId s = c.op(OpKind::Cumsum, {x}, Attrs{{"dim", a}, {"reverse", reverse}});
+  if (exclusive) s = c.sub(s, x);
+  return {s};
+}
+
+Outs triluOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t k = c.has(1) ? static_cast<int64_t>(c.knownScalar(1, "k")) : 0;
+  return {triangle(c, x, k, c.i("upper", 1) != 0)};
+}
+
+Outs oneHotOp(Node& c) {
+  ValueId idx = c.in(0);
+  double depthV = c.knownScalar(1, "depth");
+  if (!(depthV >= 1) || depthV > static_cast<double>(kMaxIndexMap)) c.fail("OneHot: depth must be at least 1");
+  int64_t depth = static_cast<int64_t>(depthV);
+  ValueId values = c.in(2);
+  if (c.type(values).numel() != 2) c.fail("OneHot: values must hold [off, on]");
+  int64_t outRank = c.type(idx).rank() + 1;
+  int64_t a = c.axis(c.i("axis", -1), outRank);
+  ValueId i = c.cast(idx, DType::I64);
+  if (isFloating(c.type(idx).dtype)) i = c.cast(c.op(OpKind::Trunc, {idx}), DType::I64);
+  ValueId neg = bin(c, OpKind::Lt, {i, c.scalar(0, DType::I64)});
+  i = c.op(OpKind::Where, {neg, c.add(i, c.scalar(static_cast<double>(depth), DType::I64)), i});
+  i = c.op(OpKind::Unsqueeze, {i}, Attrs{{"dim", a}});
+  Ints shape(static_cast<size_t>(outRank), 1);
+  shape[static_cast<size_t>(a)] = depth;
+  ValueId pos = c.reshape(iota(c, depth), shape);
+  ValueId hot = bin(c, OpKind::Eq, {pos, i});
+  ValueId flat = c.reshape(values, {2});
+  ValueId off = c.op(OpKind::Select, {flat}, Attrs{{"dim", int64_t{0}}, {"index", int64_t{0}}});
+  ValueId on = c.op(OpKind::Select, {flat}, Attrs{{"dim", int64_t{0}}, {"index", int64_t{1}}});
+  return {c.op(OpKind::Where, {hot, on, off})};
+}
+
+Outs topkOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  int64_t a = c.axis(c.i("axis", -1), r);
+  Ints kk = c.opset() >= 10 ? c.knownInts(1, "K") : Ints{c.i("k")};
+  if (kk.size() != 1) c.fail("TopK: K must hold one value");
+  int64_t k = kk[0], n = c.type(x).sizes[static_cast<size_t>(a)];
+  if (k < 0 || k > n) c.fail(cat("TopK: K = ", k, " is out of range for a dim of size ", n));
+  bool largest = c.i("largest", 1) != 0;
+  if (c.i("sorted", 1) == 0) {
+    // Any order is allowed; aotc returns them sorted.
+  }
+  V sorted = c.ops(OpKind::Sort, {x}, Attrs{{"dim", a}, {"descending", largest}});
+  Attrs sl{{"dim", a}, {"start", int64_t{0}}, {"end", k}, {"step", int64_t{1}}};
+  return {c.op(OpKind::Slice, {sorted[0]}, sl), c.op(OpKind::Slice, {sorted[1]}, sl)};
+}
+
+// ------------------------------------------------------------ padding
+
+/// Pads `x` by `begin`/`end` per dim: constant, reflect or edge.
+ValueId padTo(Node& c, ValueId x, const Ints& begin, const Ints& end, const std::string& mode, double value) {
+  int64_t r = c.type(x).rank();
+  if (mode == "constant") {
+    Ints p;
+    for (int64_t d = r - 1; d >= 0; --d) p.insert(p.end(), {begin[static_cast<size_t>(d)], end[static_cast<size_t>(d)]});
+    bool any = false;
+    for (int64_t v : p) any = any || v != 0;
+    if (!any) return x;
+    return c.op(OpKind::Pad, {x}, Attrs{{"pad", p}, {"value", value}});
+  }
+  if (mode != "reflect" && mode != "edge") c.fail(cat("Pad: mode '", mode, "' is not supported"));
+  for (int64_t d = 0; d < r; ++d) {
+    int64_t b = begin[static_cast<size_t>(d)], e = end[static_cast<size_t>(d)];
+    if (b == 0 && e == 0) continue;
+    int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
+    if (n == 0) c.fail("Pad: cannot reflect or extend an empty dim");
+    if (mode == "reflect" && (b >= n || e >= n)) c.fail("Pad: reflect padding must be smaller than the dim");
+    if (n + b + e > kMaxIndexMap) c.fail("Pad: the padded dim is too large");
+    Ints idx;
+    for (int64_t o = -b; o < n + e; ++o) {
+      int64_t i = o;
+      if (mode == "edge") i = std::clamp<int64_t>(o, 0, n - 1);
+      else {
+        if (i < 0) i = -i;
+        if (i >= n) i = 2 * (n - 1) - i;
+      }
+      idx.push_back(i);
+    }
+    x = pick(c, x, d, idx);
+  }
+  return x;
+}
+
+Outs padOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  Ints pads = c.opset() >= 11 ? c.knownInts(1, "pads") : c.ints(c.opset() >= 2 ? "pads" : "paddings");
+  double value = c.opset() >= 11 ? (c.has(2) ? c.knownScalar(2, "constant_value") : 0.0) : c.f("value", 0.0);
+  if (static_cast<int64_t>(pads.size()) != 2 * r) c.fail(cat("Pad: pads must have ", 2 * r, " values"));
+  Ints begin(pads.begin(), pads.begin() + r), end(pads.begin() + r, pads.end());
+  return {padTo(c, x, begin, end, c.s("mode", "constant"), value)};
+}
+
+// ------------------------------------------------------------ linear algebra
+
+Outs matmulOp(Node& c) {
+  ValueId a = c.in(0), b = c.in(1);
+  return {matmul(c, a, b)};
+}
+
+Outs gemmOp(Node& c) {
+  ValueId a = c.in(0), b = c.in(1);
+  if (c.type(a).rank() != 2 || c.type(b).rank() != 2) c.fail("Gemm: A and B must be 2-D");
+  if (c.i("transA", 0)) a = c.op(OpKind::T, {a});
+  if (c.i("transB", 0)) b = c.op(OpKind::T, {b});
+  ValueId y = c.scaled(c.op(OpKind::Mm, {a, b}), c.f("alpha", 1.0));
+  if (c.has(2)) {
+    ValueId cc = c.scaled(c.in(2), c.f("beta", 1.0));
+    y = c.add(y, cc);
+  }
+  return {y};
+}
+
+/// Begin/end padding of each spatial dim from auto_pad / pads (ONNX's rules).
+std::pair<Ints, Ints> spatialPads(Node& c, const Ints& in, const Ints& kernel, const Ints& stride, const Ints& dil) {
+  size_t n = in.size();
+  Ints begin(n, 0), end(n, 0);
+  std::string ap = c.s("auto_pad", "NOTSET");
+  if (ap == "NOTSET") {
+    Ints p = c.ints("pads", Ints(2 * n, 0));
+    if (p.size() != 2 * n) c.fail(cat("pads must have ", 2 * n, " values"));
+    for (size_t k = 0; k < n; ++k) {
+      begin[k] = p[k];
+      end[k] = p[k + n];
+      if (begin[k] < 0 || end[k] < 0) c.fail("negative pads are not supported");
+    }
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (size_t k = 0; k < n; ++k) {
+      int64_t out = (in[k] + stride[k] - 1) / stride[k];
+      int64_t total = std::max<int64_t>((out - 1) * stride[k] + (kernel[k] - 1) * dil[k] + 1 - in[k], 0);
+      begin[k] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[k] = total - begin[k];
+    }
+  } else if (ap != "VALID") {
+    c.fail(cat("auto_pad '", ap, "' is not supported"));
+  }
+  return {begin, end};
+}
+
+struct ConvGeom {
+  Ints kernel, stride, dil, begin, end;
+};
+ConvGeom convGeom(Node& c, const Ints& spatialIn, const Ints& kernelFromWeight) {
+  size_t n = spatialIn.size();
+  ConvGeom g;
+  g.kernel = c.ints("kernel_shape", kernelFromWeight);
+  g.stride = c.ints("strides", Ints(n, 1));
+  g.dil = c.ints("dilations", Ints(n, 1));
+  if (g.kernel.size() != n || g.stride.size() != n || g.dil.size() != n) c.fail("kernel_shape, strides and dilations must have one value per spatial dim");
+  for (size_t k = 0; k < n; ++k)
+    if (g.kernel[k] <= 0 || g.stride[k] <= 0 || g.dil[k] <= 0) c.fail("kernel_shape, strides and dilations must be positive");
+  std::tie(g.begin, g.end) = spatialPads(c, spatialIn, g.kernel, g.stride, g.dil);
+  return g;
+}
+
+/// 1-D and 2-D only: a 1-D op runs as 2-D over a unit height.
+void requireSpatial(Node& c, int64_t rank, const char* what) {
+  if (rank != 3 && rank != 4) c.fail(cat(what, ": only 1-D and 2-D (3-D or 4-D inputs) are supported"));
+}
+
+Outs convOp(Node& c) {
+  ValueId x = c.in(0), w = c.in(1);
+  int64_t rank = c.type(x).rank();
+  requireSpatial(c, rank, "Conv");
+  if (c.type(w).rank() != rank) c.fail("Conv: the weight's rank differs from the input's");
+  Ints sin(c.type(x).sizes.begin() + 2, c.type(x).sizes.end());
+  Ints kw(c.type(w).sizes.begin() + 2, c.type(w).sizes.end());
+  ConvGeom g = convGeom(c, sin, kw);
+  if (g.kernel != kw) c.fail("Conv: kernel_shape differs from the weight's");
+  bool oneD = rank == 3;
+  if (oneD) {
+    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+    for (Ints* v : {&g.kernel, &g.stride, &g.dil}) v->insert(v->begin(), 1);
+    g.begin.insert(g.begin.begin(), 0);
+    g.end.insert(g.end.begin(), 0);
+  }
+  Ints pad{0, 0};
+  bool sym = g.begin == g.end;
+  if (sym) pad = g.begin;
+  else x = padTo(c, x, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", 0.0);
+  int64_t groups = c.i("group", 1);
+  ValueId y = c.op(OpKind::Conv2d, {x, w}, Attrs{{"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"groups", groups}});
+  if (c.has(2)) {
+    int64_t m = c.type(w).sizes[0];
+    y = c.add(y, c.reshape(c.in(2), {1, m, 1, 1}));
+  }
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  return {y};
+}
+
+Outs convTransposeOp(Node& c) {
+  ValueId x = c.in(0), w = c.in(1);
+  int64_t rank = c.type(x).rank();
+  requireSpatial(c, rank, "ConvTranspose");
+  if (c.type(w).rank() != rank) c.fail("ConvTranspose: the weight's rank differs from the input's");
+  size_t n = static_cast<size_t>(rank - 2);
+  const Ints xs = c.type(x).sizes, ws = c.type(w).sizes;
+  Ints kernel = c.ints("kernel_shape", Ints(ws.begin() + 2, ws.end()));
+  Ints stride = c.ints("strides", Ints(n, 1)), dil = c.ints("dilations", Ints(n, 1));
+  Ints outPad = c.ints("output_padding", Ints(n, 0));
+  int64_t groups = c.i("group", 1);
+  if (kernel.size() != n || stride.size() != n || dil.size() != n || outPad.size() != n) c.fail("ConvTranspose: attributes must have one value per spatial dim");
+  if (groups <= 0 || xs[1] != ws[0]) c.fail("ConvTranspose: input channels do not match the weight");
+  // Full output size (no padding), then the pads ONNX asks for.
+  Ints full(n), begin(n, 0), end(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (stride[k] <= 0 || dil[k] <= 0) c.fail("ConvTranspose: strides and dilations must be positive");
+    full[k] = stride[k] * (xs[2 + k] - 1) + outPad[k] + (kernel[k] - 1) * dil[k] + 1;
+  }
+  std::string ap = c.s("auto_pad", "NOTSET");
+  if (c.hasAttr("output_shape")) {
+    Ints os = c.ints("output_shape");
+    if (os.size() == n + 2) os.erase(os.begin(), os.begin() + 2);
+    if (os.size() != n) c.fail("ConvTranspose: output_shape must have one value per spatial dim");
+    for (size_t k = 0; k < n; ++k) {
+      int64_t total = full[k] - os[k];
+      if (total < 0) c.fail("ConvTranspose: output_shape is larger than the full output");
+      begin[k] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      if (ap == "NOTSET" || ap == "SAME_LOWER") begin[k] = ap == "NOTSET" ? total / 2 : total - total / 2;
+      end[k] = total - begin[k];
+    }
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (size_t k = 0; k < n; ++k) {
+      int64_t total = std::max<int64_t>(full[k] - xs[2 + k] * stride[k], 0);
+      begin[k] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[k] = total - begin[k];
+    }
+  } else if (ap == "NOTSET") {
+    Ints p = c.ints("pads", Ints(2 * n, 0));
+    if (p.size() != 2 * n) c.fail("ConvTranspose: pads must have 2 values per spatial dim");
+    for (size_t k = 0; k < n; ++k) {
+      begin[k] = p[k];
+      end[k] = p[k + n];
+    }
+  } else if (ap != "VALID") {
+    c.fail(cat("ConvTranspose: auto_pad '", ap, "' is not supported"));
+  }
+  bool oneD = rank == 3;
+  if (oneD) {
+    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+    for (Ints* v : {&stride, &dil, &full, &begin, &end, &outPad}) v->insert(v->begin(), (v == &stride || v == &dil) ? 1 : 0);
+    full[0] = 1;
+  }
+  // conv2d_backward_input at padding 0 gives the full output; the pads crop it.
+  int64_t outC = c.type(w).sizes[1] * groups;
+  Ints inSize{c.type(x).sizes[0], outC, full[0], full[1]};
+  ValueId xc = c.contiguous(x), wc = c.contiguous(w);
+  ValueId y = c.op(OpKind::Conv2dBackwardInput, {xc, wc},
+                   Attrs{{"input_size", inSize}, {"stride", stride}, {"padding", Ints{0, 0}}, {"dilation", dil}, {"groups", groups}});
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t d = static_cast<int64_t>(2 + k);
+    if (begin[k] || end[k]) {
+      if (begin[k] < 0 || end[k] < 0 || begin[k] + end[k] >= full[k]) c.fail("ConvTranspose: pads crop the whole output");
+      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", d}, {"start", begin[k]}, {"end", full[k] - end[k]}, {"step", int64_t{1}}});
+    }
+  }
+  if (c.has(2)) y = c.add(y, c.reshape(c.in(2), {1, outC, 1, 1}));
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  return {y};
+}
+
+template <bool Max>
+Outs poolOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t rank = c.type(x).rank();
+  requireSpatial(c, rank, Max ? "MaxPool" : "AveragePool");
+  if (Max && c.wantsOutput(1)) c.fail("MaxPool: the Indices output is not supported");
+  Ints sin(c.type(x).sizes.begin() + 2, c.type(x).sizes.end());
+  ConvGeom g = convGeom(c, sin, c.ints("kernel_shape"));
+  bool ceil = c.i("ceil_mode", 0) != 0;
+  bool includePad = !Max && c.i("count_include_pad", 0) != 0;
+  if (Max && c.i("storage_order", 0) != 0) c.fail("MaxPool: storage_order=1 is not supported");
+  bool oneD = rank == 3;
+  if (oneD) {
+    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    for (Ints* v : {&g.kernel, &g.stride, &g.dil}) v->insert(v->begin(), 1);
+    g.begin.insert(g.begin.begin(), 0);
+    g.end.insert(g.end.begin(), 0);
+  }
+  Ints pad{0, 0};
+  bool sym = g.begin == g.end && g.begin[0] * 2 <= g.kernel[0] && g.begin[1] * 2 <= g.kernel[1];
+  if (sym) {
+    pad = g.begin;
+  } else {
+    if (!Max && !includePad) c.fail("AveragePool: asymmetric pads that are not counted are not supported");
+    if (ceil) c.fail("pooling with asymmetric pads and ceil_mode is not supported");
+    double fill = Max ? -HUGE_VAL : 0.0;
+    x = padTo(c, x, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", fill);
+  }
+  ValueId y;
+  if (Max) {
+    y = c.ops(OpKind::MaxPool2d, {x}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"ceil_mode", ceil}})[0];
+  } else {
+    if (g.dil != Ints{1, 1}) c.fail("AveragePool: dilations are not supported");
+    y = c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"ceil_mode", ceil},
+                                          {"count_include_pad", includePad}});
+  }
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  return {y};
+}
+
+template <bool Max>
+Outs globalPoolOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints dims;
+  for (int64_t d = 2; d < c.type(x).rank(); ++d) dims.push_back(d);
+  if (dims.empty()) return {x};
+  return {reduceOp(c, Max ? OpKind::Amax : OpKind::Mean, x, dims, true)};
+}
+
+// ------------------------------------------------------------ normalization
+
+/// (x - mean) / sqrt(var + eps) over `dims` (biased variance).
+std::pair<ValueId, ValueId> normalize(Node& c, ValueId x, const Ints& dims, double eps, ValueId* meanOut = nullptr) {
+  ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
+  ValueId dlt = c.sub(x, mean);
+  ValueId var = reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true);
+  ValueId rstd = c.op(OpKind::Rsqrt, {c.add(var, sc(c, eps, x))});
+  if (meanOut) *meanOut = mean;
+  return {c.mul(dlt, rstd), rstd};
+}
+
+/// A per-channel [C] tensor shaped to broadcast over [N, C, ...].
+ValueId perChannel(Node& c, ValueId v, int64_t rank) {
+  Ints shape(static_cast<size_t>(rank), 1);
+  shape[1] = c.type(v).numel();
+  return c.reshape(v, shape);
+}
+
+Outs batchNormOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  if (r < 2) c.fail("BatchNormalization: the input needs at least 2 dims");
+  double eps = c.f("epsilon", 1e-5), momentum = c.f("momentum", 0.9);
+  bool training = c.opset() >= 14 ? c.i("training_mode", 0) != 0 : c.numOutputs() > 1 && c.opset() < 9 ? false : false;
+  if (c.opset() < 14 && c.numOutputs() > 1) {
+    for (size_t k = 1; k < c.numOutputs(); ++k)
+      if (c.wantsOutput(k)) c.fail("BatchNormalization: the training outputs of opsets before 14 are not supported");
+  }
+  ValueId scale = perChannel(c, c.in(1), r), bias = perChannel(c, c.in(2), r);
+  if (!training) {
+    ValueId mean = perChannel(c, c.in(3), r), var = perChannel(c, c.in(4), r);
+    ValueId rstd = c.op(OpKind::Rsqrt, {c.add(var, sc(c, eps, var))});
+    ValueId y = c.add(c.mul(c.mul(c.sub(x, mean), rstd), scale), bias);
+    return {y};
+  }
+  Ints dims{0};
+  for (int64_t d = 2; d < r; ++d) dims.push_back(d);
+  ValueId mean;
+  auto [xn, rstd] = normalize(c, x, dims, eps, &mean);
+  ValueId y = c.add(c.mul(xn, scale), bias);
+  // ONNX: running = input * momentum + current * (1 - momentum), with the
+  // batch's (biased) variance.
+  int64_t C = c.type(x).sizes[1];
+  ValueId bm = c.reshape(mean, {C});
+  ValueId dlt = c.sub(x, mean);
+  ValueId bv = c.reshape(reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true), {C});
+  ValueId inMean = c.in(3), inVar = c.in(4);
+  ValueId runMean = c.add(c.scaled(c.op(OpKind::Detach, {inMean}), momentum), c.scaled(c.op(OpKind::Detach, {bm}), 1 - momentum));
+  ValueId runVar = c.add(c.scaled(c.op(OpKind::Detach, {inVar}), momentum), c.scaled(c.op(OpKind::Detach, {bv}), 1 - momentum));
+  // Running statistics held by initializers (buffers) are updated in place:
+  // the forward epilogue writes them back (--train).
+  for (auto [input, value] : {std::pair{inMean, runMean}, std::pair{inVar, runVar}}) {
+    const GraphInput* gi = c.graph().inputOf(input);
+    if (c.train() && gi && gi->role == InputRole::Buffer) c.op(OpKind::CopyInplace, {input, value});
+  }
+  (void)rstd;
+  return {y, runMean, runVar};
+}
+
+Outs instanceNormOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  if (r < 3) c.fail("InstanceNormalization: the input needs at least 3 dims");
+  Ints dims;
+  for (int64_t d = 2; d < r; ++d) dims.push_back(d);
+  ValueId xn = normalize(c, x, dims, c.f("epsilon", 1e-5)).first;
+  ValueId s = perChannel(c, c.in(1), r);
+  ValueId b = perChannel(c, c.in(2), r);
+  return {c.add(c.mul(xn, s), b)};
+}
+
+Outs layerNormOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  int64_t a = c.axis(c.i("axis", -1), r);
+  Ints dims;
+  for (int64_t d = a; d < r; ++d) dims.push_back(d);
+  ValueId mean;
+  auto [xn, rstd] = normalize(c, x, dims, c.f("epsilon", 1e-5), &mean);
+  ValueId y = c.mul(xn, c.in(1));
+  if (c.has(2)) y = c.add(y, c.in(2));
+  return {y, mean, rstd};
+}
+
+Outs mvnOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints axes = c.ints("axes", Ints{0, 2, 3});
+  Ints dims;
+  for (int64_t a : axes) dims.push_back(c.axis(a, c.type(x).rank()));
+  ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
+  ValueId dlt = c.sub(x, mean);
+  ValueId var = reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true);
+  return {c.div(dlt, c.add(c.op(OpKind::Sqrt, {var}), sc(c, 1e-9, x)))};
+}
+
+Outs lrnOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  if (r != 4) c.fail("LRN: only 4-D inputs are supported");
+  int64_t size = c.i("size");
+  double alpha = c.f("alpha", 1e-4), beta = c.f("beta", 0.75), bias = c.f("bias", 1.0);
+  if (size <= 0) c.fail("LRN: size must be positive");
+  // Sum of squares over channels [c - floor((size-1)/2), c + ceil((size-1)/2)].
+  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  ValueId sq = c.mul(x, x);
+  const Ints s = c.type(x).sizes;
+  ValueId sq3 = c.reshape(sq, {s[0], 1, s[1], s[2] * s[3]});
+  ValueId padded = padTo(c, sq3, {0, 0, lo, 0}, {0, 0, hi, 0}, "constant", 0.0);
+  ValueId sum = c.op(OpKind::AvgPool2d, {padded}, Attrs{{"kernel", Ints{size, 1}}, {"stride", Ints{1, 1}}, {"padding", Ints{0, 0}},
+                                                      {"count_include_pad", true}});
+  sum = c.reshape(c.scaled(sum, static_cast<double>(size)), s);
+  ValueId base = c.add(c.scaled(sum, alpha / static_cast<double>(size)), sc(c, bias, x));
+  return {c.div(x, c.op(OpKind::Pow, {base, sc(c, beta, x)}))};
+}
+
+// ------------------------------------------------------------ losses
+
+/// Negative log likelihood over class dim 1 of [N, C, d...] (or [N, C]),
+/// with optional class weights, ignore_index and reduction (ONNX's rules:
+/// mean divides by the sum of the picked weights).
+ValueId nll(Node& c, ValueId logp, ValueId target, ValueId weight, std::optional<int64_t> ignore, const std::string& reduction) {
+  ValueId t = c.cast(target, DType::I64);
+  ValueId valid = kNoValue;
+  if (ignore) {
+    valid = bin(c, OpKind::Ne, {t, c.scalar(static_cast<double>(*ignore), DType::I64)});
+    t = c.op(OpKind::Where, {valid, t, c.scalar(0, DType::I64)});
+  }
+  ValueId t1 = c.op(OpKind::Unsqueeze, {t}, Attrs{{"dim", int64_t{1}}});
+  ValueId picked = c.op(OpKind::Squeeze, {c.op(OpKind::Gather, {logp, t1}, Attrs{{"dim", int64_t{1}}})}, Attrs{{"dim", Ints{1}}});
+  ValueId w = kNoValue;
+  if (weight != kNoValue) w = c.op(OpKind::IndexSelect, {weight, c.reshape(t, {c.type(t).numel()})}, Attrs{{"dim", int64_t{0}}});
+  if (w != kNoValue) w = c.reshape(w, c.type(t).sizes);
+  if (valid != kNoValue) {
+    ValueId vf = c.cast(valid, c.type(logp).dtype);
+    w = w == kNoValue ? vf : c.mul(w, vf);
+  }
+  ValueId loss = c.neg(picked);
+  if (w != kNoValue) loss = c.mul(loss, w);
+  if (reduction == "none") return loss;
+  ValueId total = reduceOp(c, OpKind::Sum, loss, {}, false);
+  if (reduction == "sum") return total;
+  if (reduction != "mean") c.fail(cat("reduction '", reduction, "' is not supported"));
+  if (w == kNoValue) return c.div(total, sc(c, static_cast<double>(c.type(loss).numel()), total));
+  return c.div(total, reduceOp(c, OpKind::Sum, w, {}, false));
+}
+
+std::optional<int64_t> ignoreIndex(Node& c) {
+  if (!c.hasAttr("ignore_index")) return std::nullopt;
+  return c.i("ignore_index");
+}
+
+Outs nllLossOp(Node& c) {
+  ValueId x = c.in(0), t = c.in(1);
+  if (c.type(x).rank() < 2) c.fail("NegativeLogLikelihoodLoss: the input needs at least 2 dims");
+  ValueId w = c.has(2) ? c.in(2) : kNoValue;
+  return {nll(c, x, t, w, ignoreIndex(c), c.s("reduction", "mean"))};
+}
+
+Outs softmaxCrossEntropyOp(Node& c) {
+  ValueId x = c.in(0), t = c.in(1);
+  if (c.type(x).rank() < 2) c.fail("SoftmaxCrossEntropyLoss: the scores need at least 2 dims");
+  ValueId logp = softmaxLike(c, x, 1, true);
+  ValueId w = c.has(2) ? c.in(2) : kNoValue;
+  ValueId loss = nll(c, logp, t, w, ignoreIndex(c), c.s("reduction", "mean"));
+  return {loss, logp};
+}
+
+Outs dropoutOp(Node& c) {
+  ValueId x = c.in(0);
+  bool training = false;
+  if (c.opset() >= 12) {
+    if (c.has(2)) training = c.knownScalar(2, "training_mode") != 0;
+  } else if (c.opset() < 7) {
+    training = c.i("is_test", 0) == 0 && false;
+  }
+  double ratio = c.opset() >= 12 ? (c.has(1) ? c.knownScalar(1, "ratio") : 0.5) : c.f("ratio", 0.5);
+  if (!training || ratio == 0) {
+    Outs r{x};
+    if (c.wantsOutput(1)) r.push_back(c.full(1.0, TensorType::contiguous(DType::Bool, c.type(x).sizes)));
+    return r;
+  }
+  c.fail("Dropout in training mode draws random numbers ONNX does not specify; aotc refuses it rather than differ");
+}
+
+// ------------------------------------------------------------ the op table
+
+const std::map<std::string, Convert>& converters() {
+  static const std::map<std::string, Convert> table = {
+      {"Abs", [](Node& c) { return unary(c, OpKind::Abs); }},
+      {"Acos", [](Node& c) { return unary(c, OpKind::Acos); }},
+      {"Acosh", [](Node& c) { return unary(c, OpKind::Acosh); }},
+      {"Add", [](Node& c) { return binary(c, OpKind::Add); }},
+      {"And", [](Node& c) { return binary(c, OpKind::LogicalAnd); }},
+      {"ArgMax", argOnnx<true>},
+      {"ArgMin", argOnnx<false>},
+      {"Asin", [](Node& c) { return unary(c, OpKind::Asin); }},
+      {"Asinh", [](Node& c) { return unary(c, OpKind::Asinh); }},
+      {"Atan", [](Node& c) { return unary(c, OpKind::Atan); }},
+      {"Atanh", [](Node& c) { return unary(c, OpKind::Atanh); }},
+      {"AveragePool", poolOp<false>},
+      {"BatchNormalization", batchNormOp},
+      {"Cast", castOp},
+      {"CastLike", [](Node& c) -> Outs { return {c.cast(c.in(0), c.dtypeIn(1))}; }},
+      {"Ceil", [](Node& c) { return unary(c, OpKind::Ceil); }},
+      {"Celu", celuOp},
+      {"Clip", clipOp},
+      {"Concat", concatOp},
+      {"Constant", constantOp},
+      {"ConstantOfShape", constantOfShapeOp},
+      {"Conv", convOp},
+      {"ConvTranspose", convTransposeOp},
+      {"Cos", [](Node& c) { return unary(c, OpKind::Cos); }},
+      {"Cosh", [](Node& c) { return unary(c, OpKind::Cosh); }},
+      {"CumSum", cumsumOp},
+      {"DepthToSpace", depthToSpaceOp},
+      {"Div", divOp},
+      {"Dropout", dropoutOp},
+      {"Elu", eluOp},
+      {"Equal", [](Node& c) { return binary(c, OpKind::Eq); }},
+      {"Erf", [](Node& c) { return unary(c, OpKind::Erf); }},
+      {"Exp", [](Node& c) { return unary(c, OpKind::Exp); }},
+      {"Expand", expandOp},
+      {"EyeLike", eyeLikeOp},
+      {"Flatten", flattenOp},
+      {"Floor", [](Node& c) { return unary(c, OpKind::Floor); }},
+      {"Gather", gatherOp},
+      {"GatherElements", gatherElementsOp},
+      {"Gemm", gemmOp},
+      {"GlobalAveragePool", globalPoolOp<false>},
+      {"GlobalMaxPool", globalPoolOp<true>},
+      {"Greater", [](Node& c) { return binary(c, OpKind::Gt); }},
+      {"GreaterOrEqual", [](Node& c) { return binary(c, OpKind::Ge); }},
+      {"Hardmax", [](Node& c) { return softmaxOnnx(c, false, true); }},
+      {"HardSigmoid", hardSigmoidOp},
+      {"HardSwish", hardSwishOp},
+      {"Identity", identityOp},
+      {"InstanceNormalization", instanceNormOp},
+      {"IsInf", isInfOp},
+      {"IsNaN", [](Node& c) { return unary(c, OpKind::IsNan); }},
+      {"LayerNormalization", layerNormOp},
+      {"LeakyRelu", leakyReluOp},
+      {"Less", [](Node& c) { return binary(c, OpKind::Lt); }},
+      {"LessOrEqual", [](Node& c) { return binary(c, OpKind::Le); }},
+      {"Log", [](Node& c) { return unary(c, OpKind::Log); }},
+      {"LogSoftmax", [](Node& c) { return softmaxOnnx(c, true, false); }},
+      {"LRN", lrnOp},
+      {"MatMul", matmulOp},
+      {"Max", [](Node& c) { return variadic(c, OpKind::Maximum, false); }},
+      {"MaxPool", poolOp<true>},
+      {"Mean", [](Node& c) { return variadic(c, OpKind::Add, true); }},
+      {"MeanVarianceNormalization", mvnOp},
+      {"Min", [](Node& c) { return variadic(c, OpKind::Minimum, false); }},
+      {"Mod", modOp},
+      {"Mul", [](Node& c) { return binary(c, OpKind::Mul); }},
+      {"Neg", [](Node& c) { return unary(c, OpKind::Neg); }},
+      {"NegativeLogLikelihoodLoss", nllLossOp},
+      {"Not", [](Node& c) { return unary(c, OpKind::LogicalNot); }},
+      {"OneHot", oneHotOp},
+      {"Or", [](Node& c) { return binary(c, OpKind::LogicalOr); }},
+      {"Pad", padOp},
+      {"Pow", powOp},
+      {"PRelu", preluOp},
+      {"Range", rangeOp},
+      {"Reciprocal", [](Node& c) { return unary(c, OpKind::Reciprocal); }},
+      {"ReduceL1", reduceOnnx<Red::L1>},
+      {"ReduceL2", reduceOnnx<Red::L2>},
+      {"ReduceLogSum", reduceOnnx<Red::LogSum>},
+      {"ReduceLogSumExp", reduceOnnx<Red::LogSumExp>},
+      {"ReduceMax", reduceOnnx<Red::Max>},
+      {"ReduceMean", reduceOnnx<Red::Mean>},
+      {"ReduceMin", reduceOnnx<Red::Min>},
+      {"ReduceProd", reduceOnnx<Red::Prod>},
+      {"ReduceSum", reduceOnnx<Red::Sum>},
+      {"ReduceSumSquare", reduceOnnx<Red::SumSquare>},
+      {"Relu", [](Node& c) { return unary(c, OpKind::Relu); }},
+      {"Reshape", reshapeOp},
+      {"Round", [](Node& c) { return unary(c, OpKind::Round); }},
+      {"ScatterElements", scatterElementsOp},
+      {"Scatter", scatterElementsOp},
+      {"Selu", seluOp},
+      {"Shape", shapeOp},
+      {"Shrink", shrinkOp},
+      {"Sigmoid", [](Node& c) { return unary(c, OpKind::Sigmoid); }},
+      {"Sign", [](Node& c) { return unary(c, OpKind::Sign); }},
+      {"Sin", [](Node& c) { return unary(c, OpKind::Sin); }},
+      {"Sinh", [](Node& c) { return unary(c, OpKind::Sinh); }},
+      {"Size", sizeOp},
+      {"Slice", sliceOp},
+      {"Softmax", [](Node& c) { return softmaxOnnx(c, false, false); }},
+      {"SoftmaxCrossEntropyLoss", softmaxCrossEntropyOp},
+      {"Softplus", softplusOp},
+      {"Softsign", softsignOp},
+      {"SpaceToDepth", spaceToDepthOp},
+      {"Split", splitOp},
+      {"Sqrt", [](Node& c) { return unary(c, OpKind::Sqrt); }},
+      {"Squeeze", squeezeOp},
+      {"Sub", [](Node& c) { return binary(c, OpKind::Sub); }},
+      {"Sum", [](Node& c) { return variadic(c, OpKind::Add, false); }},
+      {"Tan", [](Node& c) { return unary(c, OpKind::Tan); }},
+      {"Tanh", [](Node& c) { return unary(c, OpKind::Tanh); }},
+      {"ThresholdedRelu", thresholdedReluOp},
+      {"Tile", tileOp},
+      {"TopK", topkOp},
+      {"Transpose", transposeOp},
+      {"Trilu", triluOp},
+      {"Unsqueeze", unsqueezeOp},
+      {"Where", whereOp},
+      {"Xor", xorOp},
+  };
+  return table;
+}
+
+/// Ops whose output shape depends on the data: refused with their own line.
+const std::set<std::string>& dataDependentOps() {
+  static const std::set<std::string> s = {"NonZero", "Compress", "Unique", "NonMaxSuppression"};
+  return s;
+}
+
+// ------------------------------------------------------------ the loader
+
+class Loader {
+ public:
+  Loader(std::string path, const FrontendOptions& opts) : path_(std::move(path)), opts_(opts), dir_(fs::path(path_).parent_path()) {}
+
+  Model load(const std::string& bytes);
+
+ private:
+  [[noreturn]] void fail(const std::string& msg, const std::string& node = "", const std::string& op = "") const {
+    throw UserError(SourceLoc{path_, node, op}, msg);
+  }
+  void bindDims(onnx::GraphProto& g);
+  void checkAndInfer(onnx::ModelProto& m);
+  Model convert(const onnx::ModelProto& m, const std::set<std::string>& forcedConst, std::set<std::string>& baked,
+                std::set<std::string>& wanted);
+  ValueId materialize(Model& model, OValue& v, const std::string& name);
+
+  std::string path_;
+  const FrontendOptions& opts_;
+  fs::path dir_;
+  int opset_ = 0;
+  std::map<std::string, TensorType> inferred_;  ///< ONNX shape inference's static types
+  std::map<std::string, HostTensor> constantValues_;  ///< --constant-inputs
+  std::set<std::string> constantInputs_;              ///< the graph inputs taken from it
+};
+
+void Loader::bindDims(onnx::GraphProto& g) {
+  std::set<std::string> inits;
+  for (const auto& t : g.initializer()) inits.insert(t.name());
+  std::set<std::string> shapeUsed, dimUsed, unbound;
+  for (auto& in : *g.mutable_input()) {
+    if (inits.count(in.name())) continue;
+    if (!in.type().has_tensor_type()) fail("graph input is not a tensor (sequence, map and optional inputs are not supported)", in.name());
+    auto* tt = in.mutable_type()->mutable_tensor_type();
+    auto it = opts_.shapes.find(in.name());
+    if (it != opts_.shapes.end()) {
+      shapeUsed.insert(in.name());
+      if (tt->has_shape() && tt->shape().dim_size() != static_cast<int>(it->second.size()))
+        fail(cat("--shape gives ", it->second.size(), " dims but the input has ", tt->shape().dim_size()), in.name());
+      tt->mutable_shape()->clear_dim();
+      for (int64_t d : it->second) tt->mutable_shape()->add_dim()->set_dim_value(d);
+      continue;
+    }
+    if (!tt->has_shape()) fail("graph input has no shape; give it with --shape " + in.name() + "=...", in.name());
+    for (auto& d : *tt->mutable_shape()->mutable_dim()) {
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0 || d.dim_value() > kMaxExtent) fail(cat("graph input has a bad dim ", d.dim_value()), in.name());
+        continue;
+      }
+      if (d.has_dim_param() && opts_.dims.count(d.dim_param())) {
+        dimUsed.insert(d.dim_param());
+        d.set_dim_value(opts_.dims.at(d.dim_param()));
+        continue;
+      }
+      unbound.insert(d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "input " + in.name() + " (an unnamed dim)");
+    }
+  }
+  for (auto& [k, v] : opts_.shapes)
+    if (!shapeUsed.count(k)) fail("--shape names '" + k + "', which is not a graph input of this model");
+  for (auto& [k, v] : opts_.dims)
+    if (!dimUsed.count(k)) fail("--dim names '" + k + "', which no graph input has as a symbolic dim");
+  if (!unbound.empty()) {
+    std::string list;
+    for (const std::string& u : unbound) list += (list.empty() ? "" : ", ") + u;
+    fail("symbolic dims are not bound: " + list + "; bind them with --dim PARAM=N or --shape INPUT=AxBx...");
+  }
+}
+
+/// One line of an ONNX exception's text.
+std::string oneLine(const char* what) {
+  std::string msg;
+  for (const char* p = what; *p && msg.size() < 400; ++p) {
+    char ch = *p == '\n' || *p == '\r' || *p == '\t' ? ' ' : *p;
+    if (!(ch == ' ' && (msg.empty() || msg.back() == ' '))) msg += ch;
+  }
+  while (!msg.empty() && msg.back() == ' ') msg.pop_back();
+  return msg;
+}
+
+void Loader::checkAndInfer(onnx::ModelProto& m) {
+  // External data must stay inside the model's directory; only then may the
+  // checker look for it there (its path form resolves it beside the model).
+  bool external = false;
+  for (const auto& t : m.graph().initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    external = true;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() != "location") continue;
+      fs::path rel(kv.value());
+      bool safe = !kv.value().empty() && rel.is_relative();
+      for (const auto& part : rel) safe = safe && part != "..";
+      if (!safe) fail("external data location '" + kv.value() + "' must be a relative path inside the model's directory", t.name(), "initializer");
+    }
+  }
+  try {
+    if (external && !path_.empty()) onnx::checker::check_model(path_);
+    else onnx::checker::check_model(m);
+  } catch (const std::exception& e) {
+    fail("ONNX checker: " + oneLine(e.what()));
+  }
+  try {
+    onnx::shape_inference::InferShapes(m);
+  } catch (const std::exception& e) {
+    fail("ONNX shape inference: " + oneLine(e.what()));
+  }
+  auto record = [&](const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    const auto& tt = vi.type().tensor_type();
+    auto d = dtypeOfOnnx(tt.elem_type());
+    if (!d) return;
+    Ints sizes;
+    for (const auto& dim : tt.shape().dim()) {
+      if (!dim.has_dim_value()) return;
+      sizes.push_back(dim.dim_value());
+    }
+    inferred_[vi.name()] = TensorType::contiguous(*d, sizes);
+  };
+  for (const auto& vi : m.graph().value_info()) record(vi);
+  for (const auto& vi : m.graph().output()) record(vi);
+}
+
+ValueId Loader::materialize(Model& model, OValue& v, const std::string& name) {
+  if (v.id != kNoValue) return v.id;
+  AOTC_CHECK(v.known.has_value(), "an ONNX value with neither an IR value nor a known one: ", name);
+  Graph& g = model.graph;
+  const HostTensor& t = *v.known;
+  if (t.dtype == DType::I64)
+    for (double x : t.data)
+      if (std::fabs(x) > 0x1p53)
+        throw UserError(SourceLoc{path_, name, "constant"}, "an int64 tensor holding values beyond 2^53 is used at run time; aotc cannot hold them exactly");
+  if (v.initializer.empty() && (t.data.empty() || isSplat(t))) {
+    Builder b(g, SourceLoc{path_, name, "constant"});
+    v.id = b.full(t.data.empty() ? 0.0 : t.data[0], TensorType::contiguous(t.dtype, t.sizes));
+    return v.id;
+  }
+  std::string nm = g.uniqueName(sanitize(v.initializer.empty() ? name : v.initializer));
+  v.id = g.addInput(nm, TensorType::contiguous(t.dtype, t.sizes), InputRole::Constant, false);
+  model.weights[nm] = t;
+  return v.id;
+}
+
+/// Runs the nodes of a scratch graph on the reference kernels.
+std::vector<HostTensor> evalScratch(const Graph& g, const std::vector<HostTensor>& inputs) {
+  std::vector<std::optional<HostTensor>> vals(g.values.size());
+  for (size_t k = 0; k < g.inputs.size(); ++k) vals[static_cast<size_t>(g.inputs[k].value)] = inputs[k];
+  for (const aotc::Node& n : g.nodes) {
+    std::vector<const HostTensor*> ins;
+    for (ValueId v : n.inputs) ins.push_back(&*vals[static_cast<size_t>(v)]);
+    std::vector<TensorType> ot;
+    for (ValueId v : n.outputs) ot.push_back(g.type(v));
+    std::vector<HostTensor> outs = referenceEval(n.op, ins, n.attrs, ot);
+    for (size_t k = 0; k < n.outputs.size(); ++k) vals[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
+  }
+  std::vector<HostTensor> r;
+  for (const auto& v : vals) r.push_back(v ? *v : HostTensor{});
+  return r;
+}
+
+Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& forcedConst, std::set<std::string>& baked,
+                      std::set<std::string>& wanted) {
+  const onnx::GraphProto& gp = m.graph();
+  Model model;
+  model.format = "onnx";
+  model.graph.name = validName(gp.name()) ? gp.name() : sanitize(gp.name().empty() ? fs::path(path_).stem().string() : gp.name());
+  Graph& g = model.graph;
+  std::map<std::string, OValue> env;
+
+  // Initializers: which ones feed only BatchNormalization's statistics.
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : gp.initializer()) {
+    if (t.name().empty()) fail("an initializer has no name");
+    if (!inits.emplace(t.name(), &t).second) fail("initializer is defined twice", t.name());
+  }
+  std::set<std::string> frozen(opts_.frozen.begin(), opts_.frozen.end());
+  for (const std::string& f : frozen)
+    if (!inits.count(f)) fail("--frozen names '" + f + "', which is not an initializer of this model");
+  std::map<std::string, bool> onlyStats;  // initializer -> every use is BN input 3 or 4
+  for (const auto& n : gp.node())
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (!inits.count(n.input(k))) continue;
+      bool stat = n.op_type() == "BatchNormalization" && (k == 3 || k == 4);
+      auto [it, fresh] = onlyStats.emplace(n.input(k), stat);
+      if (!fresh) it->second = it->second && stat;
+    }
+
+  // Graph inputs (an input that is also an initializer is the initializer).
+  std::set<std::string> seen;
+  for (const auto& in : gp.input()) {
+    if (inits.count(in.name())) continue;
+    if (!seen.insert(in.name()).second) fail("graph input is listed twice", in.name());
+    const auto& tt = in.type().tensor_type();
+    auto d = dtypeOfOnnx(tt.elem_type());
+    if (!d) fail(cat("graph input has element type ", onnxTypeName(tt.elem_type()), ", which aotc does not support"), in.name());
+    Ints sizes;
+    for (const auto& dim : tt.shape().dim()) sizes.push_back(dim.dim_value());
+    std::string nm = sanitize(in.name());
+    if (g.valueNamed(nm) != kNoValue) fail("two graph inputs have the same aotc name '" + nm + "'", in.name());
+    OValue v;
+    v.type = TensorType::contiguous(*d, sizes);
+    v.graphInput = in.name();
+    if (constantInputs_.count(in.name())) {
+      // Needed at compile time and given by --constant-inputs: a constant.
+      const HostTensor& t = constantValues_.at(in.name());
+      if (t.dtype != v.type.dtype || t.sizes != v.type.sizes)
+        fail(cat("--constant-inputs gives ", TensorType::contiguous(t.dtype, t.sizes).str(), " but the input is ", v.type.str()), in.name());
+      v.known = t;
+      env[in.name()] = std::move(v);
+      continue;
+    }
+    v.id = g.addInput(nm, v.type, InputRole::UserInput, false);
+    env[in.name()] = std::move(v);
+  }
+  // Initializers: floating-point ones are parameters (requiring grad with
+  // --train unless frozen; BatchNormalization statistics are buffers), the
+  // others compile-time constants.
+  for (const auto& t : gp.initializer()) {
+    if (env.count(t.name())) fail("initializer has the name of a graph input", t.name());
+    OValue v;
+    v.known = readTensor(t, dir_, SourceLoc{path_, t.name(), "initializer"}, "initializer");
+    v.type = TensorType::contiguous(v.known->dtype, v.known->sizes);
+    v.initializer = t.name();
+    if (isFloating(v.known->dtype) && !forcedConst.count(t.name())) {
+      std::string nm = sanitize(t.name());
+      if (g.valueNamed(nm) != kNoValue) fail("two inputs have the same aotc name '" + nm + "'", t.name());
+      bool stats = onlyStats.count(t.name()) && onlyStats[t.name()];
+      InputRole role = stats ? InputRole::Buffer : InputRole::Parameter;
+      bool grad = opts_.train && !stats && !frozen.count(t.name());
+      v.id = g.addInput(nm, v.type, role, grad);
+      model.weights[nm] = *v.known;
+      v.known.reset();  // a parameter: its value is the caller's
+    }
+    env[t.name()] = std::move(v);
+  }
+
+  // Nodes, in the file's (topological) order.
+  const auto& table = converters();
+  int index = 0;
+  for (const auto& n : gp.node()) {
+    std::string nodeName = n.name().empty() ? cat("#", index) : n.name();
+    ++index;
+    SourceLoc loc{path_, nodeName, n.op_type()};
+    std::vector<const OValue*> ins;
+    for (const std::string& name : n.input()) {
+      if (name.empty()) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      auto it = env.find(name);
+      if (it == env.end()) throw UserError(loc, "input '" + name + "' is not defined before this node (an undefined name or a cycle)");
+      ins.push_back(&it->second);
+    }
+    Convert fn = table.at(n.op_type());
+    Outs outs;
+    // Note [Compile-time values]: fold a node whose inputs are all known.
+    bool foldable = n.op_type() != "Dropout" || true;
+    int64_t inElems = 0;
+    for (const OValue* v : ins) {
+      if (v && !v->known) foldable = false;
+      if (v && v->known) inElems += v->known->numel();
+    }
+    if (inElems > kMaxFoldElements) foldable = false;
+    if (foldable) {
+      Graph scratch;
+      std::vector<HostTensor> vals;
+      std::vector<ValueId> ids;
+      for (const OValue* v : ins) {
+        if (!v) {
+          ids.push_back(kNoValue);
+          continue;
+        }
+        ids.push_back(scratch.addInput(cat("k", vals.size()), v->type, InputRole::Constant, false));
+        vals.push_back(*v->known);
+      }
+      Node c(scratch, loc, n, opset_, ins, [&](size_t k) { return ids[k]; }, opts_.train, &baked, &wanted);
+      Outs r = fn(c);
+      bool ok = std::all_of(scratch.nodes.begin(), scratch.nodes.end(), [](const aotc::Node& x) {
+        return opComputes(x.op) && opInfo(x.op).category != OpCategory::Random;
+      });
+      for (const Out& o : r)
+        if (o.id != kNoValue && scratch.type(o.id).numel() > kMaxFoldElements) ok = false;
+      if (ok) {
+        std::vector<HostTensor> all = evalScratch(scratch, vals);
+        for (Out& o : r)
+          if (o.id != kNoValue) {
+            HostTensor h = all[static_cast<size_t>(o.id)];
+            o = Out(std::move(h));
+          }
+        outs = std::move(r);
+      } else {
+        foldable = false;
+      }
+    }
+    if (!foldable) {
+      Node c(g, loc, n, opset_, ins,
+             [&](size_t k) { return materialize(model, const_cast<OValue&>(*ins[k]), n.input(static_cast<int>(k))); }, opts_.train, &baked, &wanted);
+      outs = fn(c);
+    }
+    for (int k = 0; k < n.output_size(); ++k) {
+      const std::string& name = n.output(k);
+      if (name.empty()) continue;
+      if (static_cast<size_t>(k) >= outs.size() || (outs[k].id == kNoValue && !outs[k].known))
+        throw UserError(loc, cat("output ", k, " ('", name, "') is not supported"));
+      if (env.count(name)) throw UserError(loc, "output '" + name + "' is defined twice");
+      OValue v;
+      if (outs[k].known) {
+        v.known = std::move(outs[k].known);
+        v.type = TensorType::contiguous(v.known->dtype, v.known->sizes);
+      } else {
+        v.id = outs[k].id;
+        v.type = g.type(v.id);
+        if (!g.inputOf(v.id) && g.values[v.id].node >= 0) g.tryRename(v.id, sanitize(name));
+      }
+      auto inf = inferred_.find(name);
+      if (inf != inferred_.end() && (inf->second.sizes != v.type.sizes || inf->second.dtype != v.type.dtype))
+        throw UserError(loc, cat("output '", name, "': aotc computes ", TensorType::contiguous(v.type.dtype, v.type.sizes).str(),
+                                 " but ONNX shape inference gives ", inf->second.str()));
+      env[name] = std::move(v);
+    }
+  }
+
+  // Graph outputs.
+  for (const auto& out : gp.output()) {
+    auto it = env.find(out.name());
+    if (it == env.end()) fail("graph output is not computed by any node", out.name());
+    ValueId v = materialize(model, it->second, out.name());
+    g.outputs.push_back(GraphOutput{v, OutputRole::User, "", std::nullopt, {}});
+  }
+  return model;
+}
+
+Model Loader::load(const std::string& bytes) {
+  onnx::ModelProto m;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) fail("the file is larger than protobuf's 2 GiB limit");
+  if (!m.ParseFromString(bytes)) fail("not a valid ONNX model (malformed or truncated protobuf)");
+  if (!m.has_graph()) fail("the model has no graph");
+  for (const auto& os : m.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") opset_ = static_cast<int>(os.version());
+  if (opset_ > kMaxOpset) fail(cat("the model uses opset ", opset_, "; aotc reads opsets up to ", kMaxOpset, " (ONNX 1.12)"));
+  if (static_cast<size_t>(m.graph().node_size()) > kMaxNodes) fail(cat("the graph has ", m.graph().node_size(), " nodes, more than ", kMaxNodes));
+
+  // Every unsupported op of the model, at once.
+  std::vector<Diagnostic> unsupported;
+  const auto& table = converters();
+  int index = 0;
+  for (const auto& n : m.graph().node()) {
+    std::string nodeName = n.name().empty() ? cat("#", index) : n.name();
+    ++index;
+    SourceLoc loc{path_, nodeName, n.op_type()};
+    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!defaultDomain) unsupported.push_back({loc, cat("op ", n.domain(), "::", n.op_type(), " is not supported (only the default ONNX domain is)")});
+    else if (dataDependentOps().count(n.op_type()))
+      unsupported.push_back({loc, cat("op ", n.op_type(), " (opset ", opset_, ") has an output shape that depends on the data, which aotc's static shapes cannot hold")});
+    else if (!table.count(n.op_type())) unsupported.push_back({loc, cat("op ", n.op_type(), " (opset ", opset_, ") is not supported")});
+  }
+  if (!unsupported.empty()) throw UserError(unsupported);
+  if (opset_ <= 0) fail("the model imports no version of the default ONNX domain");
+
+  bindDims(*m.mutable_graph());
+  checkAndInfer(m);
+  if (!opts_.constant_inputs.empty()) constantValues_ = readSafetensors(opts_.constant_inputs);
+  std::set<std::string> forced;
+  int bakedRetries = 0;
+  for (int attempt = 0;; ++attempt) {
+    std::set<std::string> baked, wanted;
+    Model model;
+    try {
+      model = convert(m, forced, baked, wanted);
+    } catch (const UserError&) {
+      // A graph input needed at compile time and given by --constant-inputs:
+      // convert again with it as a constant.
+      bool more = false;
+      for (const std::string& w : wanted)
+        if (constantValues_.count(w) && constantInputs_.insert(w).second) more = true;
+      if (!more || attempt > 64) throw;
+      continue;
+    }
+    // An initializer used as a compile-time value must not also be a
+    // parameter a caller could override (Note [Compile-time values]).
+    bool again = false;
+    for (const std::string& b : baked) {
+      auto t = std::find_if(m.graph().initializer().begin(), m.graph().initializer().end(), [&](const auto& x) { return x.name() == b; });
+      if (t != m.graph().initializer().end() && dtypeOfOnnx(t->data_type()) && isFloating(*dtypeOfOnnx(t->data_type())) && !forced.count(b)) {
+        forced.insert(b);
+        again = true;
+      }
+    }
+    if (!again || bakedRetries++ > 0) return model;
+  }
+}
+
+}  // namespace
+
+Model loadOnnxBytes(const std::string& bytes, const std::string& path, const FrontendOptions& opts) {
+  return Loader(path, opts).load(bytes);
+}
+
+Model loadOnnx(const std::string& path, const FrontendOptions& opts) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw UserError(SourceLoc{path}, "cannot open the model file");
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) throw UserError(SourceLoc{path}, "cannot read the model file");
+  if (size > kMaxFileBytes) throw UserError(SourceLoc{path}, "the file is larger than protobuf's 2 GiB limit");
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!f) throw UserError(SourceLoc{path}, "cannot read the model file");
+  return loadOnnxBytes(bytes, path, opts);
+}
+
+std::vector<std::string> supportedOnnxOps() {
+  std::vector<std::string> r;
+  for (const auto& [k, v] : converters()) r.push_back(k);
+  return r;
+}
+
+}  // namespace aotc

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Generates the small ONNX fixtures of the ONNX front end's tests.
+
+Run with Debian's python3-onnx: /usr/bin/python3 testdata/onnx/gen.py
+The files are committed; this script is how they were made (deterministic).
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def save(model, name):
+    onnx.checker.check_model(model)
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(model.SerializeToString())
+
+
+def mlp():
+    """x[batch, 4] -> Gemm -> Relu -> Gemm -> y[batch, 3]; a symbolic batch."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "fc1.weight")
+    b1 = numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "fc1.bias")
+    w2 = numpy_helper.from_array(rng.standard_normal((3, 8)).astype(np.float32), "fc2.weight")
+    b2 = numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "fc2.bias")
+    nodes = [
+        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], name="fc1", transB=1),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("Gemm", ["r", "fc2.weight", "fc2.bias"], ["y"], name="fc2", transB=1),
+    ]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], [w1, b1, w2, b2])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)], producer_name="aotc-testdata")
+    save(m, "mlp.onnx")
+    with open(os.path.join(HERE, "mlp.onnx"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(HERE, "truncated.onnx"), "wb") as f:
+        f.write(data[: len(data) // 2])
+
+
+def unsupported():
+    """Three nodes aotc cannot convert: reported together."""
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"], name="find"),
+        helper.make_node("Det", ["x"], ["d"], name="det"),
+        helper.make_node("Relu", ["x"], ["r"], name="ok"),
+        helper.make_node("MyOp", ["r"], ["y"], name="custom", domain="com.example"),
+    ]
+    g = helper.make_graph(nodes, "unsupported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
+                          [helper.make_tensor_value_info("nz", TensorProto.INT64, None),
+                           helper.make_tensor_value_info("d", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.example", 1)])
+    with open(os.path.join(HERE, "unsupported.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def external():
+    """A weight in external data beside the model, and one whose file is missing."""
+    w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    with open(os.path.join(HERE, "external.weights"), "wb") as f:
+        f.write(w.tobytes())
+    for name, location in [("external.onnx", "external.weights"), ("missing_external.onnx", "no_such_file.weights"),
+                           ("escaping_external.onnx", "../../etc/passwd")]:
+        t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[3, 4], data_location=TensorProto.EXTERNAL)
+        for k, v in [("location", location), ("offset", "0"), ("length", str(w.nbytes))]:
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "external",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [t])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+        with open(os.path.join(HERE, name), "wb") as f:
+            f.write(m.SerializeToString())
+
+
+def bad_dims():
+    """A negative dim on a graph input."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "bad_dims",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, -3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    with open(os.path.join(HERE, "bad_dims.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def cycle():
+    """Two nodes that consume each other's output."""
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="first"), helper.make_node("Relu", ["a"], ["b"], name="second")]
+    g = helper.make_graph(nodes, "cycle", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    with open(os.path.join(HERE, "cycle.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def inputs():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    import json
+    import struct
+    h = json.dumps({"x": {"dtype": "F32", "shape": [2, 4], "data_offsets": [0, x.nbytes]}}).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(os.path.join(HERE, "mlp.inputs.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + x.tobytes())
+
+
+if __name__ == "__main__":
+    mlp()
+    unsupported()
+    external()
+    bad_dims()
+    cycle()
+    inputs()

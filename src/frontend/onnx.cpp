@@ -195,13 +195,15 @@ HostTensor readTensor(const onnx::TensorProto& t, const fs::path& dir, const Sou
   return h;
 }
 
+
+// ---------------------------------------------------------------- converter
+
 bool isSplat(const HostTensor& t) {
   for (double v : t.data)
     if (!(v == t.data[0] || (v != v && t.data[0] != t.data[0]))) return false;
   return true;
 }
 
-// ---------------------------------------------------------------- converter
 
 /// One ONNX value: its IR value once it has one, and its value when it is
 /// known at compile time (Note [Compile-time values]).
@@ -235,6 +237,14 @@ class Node : public Builder {
       : Builder(g, std::move(loc)), n_(n), opset_(opset), ins_(ins), resolve_(std::move(resolve)), train_(train), baked_(bakedInits),
         wanted_(wantedInputs) {}
 
+  /// A constant tensor the converter computed (interpolation weights): a
+  /// constant of the graph (Note [Compile-time values]).
+  using MakeConstant = std::function<ValueId(HostTensor)>;
+  void setMakeConstant(MakeConstant f) { constant_ = std::move(f); }
+  ValueId constant(HostTensor t) {
+    if (!t.data.empty() && isSplat(t)) return full(t.data[0], TensorType::contiguous(t.dtype, t.sizes));
+    return constant_(std::move(t));
+  }
   const onnx::NodeProto& proto() const { return n_; }
   int opset() const { return opset_; }
   bool train() const { return train_; }
@@ -351,6 +361,7 @@ class Node : public Builder {
   int opset_;
   const std::vector<const OValue*>& ins_;
   Resolve resolve_;
+  MakeConstant constant_;
   bool train_;
   std::set<std::string>* baked_;
   std::set<std::string>* wanted_;
@@ -789,6 +800,26 @@ Outs spaceToDepthOp(Node& c) {
 }
 
 Outs identityOp(Node& c) { return {c.in(0)}; }
+
+/// Hann, Hamming and Blackman windows (opset 17): known at compile time.
+template <int Kind>
+Outs windowOp(Node& c) {
+  double size = c.knownScalar(0, "size");
+  if (!(size >= 0) || size > static_cast<double>(kMaxFoldElements)) c.fail("the window size must be between 0 and 2^20");
+  auto d = dtypeOfOnnx(static_cast<int>(c.i("output_datatype", onnx::TensorProto::FLOAT)));
+  if (!d) c.fail("unsupported output_datatype");
+  int64_t n = static_cast<int64_t>(size);
+  double N = c.i("periodic", 1) ? size : size - 1;
+  HostTensor t = HostTensor::zeros(*d, {n});
+  const double pi = 3.14159265358979323846;
+  for (int64_t k = 0; k < n; ++k) {
+    double x = 2 * pi * static_cast<double>(k) / N;
+    double v = Kind == 0 ? 0.5 - 0.5 * std::cos(x) : Kind == 1 ? 25.0 / 46.0 - (21.0 / 46.0) * std::cos(x)
+                                                               : 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+    t.data[static_cast<size_t>(k)] = roundTo(*d, v);
+  }
+  return {t};
+}
 
 // ------------------------------------------------------------ reductions
 
@@ -1470,7 +1501,154 @@ Outs dropoutOp(Node& c) {
     if (c.wantsOutput(1)) r.push_back(c.full(1.0, TensorType::contiguous(DType::Bool, c.type(x).sizes)));
     return r;
   }
-  c.fail("Dropout in training mode draws random numbers ONNX does not specify; aotc refuses it rather than differ");
+  // Training: a mask from aotc's seeded generator (Note [Random numbers]);
+  // ONNX does not specify the random stream, so no two runtimes agree here.
+  if (ratio < 0 || ratio >= 1) c.fail("Dropout: ratio must be in [0, 1)");
+  Ints shape = c.type(x).sizes;
+  ValueId keep = randMask(c, 1.0 - ratio, shape);
+  ValueId m = c.cast(keep, c.type(x).dtype);
+  Outs r{c.mul(c.mul(x, m), sc(c, 1.0 / (1.0 - ratio), x))};
+  if (c.wantsOutput(1)) r.push_back(keep);
+  return r;
+}
+
+
+// ------------------------------------------------------------ resize
+
+/// Resize (opsets 10-17) and Upsample: per resized axis, each output element
+/// is a weighted sum of input elements along that axis (ONNX's reference:
+/// nearest, linear and cubic, every coordinate transformation mode).  The
+/// taps and weights are computed when compiling, in double; out-of-range
+/// taps take the edge element, as the reference's edge padding does.
+Outs resizeOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints in = c.type(x).sizes;
+  size_t r = in.size();
+  bool upsample = c.proto().op_type() == "Upsample";
+  std::string mode = c.s("mode", "nearest");
+  std::string ctm = upsample || c.opset() < 11 ? "asymmetric" : c.s("coordinate_transformation_mode", "half_pixel");
+  std::string nearest = upsample ? "floor" : c.s("nearest_mode", "round_prefer_floor");
+  double A = c.f("cubic_coeff_a", -0.75), extrapolation = c.f("extrapolation_value", 0.0);
+  bool exclude = c.i("exclude_outside", 0) != 0;
+  std::vector<double> scales, roi;
+  Ints sizes;
+  if (upsample && c.opset() < 9) {
+    scales = c.floats("scales");
+  } else {
+    size_t si = upsample || c.opset() < 11 ? 1 : 2;
+    if (c.has(si) && c.known(si, "scales").numel() > 0) scales = c.known(si, "scales").data;
+    if (!upsample && c.opset() >= 11 && c.has(3)) sizes = c.knownInts(3, "sizes");
+    if (!upsample && c.opset() >= 11 && c.has(1) && ctm == "tf_crop_and_resize") roi = c.known(1, "roi").data;
+  }
+  if (mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear") c.fail("mode '" + mode + "' is not supported");
+  if (mode == "bilinear") mode = "linear";
+  Ints out(r);
+  if (!sizes.empty()) {
+    if (sizes.size() != r) c.fail("sizes must have one value per dim");
+    out = sizes;
+    scales.assign(r, 0);
+    for (size_t d = 0; d < r; ++d) scales[d] = in[d] ? static_cast<double>(out[d]) / static_cast<double>(in[d]) : 1.0;
+  } else {
+    if (scales.size() != r) c.fail("scales (or sizes) must have one value per dim");
+    for (size_t d = 0; d < r; ++d) {
+      if (!(scales[d] > 0)) c.fail("scales must be positive");
+      double o = std::floor(static_cast<double>(in[d]) * scales[d]);
+      if (o > static_cast<double>(kMaxIndexMap)) c.fail("the resized dim is too large");
+      out[d] = static_cast<int64_t>(o);
+    }
+  }
+  if (ctm == "tf_crop_and_resize" && roi.size() != 2 * r) c.fail("tf_crop_and_resize needs roi with 2 values per dim");
+  DType dt = c.type(x).dtype;
+  for (size_t d = 0; d < r; ++d) {
+    if (out[d] == in[d] && scales[d] == 1.0 && ctm != "tf_crop_and_resize") continue;
+    if (out[d] <= 0 || in[d] <= 0) c.fail("resizing to or from an empty dim is not supported");
+    int64_t n = in[d], m = out[d];
+    double s = scales[d];
+    // Taps per output element: (index, weight); index -1 = extrapolation.
+    size_t taps = mode == "cubic" ? 4 : 2;
+    std::vector<Ints> idx(taps, Ints(static_cast<size_t>(m)));
+    std::vector<std::vector<double>> w(taps, std::vector<double>(static_cast<size_t>(m)));
+    bool extrapolate = false;
+    for (int64_t o = 0; o < m; ++o) {
+      // The reference's resized length is in * scale, unrounded.
+      double od = static_cast<double>(o), xo, L = static_cast<double>(n) * s;
+      if (ctm == "half_pixel") xo = (od + 0.5) / s - 0.5;
+      else if (ctm == "pytorch_half_pixel") xo = L > 1 ? (od + 0.5) / s - 0.5 : 0;
+      else if (ctm == "align_corners") xo = L == 1 ? 0 : od * static_cast<double>(n - 1) / (L - 1);
+      else if (ctm == "asymmetric") xo = od / s;
+      else if (ctm == "tf_half_pixel_for_nn") xo = (od + 0.5) / s;
+      else if (ctm == "tf_crop_and_resize") {
+        double st = roi[d], en = roi[d + r];
+        xo = L > 1 ? st * static_cast<double>(n - 1) + od * (en - st) * static_cast<double>(n - 1) / (L - 1)
+                   : 0.5 * (st + en) * static_cast<double>(n - 1);
+      } else c.fail("coordinate_transformation_mode '" + ctm + "' is not supported");
+      bool outside = ctm == "tf_crop_and_resize" && (xo < 0 || xo > static_cast<double>(n - 1));
+      double fl = std::floor(xo);
+      int64_t i0 = static_cast<int64_t>(fl);
+      double ratio = xo - fl;
+      if (ratio == 0) {  // the reference prefers the pixel left of x
+        ratio = 1;
+        i0 -= 1;
+      }
+      std::vector<double> coeff;
+      Ints at;
+      if (mode == "nearest") {
+        bool right = nearest == "round_prefer_floor" ? ratio > 0.5 : nearest == "round_prefer_ceil" ? ratio >= 0.5
+                   : nearest == "floor" ? ratio == 1 : nearest == "ceil" ? true : (c.fail("nearest_mode '" + nearest + "' is not supported"), false);
+        coeff = right ? std::vector<double>{0, 1} : std::vector<double>{1, 0};
+        at = {i0, i0 + 1};
+      } else if (mode == "linear") {
+        coeff = {1 - ratio, ratio};
+        at = {i0, i0 + 1};
+      } else {
+        double t = ratio, u = 1 - ratio;
+        coeff = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A, ((A + 2) * t - (A + 3)) * t * t + 1,
+                 ((A + 2) * u - (A + 3)) * u * u + 1, ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A};
+        at = {i0 - 1, i0, i0 + 1, i0 + 2};
+      }
+      if (exclude) {
+        double sum = 0;
+        for (size_t k = 0; k < taps; ++k) {
+          if (at[k] < 0 || at[k] >= n) coeff[k] = 0;
+          sum += coeff[k];
+        }
+        if (sum != 0)
+          for (double& v : coeff) v /= sum;
+      }
+      for (size_t k = 0; k < taps; ++k) {
+        idx[k][static_cast<size_t>(o)] = outside ? -1 : std::clamp<int64_t>(at[k], 0, n - 1);
+        w[k][static_cast<size_t>(o)] = outside ? 0 : coeff[k];
+      }
+      extrapolate = extrapolate || outside;
+    }
+    ValueId acc = kNoValue;
+    Ints wshape(r, 1);
+    wshape[d] = m;
+    for (size_t k = 0; k < taps; ++k) {
+      Ints safe = idx[k];
+      for (int64_t& v : safe) v = std::max<int64_t>(v, 0);
+      bool used = std::any_of(w[k].begin(), w[k].end(), [](double v) { return v != 0; });
+      if (!used) continue;
+      ValueId g = pick(c, x, static_cast<int64_t>(d), safe);
+      HostTensor wt = HostTensor::zeros(dt, wshape);
+      for (size_t o = 0; o < w[k].size(); ++o) wt.data[o] = roundTo(dt, w[k][o]);
+      bool ones = std::all_of(w[k].begin(), w[k].end(), [](double v) { return v == 1; });
+      ValueId term = ones ? g : c.mul(g, c.constant(wt));
+      acc = acc == kNoValue ? term : c.add(acc, term);
+    }
+    if (acc == kNoValue) {
+      Ints shape = c.type(x).sizes;
+      shape[d] = m;
+      acc = c.full(0.0, TensorType::contiguous(dt, shape));
+    }
+    if (extrapolate) {
+      HostTensor mask = HostTensor::zeros(DType::Bool, wshape);
+      for (size_t o = 0; o < idx[0].size(); ++o) mask.data[o] = idx[0][o] < 0;
+      acc = c.op(OpKind::Where, {c.constant(mask), sc(c, extrapolation, acc), acc});
+    }
+    x = acc;
+  }
+  return {x};
 }
 
 // ------------------------------------------------------------ the op table
@@ -1514,6 +1692,7 @@ const std::map<std::string, Convert>& converters() {
       {"EyeLike", eyeLikeOp},
       {"Flatten", flattenOp},
       {"Floor", [](Node& c) { return unary(c, OpKind::Floor); }},
+      {"BlackmanWindow", windowOp<2>},
       {"Gather", gatherOp},
       {"GatherElements", gatherElementsOp},
       {"Gemm", gemmOp},
@@ -1522,6 +1701,8 @@ const std::map<std::string, Convert>& converters() {
       {"Greater", [](Node& c) { return binary(c, OpKind::Gt); }},
       {"GreaterOrEqual", [](Node& c) { return binary(c, OpKind::Ge); }},
       {"Hardmax", [](Node& c) { return softmaxOnnx(c, false, true); }},
+      {"HammingWindow", windowOp<1>},
+      {"HannWindow", windowOp<0>},
       {"HardSigmoid", hardSigmoidOp},
       {"HardSwish", hardSwishOp},
       {"Identity", identityOp},
@@ -1565,6 +1746,7 @@ const std::map<std::string, Convert>& converters() {
       {"ReduceSumSquare", reduceOnnx<Red::SumSquare>},
       {"Relu", [](Node& c) { return unary(c, OpKind::Relu); }},
       {"Reshape", reshapeOp},
+      {"Resize", resizeOp},
       {"Round", [](Node& c) { return unary(c, OpKind::Round); }},
       {"ScatterElements", scatterElementsOp},
       {"Scatter", scatterElementsOp},
@@ -1595,6 +1777,7 @@ const std::map<std::string, Convert>& converters() {
       {"Transpose", transposeOp},
       {"Trilu", triluOp},
       {"Unsqueeze", unsqueezeOp},
+      {"Upsample", resizeOp},
       {"Where", whereOp},
       {"Xor", xorOp},
   };
@@ -1882,6 +2065,11 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
         vals.push_back(*v->known);
       }
       Node c(scratch, loc, n, opset_, ins, [&](size_t k) { return ids[k]; }, opts_.train, &baked, &wanted);
+      c.setMakeConstant([&](HostTensor t) {
+        ValueId id = scratch.addInput(cat("k", vals.size()), TensorType::contiguous(t.dtype, t.sizes), InputRole::Constant, false);
+        vals.push_back(std::move(t));
+        return id;
+      });
       Outs r = fn(c);
       bool ok = std::all_of(scratch.nodes.begin(), scratch.nodes.end(), [](const aotc::Node& x) {
         return opComputes(x.op) && opInfo(x.op).category != OpCategory::Random;
@@ -1903,6 +2091,11 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
     if (!foldable) {
       Node c(g, loc, n, opset_, ins,
              [&](size_t k) { return materialize(model, const_cast<OValue&>(*ins[k]), n.input(static_cast<int>(k))); }, opts_.train, &baked, &wanted);
+      c.setMakeConstant([&](HostTensor t) {
+        OValue v;
+        v.known = std::move(t);
+        return materialize(model, v, sanitize(nodeName) + ".constant");
+      });
       outs = fn(c);
     }
     for (int k = 0; k < n.output_size(); ++k) {

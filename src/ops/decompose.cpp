@@ -296,3 +296,33 @@ ValueId matmul(Builder& c, ValueId a, ValueId b) {
 }
 
 }  // namespace aotc::decomp
+
+namespace aotc::decomp {
+
+/// Note [Random numbers]: random ops draw from a counter-based generator
+/// (Philox4x32-10) keyed by one int64 artifact input, `rng_seed`, that the
+/// caller supplies on every call; each random node has its own counter offset.
+/// Results are reproducible for a seed, on any backend, but are not
+/// PyTorch's random stream.
+ValueId randMask(Builder& c, double prob, Ints shape) {  // by value: adding the seed input grows the value table
+  Graph& g = c.graph();
+  ValueId seed = g.valueNamed("rng_seed");
+  if (seed == kNoValue || !g.inputOf(seed))
+    seed = g.addInput("rng_seed", TensorType::contiguous(DType::I64, {}), InputRole::UserInput, false);
+  int64_t offset = 0;
+  for (const Node& n : g.nodes) offset += n.op == OpKind::RandMask || n.op == OpKind::RandUniform;
+  return c.op(OpKind::RandMask, {seed}, Attrs{{"prob", prob}, {"offset", offset}, {"shape", shape}});
+}
+
+/// Uniform [0, 1) numbers from the graph's seed, on their own Philox offset.
+ValueId randUniform(Builder& c, Ints shape, DType d) {
+  Graph& g = c.graph();
+  ValueId seed = g.valueNamed("rng_seed");
+  if (seed == kNoValue || !g.inputOf(seed))
+    seed = g.addInput("rng_seed", TensorType::contiguous(DType::I64, {}), InputRole::UserInput, false);
+  int64_t offset = 0;
+  for (const Node& n : g.nodes) offset += n.op == OpKind::RandMask || n.op == OpKind::RandUniform;
+  return c.op(OpKind::RandUniform, {seed}, Attrs{{"offset", offset}, {"shape", shape}, {"dtype", std::string(dtypeName(d))}});
+}
+
+}  // namespace aotc::decomp

@@ -106,3 +106,11 @@ namespace aotc::decomp {
 /// numpy's matmul (1-D operands, broadcast batch dims) as mm or bmm.
 ValueId matmul(Builder& c, ValueId a, ValueId b);
 }  // namespace aotc::decomp
+
+namespace aotc::decomp {
+/// A bool mask, true with probability `prob`, from the graph's `rng_seed`
+/// input (Note [Random numbers] in decompose.cpp).
+ValueId randMask(Builder& c, double prob, Ints shape);
+/// Uniform [0, 1) numbers from the graph's seed, on their own Philox offset.
+ValueId randUniform(Builder& c, Ints shape, DType d);
+}  // namespace aotc::decomp

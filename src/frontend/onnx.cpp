@@ -993,6 +993,82 @@ Outs scatterElementsOp(Node& c) {
   c.fail(cat("ScatterElements: reduction '", red, "' is not supported"));
 }
 
+
+/// GatherND / ScatterND address rows of `data` viewed as [prod(first dims), rest]:
+/// the linear row of each index tuple (negative components wrapped), with
+/// `batch` leading dims shared by data and indices.
+struct NdRows {
+  ValueId rows;    ///< int64 [M]: the row of each index tuple
+  ValueId table;   ///< data as [B * prod(k dims), rest...]
+  Ints lead;       ///< indices.shape[:-1]
+  Ints rest;       ///< data.shape[batch + k:]
+};
+NdRows ndRows(Node& c, ValueId data, ValueId indices, int64_t batch) {
+  const Ints ds = c.type(data).sizes, is = c.type(indices).sizes;
+  int64_t ir = static_cast<int64_t>(is.size()), dr = static_cast<int64_t>(ds.size());
+  if (ir < 1 || batch < 0 || batch >= ir || batch > dr) c.fail("bad batch_dims for these ranks");
+  int64_t k = is.back();
+  if (k < 1 || batch + k > dr) c.fail("the index tuples are longer than data has dims");
+  for (int64_t b = 0; b < batch; ++b)
+    if (ds[static_cast<size_t>(b)] != is[static_cast<size_t>(b)]) c.fail("data and indices differ in a batch dim");
+  NdRows r;
+  r.lead.assign(is.begin(), is.end() - 1);
+  r.rest.assign(ds.begin() + batch + k, ds.end());
+  int64_t M = 1, rowsPerBatch = 1, B = 1;
+  for (int64_t d : r.lead) M = mulSize(M, d);
+  for (int64_t j = 0; j < k; ++j) rowsPerBatch = mulSize(rowsPerBatch, ds[static_cast<size_t>(batch + j)]);
+  for (int64_t b = 0; b < batch; ++b) B = mulSize(B, ds[static_cast<size_t>(b)]);
+  ValueId idx = c.cast(indices, DType::I64);
+  ValueId row = kNoValue;
+  int64_t stride = rowsPerBatch;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t n = ds[static_cast<size_t>(batch + j)];
+    stride /= n;
+    ValueId comp = c.op(OpKind::Select, {idx}, Attrs{{"dim", ir - 1}, {"index", j}});
+    ValueId neg = bin(c, OpKind::Lt, {comp, c.scalar(0, DType::I64)});
+    comp = c.op(OpKind::Where, {neg, c.add(comp, c.scalar(static_cast<double>(n), DType::I64)), comp});
+    ValueId term = stride == 1 ? comp : c.mul(comp, c.scalar(static_cast<double>(stride), DType::I64));
+    row = row == kNoValue ? term : c.add(row, term);
+  }
+  if (batch > 0) {
+    // Each tuple's batch element, as an offset into the flattened table.
+    Ints bshape(r.lead.size(), 1);
+    for (int64_t b = 0; b < batch; ++b) bshape[static_cast<size_t>(b)] = r.lead[static_cast<size_t>(b)];
+    ValueId bi = c.reshape(c.mul(iota(c, B), c.scalar(static_cast<double>(rowsPerBatch), DType::I64)), bshape);
+    row = c.add(row, bi);
+  }
+  r.rows = c.reshape(c.contiguous(row), {M});
+  Ints tshape{mulSize(B, rowsPerBatch)};
+  tshape.insert(tshape.end(), r.rest.begin(), r.rest.end());
+  r.table = c.reshape(data, tshape);
+  return r;
+}
+
+Outs gatherNdOp(Node& c) {
+  ValueId data = c.in(0), indices = c.in(1);
+  NdRows r = ndRows(c, data, indices, c.i("batch_dims", 0));
+  ValueId g = c.op(OpKind::IndexSelect, {r.table, r.rows}, Attrs{{"dim", int64_t{0}}});
+  Ints out = r.lead;
+  out.insert(out.end(), r.rest.begin(), r.rest.end());
+  return {c.reshape(g, out)};
+}
+
+Outs scatterNdOp(Node& c) {
+  ValueId data = c.in(0), indices = c.in(1), updates = c.in(2);
+  NdRows r = ndRows(c, data, indices, 0);
+  int64_t M = c.type(r.rows).numel();
+  Ints ushape{M};
+  ushape.insert(ushape.end(), r.rest.begin(), r.rest.end());
+  ValueId u = c.reshape(updates, ushape);
+  Ints ishape(ushape.size(), 1);
+  ishape[0] = M;
+  ValueId idx = c.contiguous(c.expand(c.reshape(r.rows, ishape), ushape));
+  std::string red = c.s("reduction", "none");
+  OpKind k = red == "none" ? OpKind::Scatter : red == "add" ? OpKind::ScatterAdd : (c.fail("ScatterND: reduction '" + red + "' is not supported"), OpKind::Scatter);
+  ValueId y = c.op(k, {c.contiguous(r.table), idx, u}, Attrs{{"dim", int64_t{0}}});
+  return {c.reshape(y, c.type(data).sizes)};
+}
+
 Outs whereOp(Node& c) {
   ValueId cond = c.in(0), a = c.in(1), b = c.in(2);
   return {c.op(OpKind::Where, {cond, a, b})};
@@ -1293,8 +1369,19 @@ Outs poolOp(Node& c) {
   if (sym) {
     pad = g.begin;
   } else {
-    if (!Max && !includePad) c.fail("AveragePool: asymmetric pads that are not counted are not supported");
     if (ceil) c.fail("pooling with asymmetric pads and ceil_mode is not supported");
+    if (!Max && !includePad) {
+      // The mean over the window's elements inside the input: the padded
+      // sum over the padded count of ones (both as window means).
+      if (g.dil != Ints{1, 1}) c.fail("AveragePool: dilations are not supported");
+      Attrs pa{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", Ints{0, 0}}, {"count_include_pad", true}};
+      ValueId ones = c.full(1.0, TensorType::contiguous(c.type(x).dtype, c.type(x).sizes));
+      ValueId xs = c.op(OpKind::AvgPool2d, {padTo(c, x, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", 0.0)}, pa);
+      ValueId cnt = c.op(OpKind::AvgPool2d, {padTo(c, ones, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", 0.0)}, pa);
+      ValueId y = c.div(xs, cnt);
+      if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+      return {y};
+    }
     double fill = Max ? -HUGE_VAL : 0.0;
     x = padTo(c, x, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", fill);
   }
@@ -1651,11 +1738,185 @@ Outs resizeOp(Node& c) {
   return {x};
 }
 
+
+// ------------------------------------------------------------ training ops
+
+/// ai.onnx.preview.training's optimizers (Adagrad, Momentum, Adam): one
+/// update of every (X, G, state...) group, as ONNX's reference writes it.
+/// Inputs: R (learning rate), T (update count), then the groups by kind.
+template <int Kind>  // 0 Adagrad, 1 Momentum, 2 Adam
+Outs optimizerOp(Node& c) {
+  size_t states = Kind == 2 ? 2 : 1;
+  size_t per = 2 + states;
+  if (c.numInputs() < 2 + per || (c.numInputs() - 2) % per) c.fail("the inputs must be R, T and groups of X, G and the optimizer's state");
+  size_t n = (c.numInputs() - 2) / per;
+  Outs outs(n * (1 + states));
+  for (size_t k = 0; k < n; ++k) {
+    ValueId X = c.in(2 + k), G = c.in(2 + n + k);
+    DType d = c.type(X).dtype;
+    ValueId R = c.cast(c.in(0), d), T = c.cast(c.in(1), d);
+    ValueId Greg = c.add(c.scaled(X, c.f("norm_coefficient", 0.0)), G);
+    if (Kind == 0) {
+      ValueId H = c.in(2 + 2 * n + k);
+      ValueId r = c.div(R, c.add(sc(c, 1.0, T), c.scaled(T, c.f("decay_factor", 0.0))));
+      ValueId Hn = c.add(H, c.mul(Greg, Greg));
+      ValueId Ha = c.add(c.op(OpKind::Sqrt, {Hn}), sc(c, c.f("epsilon", 0.0), Hn));
+      outs[k] = c.sub(X, c.mul(r, c.div(Greg, Ha)));
+      outs[n + k] = Hn;
+    } else if (Kind == 1) {
+      ValueId V = c.in(2 + 2 * n + k);
+      double alpha = c.f("alpha", 0), beta = c.f("beta", 0);
+      ValueId first = bin(c, OpKind::Eq, {T, sc(c, 0.0, T)});
+      ValueId betaAdj = c.op(OpKind::Where, {first, sc(c, 1.0, T), sc(c, beta, T)});
+      ValueId Vn = c.add(c.scaled(V, alpha), c.mul(betaAdj, Greg));
+      std::string mode = c.s("mode", "standard");
+      if (mode == "standard") outs[k] = c.sub(X, c.mul(R, Vn));
+      else if (mode == "nesterov") outs[k] = c.sub(X, c.mul(R, c.add(Greg, c.scaled(Vn, alpha))));
+      else c.fail("Momentum: mode '" + mode + "' is not supported");
+      outs[n + k] = Vn;
+    } else {
+      ValueId V = c.in(2 + 2 * n + k), H = c.in(2 + 3 * n + k);
+      double alpha = c.f("alpha", 0.9), beta = c.f("beta", 0.999), eps = c.f("epsilon", 1e-6);
+      ValueId Vn = c.add(c.scaled(V, alpha), c.scaled(Greg, 1 - alpha));
+      ValueId Hn = c.add(c.scaled(H, beta), c.scaled(c.mul(Greg, Greg), 1 - beta));
+      ValueId Hs = c.add(c.op(OpKind::Sqrt, {Hn}), sc(c, eps, Hn));
+      ValueId powA = c.op(OpKind::Pow, {sc(c, alpha, T), T});
+      ValueId powB = c.op(OpKind::Pow, {sc(c, beta, T), T});
+      ValueId adj = c.div(c.mul(R, c.op(OpKind::Sqrt, {c.sub(sc(c, 1.0, T), powB)})), c.sub(sc(c, 1.0, T), powA));
+      ValueId positive = bin(c, OpKind::Gt, {T, sc(c, 0.0, T)});
+      ValueId Radj = c.op(OpKind::Where, {positive, adj, R});
+      ValueId Xn = c.sub(X, c.mul(Radj, c.div(Vn, Hs)));
+      outs[k] = c.scaled(Xn, 1 - c.f("norm_coefficient_post", 0.0));
+      outs[n + k] = Vn;
+      outs[2 * n + k] = Hn;
+    }
+  }
+  return outs;
+}
+
+// ------------------------------------------------------------ einsum
+
+/// Einsum of one or two operands without repeated indices in an operand
+/// (no diagonals) and without ellipses: sums, transposes, and one batched
+/// matmul (batch, kept, contracted indices sorted into bmm's three dims).
+Outs einsumOp(Node& c) {
+  std::string eq;
+  for (char ch : c.s("equation", "")) if (ch != ' ') eq += ch;
+  auto arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), rhs;
+  if (arrow != std::string::npos) {
+    rhs = eq.substr(arrow + 2);
+  } else {
+    // Implicit output: the indices that appear once, in alphabetical order.
+    std::map<char, int> count;
+    for (char ch : lhs)
+      if (ch != ',') ++count[ch];
+    for (auto [ch, n] : count)
+      if (n == 1) rhs += ch;
+  }
+  std::vector<std::string> terms;
+  for (size_t at = 0;;) {
+    size_t comma = lhs.find(',', at);
+    terms.push_back(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (terms.size() != c.numInputs() || terms.size() > 2) c.fail("Einsum: one or two operands are supported");
+  auto bad = [&](const std::string& t) {
+    std::set<char> seen;
+    for (char ch : t)
+      if (!std::isalpha(static_cast<unsigned char>(ch)) || !seen.insert(ch).second) return true;
+    return false;
+  };
+  for (const std::string& t : terms)
+    if (bad(t)) c.fail("Einsum: ellipses and repeated indices (diagonals) are not supported");
+  if (bad(rhs)) c.fail("Einsum: bad output indices");
+  std::map<char, int64_t> size;
+  std::vector<ValueId> xs;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    ValueId x = c.in(k);
+    if (c.type(x).rank() != static_cast<int64_t>(terms[k].size())) c.fail("Einsum: an operand's rank differs from its indices");
+    for (size_t i = 0; i < terms[k].size(); ++i) {
+      int64_t sz = c.type(x).sizes[i];
+      auto [it, fresh] = size.emplace(terms[k][i], sz);
+      if (!fresh && it->second != sz) c.fail(cat("Einsum: index '", terms[k][i], "' has sizes ", it->second, " and ", sz));
+    }
+    xs.push_back(x);
+  }
+  for (char ch : rhs)
+    if (!size.count(ch)) c.fail("Einsum: an output index is in no operand");
+  auto in = [](const std::string& s, char ch) { return s.find(ch) != std::string::npos; };
+  // Sum away each operand's indices that appear nowhere else.
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const std::string& other = terms.size() == 2 ? terms[1 - k] : std::string();
+    Ints dims;
+    std::string kept;
+    for (size_t i = 0; i < terms[k].size(); ++i) {
+      char ch = terms[k][i];
+      if (!in(rhs, ch) && !in(other, ch)) dims.push_back(static_cast<int64_t>(i));
+      else kept += ch;
+    }
+    if (!dims.empty()) xs[k] = reduceOp(c, OpKind::Sum, xs[k], dims, false);
+    terms[k] = kept;
+  }
+  auto permuteTo = [&](ValueId x, const std::string& from, const std::string& to) {
+    Ints perm;
+    for (char ch : to) perm.push_back(static_cast<int64_t>(from.find(ch)));
+    bool id = true;
+    for (size_t i = 0; i < perm.size(); ++i) id = id && perm[i] == static_cast<int64_t>(i);
+    return id ? x : c.op(OpKind::Permute, {x}, Attrs{{"dims", perm}});
+  };
+  if (terms.size() == 1) return {c.contiguous(permuteTo(xs[0], terms[0], rhs))};
+  std::string batch, aonly, bonly, contracted;
+  for (char ch : terms[0]) {
+    if (in(terms[1], ch)) (in(rhs, ch) ? batch : contracted) += ch;
+    else aonly += ch;
+  }
+  for (char ch : terms[1])
+    if (!in(terms[0], ch)) bonly += ch;
+  auto prod = [&](const std::string& s) {
+    int64_t p = 1;
+    for (char ch : s) p = mulSize(p, size[ch]);
+    return p;
+  };
+  ValueId a = c.reshape(permuteTo(xs[0], terms[0], batch + aonly + contracted), {prod(batch), prod(aonly), prod(contracted)});
+  ValueId b = c.reshape(permuteTo(xs[1], terms[1], batch + contracted + bonly), {prod(batch), prod(contracted), prod(bonly)});
+  ValueId y = c.op(OpKind::Bmm, {a, b});
+  std::string have = batch + aonly + bonly;
+  Ints shape;
+  for (char ch : have) shape.push_back(size[ch]);
+  y = c.reshape(y, shape);
+  return {c.contiguous(permuteTo(y, have, rhs))};
+}
+
+Outs reverseSequenceOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints lens = c.knownInts(1, "sequence_lens");
+  int64_t r = c.type(x).rank();
+  int64_t bAxis = c.axis(c.i("batch_axis", 1), r), tAxis = c.axis(c.i("time_axis", 0), r);
+  if (r < 2 || bAxis == tAxis) c.fail("ReverseSequence: batch_axis and time_axis must be two different dims");
+  const Ints s = c.type(x).sizes;
+  int64_t B = s[static_cast<size_t>(bAxis)], T = s[static_cast<size_t>(tAxis)];
+  if (static_cast<int64_t>(lens.size()) != B) c.fail("ReverseSequence: sequence_lens must have one entry per batch element");
+  if (c.type(x).numel() > kMaxFoldElements) c.fail("ReverseSequence: the input is too large");
+  // An index tensor of x's shape along the time axis: reversed within each length.
+  HostTensor idx = HostTensor::zeros(DType::I64, s);
+  Ints strides = TensorType::contiguousStrides(s);
+  for (int64_t e = 0; e < idx.numel(); ++e) {
+    int64_t t = (e / strides[static_cast<size_t>(tAxis)]) % T, b = (e / strides[static_cast<size_t>(bAxis)]) % B;
+    int64_t len = std::clamp<int64_t>(lens[static_cast<size_t>(b)], 0, T);
+    idx.data[static_cast<size_t>(e)] = static_cast<double>(t < len ? len - 1 - t : t);
+  }
+  return {c.op(OpKind::Gather, {x, c.constant(idx)}, Attrs{{"dim", tAxis}})};
+}
+
 // ------------------------------------------------------------ the op table
 
 const std::map<std::string, Convert>& converters() {
   static const std::map<std::string, Convert> table = {
       {"Abs", [](Node& c) { return unary(c, OpKind::Abs); }},
+      {"Adagrad", optimizerOp<0>},
+      {"Adam", optimizerOp<2>},
       {"Acos", [](Node& c) { return unary(c, OpKind::Acos); }},
       {"Acosh", [](Node& c) { return unary(c, OpKind::Acosh); }},
       {"Add", [](Node& c) { return binary(c, OpKind::Add); }},
@@ -1684,6 +1945,7 @@ const std::map<std::string, Convert>& converters() {
       {"DepthToSpace", depthToSpaceOp},
       {"Div", divOp},
       {"Dropout", dropoutOp},
+      {"Einsum", einsumOp},
       {"Elu", eluOp},
       {"Equal", [](Node& c) { return binary(c, OpKind::Eq); }},
       {"Erf", [](Node& c) { return unary(c, OpKind::Erf); }},
@@ -1695,6 +1957,7 @@ const std::map<std::string, Convert>& converters() {
       {"BlackmanWindow", windowOp<2>},
       {"Gather", gatherOp},
       {"GatherElements", gatherElementsOp},
+      {"GatherND", gatherNdOp},
       {"Gemm", gemmOp},
       {"GlobalAveragePool", globalPoolOp<false>},
       {"GlobalMaxPool", globalPoolOp<true>},
@@ -1723,6 +1986,7 @@ const std::map<std::string, Convert>& converters() {
       {"MeanVarianceNormalization", mvnOp},
       {"Min", [](Node& c) { return variadic(c, OpKind::Minimum, false); }},
       {"Mod", modOp},
+      {"Momentum", optimizerOp<1>},
       {"Mul", [](Node& c) { return binary(c, OpKind::Mul); }},
       {"Neg", [](Node& c) { return unary(c, OpKind::Neg); }},
       {"NegativeLogLikelihoodLoss", nllLossOp},
@@ -1747,8 +2011,10 @@ const std::map<std::string, Convert>& converters() {
       {"Relu", [](Node& c) { return unary(c, OpKind::Relu); }},
       {"Reshape", reshapeOp},
       {"Resize", resizeOp},
+      {"ReverseSequence", reverseSequenceOp},
       {"Round", [](Node& c) { return unary(c, OpKind::Round); }},
       {"ScatterElements", scatterElementsOp},
+      {"ScatterND", scatterNdOp},
       {"Scatter", scatterElementsOp},
       {"Selu", seluOp},
       {"Shape", shapeOp},
@@ -2149,14 +2415,15 @@ Model Loader::load(const std::string& bytes) {
     std::string nodeName = n.name().empty() ? cat("#", index) : n.name();
     ++index;
     SourceLoc loc{path_, nodeName, n.op_type()};
-    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx" ||
+                         (n.domain() == "ai.onnx.preview.training" && (n.op_type() == "Adagrad" || n.op_type() == "Momentum" || n.op_type() == "Adam"));
     if (!defaultDomain) unsupported.push_back({loc, cat("op ", n.domain(), "::", n.op_type(), " is not supported (only the default ONNX domain is)")});
     else if (dataDependentOps().count(n.op_type()))
       unsupported.push_back({loc, cat("op ", n.op_type(), " (opset ", opset_, ") has an output shape that depends on the data, which aotc's static shapes cannot hold")});
     else if (!table.count(n.op_type())) unsupported.push_back({loc, cat("op ", n.op_type(), " (opset ", opset_, ") is not supported")});
   }
   if (!unsupported.empty()) throw UserError(unsupported);
-  if (opset_ <= 0) fail("the model imports no version of the default ONNX domain");
+  if (opset_ <= 0) opset_ = kMaxOpset;  // only ai.onnx.preview.training: the default domain's newest semantics
 
   bindDims(*m.mutable_graph());
   checkAndInfer(m);

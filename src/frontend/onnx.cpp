@@ -213,6 +213,7 @@ struct OValue {
   TensorType type;
   std::string initializer;  ///< the initializer it is, if any
   std::string graphInput;   ///< the graph input it is, if any
+  std::set<std::string> dependsOn;  ///< graph inputs it is computed from
 };
 
 /// What a converter returns for one output: an IR value or a known tensor.
@@ -267,9 +268,10 @@ class Node : public Builder {
   const HostTensor& known(size_t i, const char* what) {
     if (!has(i)) fail(cat("input ", i, " (", what, ") is required"));
     if (!ins_[i]->known) {
-      if (!ins_[i]->graphInput.empty() && wanted_) wanted_->insert(ins_[i]->graphInput);
+      // The graph inputs it is computed from could make it known (--constant-inputs).
+      if (wanted_) wanted_->insert(ins_[i]->dependsOn.begin(), ins_[i]->dependsOn.end());
       fail(cat("input ", i, " (", what, ", '", n_.input(static_cast<int>(i)), "') must be known when compiling (a constant, an initializer, "
-               "computed from shapes", ins_[i]->graphInput.empty() ? "" : ", or a graph input given with --constant-inputs",
+               "computed from shapes", ins_[i]->dependsOn.empty() ? "" : ", or computed from graph inputs given with --constant-inputs",
                "): aotc's shapes are static"));
     }
     if (baked_ && !ins_[i]->initializer.empty()) baked_->insert(ins_[i]->initializer);
@@ -511,6 +513,14 @@ Outs shrinkOp(Node& c) {
 }
 Outs preluOp(Node& c) {
   ValueId x = c.in(0), slope = c.in(1);
+  const Ints xs = c.type(x).sizes;
+  if (c.type(slope).rank() == 1 && xs.size() >= 2 && c.type(slope).sizes[0] == xs[1] && xs.back() != xs[1]) {
+    // Before opset 7 (and as exporters still write it) a [C] slope is per
+    // channel: shaped [C, 1, ...] to broadcast over dim 1.
+    Ints shape(xs.size() - 1, 1);
+    shape[0] = xs[1];
+    slope = c.reshape(slope, shape);
+  }
   ValueId neg = c.mul(x, slope);
   if (c.type(neg).sizes != c.type(x).sizes) c.fail("PRelu: the slope does not broadcast to the input's shape");
   return {c.op(OpKind::Where, {bin(c, OpKind::Lt, {x, sc(c, 0.0, x)}), neg, x})};
@@ -1299,8 +1309,7 @@ Outs convTransposeOp(Node& c) {
     if (os.size() == n + 2) os.erase(os.begin(), os.begin() + 2);
     if (os.size() != n) c.fail("ConvTranspose: output_shape must have one value per spatial dim");
     for (size_t k = 0; k < n; ++k) {
-      int64_t total = full[k] - os[k];
-      if (total < 0) c.fail("ConvTranspose: output_shape is larger than the full output");
+      int64_t total = full[k] - os[k];  // negative: the output extends past the full one, with zeros
       begin[k] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
       if (ap == "NOTSET" || ap == "SAME_LOWER") begin[k] = ap == "NOTSET" ? total / 2 : total - total / 2;
       end[k] = total - begin[k];
@@ -1336,9 +1345,16 @@ Outs convTransposeOp(Node& c) {
                    Attrs{{"input_size", inSize}, {"stride", stride}, {"padding", Ints{0, 0}}, {"dilation", dil}, {"groups", groups}});
   for (size_t k = 0; k < 2; ++k) {
     int64_t d = static_cast<int64_t>(2 + k);
-    if (begin[k] || end[k]) {
-      if (begin[k] < 0 || end[k] < 0 || begin[k] + end[k] >= full[k]) c.fail("ConvTranspose: pads crop the whole output");
-      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", d}, {"start", begin[k]}, {"end", full[k] - end[k]}, {"step", int64_t{1}}});
+    int64_t b = std::max<int64_t>(begin[k], 0), e = std::max<int64_t>(end[k], 0);
+    if (b || e) {
+      if (b + e >= full[k]) c.fail("ConvTranspose: pads crop the whole output");
+      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", d}, {"start", b}, {"end", full[k] - e}, {"step", int64_t{1}}});
+    }
+    if (begin[k] < 0 || end[k] < 0) {
+      Ints pb(4, 0), pe(4, 0);
+      pb[static_cast<size_t>(d)] = std::max<int64_t>(-begin[k], 0);
+      pe[static_cast<size_t>(d)] = std::max<int64_t>(-end[k], 0);
+      y = padTo(c, y, pb, pe, "constant", 0.0);
     }
   }
   if (c.has(2)) y = c.add(y, c.reshape(c.in(2), {1, outC, 1, 1}));
@@ -2069,7 +2085,8 @@ class Loader {
     throw UserError(SourceLoc{path_, node, op}, msg);
   }
   void bindDims(onnx::GraphProto& g);
-  void checkAndInfer(onnx::ModelProto& m);
+  void check(onnx::ModelProto& m);
+  void inferAndCompare(onnx::ModelProto& m);
   Model convert(const onnx::ModelProto& m, const std::set<std::string>& forcedConst, std::set<std::string>& baked,
                 std::set<std::string>& wanted);
   ValueId materialize(Model& model, OValue& v, const std::string& name);
@@ -2078,7 +2095,9 @@ class Loader {
   const FrontendOptions& opts_;
   fs::path dir_;
   int opset_ = 0;
-  std::map<std::string, TensorType> inferred_;  ///< ONNX shape inference's static types
+  /// Every node output aotc typed, where it came from (compared with ONNX's
+  /// shape inference once the conversion succeeded).
+  std::map<std::string, std::pair<TensorType, SourceLoc>> produced_;
   std::map<std::string, HostTensor> constantValues_;  ///< --constant-inputs
   std::set<std::string> constantInputs_;              ///< the graph inputs taken from it
 };
@@ -2136,7 +2155,7 @@ std::string oneLine(const char* what) {
   return msg;
 }
 
-void Loader::checkAndInfer(onnx::ModelProto& m) {
+void Loader::check(onnx::ModelProto& m) {
   // External data must stay inside the model's directory; only then may the
   // checker look for it there (its path form resolves it beside the model).
   bool external = false;
@@ -2157,6 +2176,14 @@ void Loader::checkAndInfer(onnx::ModelProto& m) {
   } catch (const std::exception& e) {
     fail("ONNX checker: " + oneLine(e.what()));
   }
+}
+
+/// ONNX's shape inference runs only on a model aotc converted: its C++
+/// rules trust their inputs (ONNX 1.12's ConvTranspose rule reads past a
+/// weight of too few dims, found by fuzzing), and aotc's converters have
+/// checked every rank and attribute by then.  A static shape or dtype it
+/// infers that differs from aotc's is refused, never compiled.
+void Loader::inferAndCompare(onnx::ModelProto& m) {
   try {
     onnx::shape_inference::InferShapes(m);
   } catch (const std::exception& e) {
@@ -2172,7 +2199,13 @@ void Loader::checkAndInfer(onnx::ModelProto& m) {
       if (!dim.has_dim_value()) return;
       sizes.push_back(dim.dim_value());
     }
-    inferred_[vi.name()] = TensorType::contiguous(*d, sizes);
+    TensorType inferred = TensorType::contiguous(*d, sizes);
+    auto it = produced_.find(vi.name());
+    if (it == produced_.end()) return;
+    const TensorType& ours = it->second.first;
+    if (inferred.sizes != ours.sizes || inferred.dtype != ours.dtype)
+      throw UserError(it->second.second, cat("output '", vi.name(), "': aotc computes ", TensorType::contiguous(ours.dtype, ours.sizes).str(),
+                                             " but ONNX shape inference gives ", inferred.str()));
   };
   for (const auto& vi : m.graph().value_info()) record(vi);
   for (const auto& vi : m.graph().output()) record(vi);
@@ -2223,6 +2256,7 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
   model.graph.name = validName(gp.name()) ? gp.name() : sanitize(gp.name().empty() ? fs::path(path_).stem().string() : gp.name());
   Graph& g = model.graph;
   std::map<std::string, OValue> env;
+  produced_.clear();
 
   // Initializers: which ones feed only BatchNormalization's statistics.
   std::map<std::string, const onnx::TensorProto*> inits;
@@ -2257,6 +2291,7 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
     OValue v;
     v.type = TensorType::contiguous(*d, sizes);
     v.graphInput = in.name();
+    v.dependsOn = {in.name()};
     if (constantInputs_.count(in.name())) {
       // Needed at compile time and given by --constant-inputs: a constant.
       const HostTensor& t = constantValues_.at(in.name());
@@ -2364,6 +2399,9 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
       });
       outs = fn(c);
     }
+    std::set<std::string> deps;
+    for (const OValue* v : ins)
+      if (v) deps.insert(v->dependsOn.begin(), v->dependsOn.end());
     for (int k = 0; k < n.output_size(); ++k) {
       const std::string& name = n.output(k);
       if (name.empty()) continue;
@@ -2371,6 +2409,7 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
         throw UserError(loc, cat("output ", k, " ('", name, "') is not supported"));
       if (env.count(name)) throw UserError(loc, "output '" + name + "' is defined twice");
       OValue v;
+      v.dependsOn = deps;
       if (outs[k].known) {
         v.known = std::move(outs[k].known);
         v.type = TensorType::contiguous(v.known->dtype, v.known->sizes);
@@ -2379,10 +2418,7 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
         v.type = g.type(v.id);
         if (!g.inputOf(v.id) && g.values[v.id].node >= 0) g.tryRename(v.id, sanitize(name));
       }
-      auto inf = inferred_.find(name);
-      if (inf != inferred_.end() && (inf->second.sizes != v.type.sizes || inf->second.dtype != v.type.dtype))
-        throw UserError(loc, cat("output '", name, "': aotc computes ", TensorType::contiguous(v.type.dtype, v.type.sizes).str(),
-                                 " but ONNX shape inference gives ", inf->second.str()));
+      produced_[name] = {v.type, loc};
       env[name] = std::move(v);
     }
   }
@@ -2426,7 +2462,7 @@ Model Loader::load(const std::string& bytes) {
   if (opset_ <= 0) opset_ = kMaxOpset;  // only ai.onnx.preview.training: the default domain's newest semantics
 
   bindDims(*m.mutable_graph());
-  checkAndInfer(m);
+  check(m);
   if (!opts_.constant_inputs.empty()) constantValues_ = readSafetensors(opts_.constant_inputs);
   std::set<std::string> forced;
   int bakedRetries = 0;
@@ -2454,7 +2490,10 @@ Model Loader::load(const std::string& bytes) {
         again = true;
       }
     }
-    if (!again || bakedRetries++ > 0) return model;
+    if (!again || bakedRetries++ > 0) {
+      inferAndCompare(m);
+      return model;
+    }
   }
 }
 

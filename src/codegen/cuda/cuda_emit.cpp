@@ -322,8 +322,13 @@ struct Lowering {
         ValueId p = n.inputs[static_cast<size_t>(side)], bias = n.inputs[static_cast<size_t>(1 - side)];
         int32_t d = g.values[p].node;
         if (d < 0 || g.nodes[static_cast<size_t>(d)].op != OpKind::Mm || gemmBias.count(d)) continue;
-        int32_t bd = g.values[bias].node;
-        if (bd >= 0 && inlined[static_cast<size_t>(bd)]) continue;  // the bias needs a buffer of its own
+        // The bias must be read from a buffer that exists before the GEMM
+        // runs: a graph input or a view of one (a value computed by a fused
+        // kernel may have no buffer of its own).
+        ValueId base = bias;
+        while (g.values[base].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[base].node)].op))
+          base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
+        if (g.values[base].node >= 0) continue;
         const TensorType &pt = g.type(p), &bt = g.type(bias), &ot = g.type(n.outputs[0]);
         bool rowBias = (bt.rank() == 1 && bt.sizes[0] == pt.sizes[1]) || (bt.rank() == 2 && bt.sizes[0] == 1 && bt.sizes[1] == pt.sizes[1]);
         if (u.users[p].size() != 1 || u.is_output[p] || !rowBias || bt.strides.back() != 1 || bt.dtype != pt.dtype ||

@@ -97,6 +97,18 @@ def cycle():
         f.write(m.SerializeToString())
 
 
+def bad_weight():
+    """ConvTranspose with a 2-D weight for a 3-D input: ONNX 1.12's own shape
+    inference reads past the weight's dims (found by scripts/fuzz onnx)."""
+    g = helper.make_graph([helper.make_node("ConvTranspose", ["X", "W"], ["Y"])], "bad_weight",
+                          [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 3]),
+                           helper.make_tensor_value_info("W", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2, 5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    with open(os.path.join(HERE, "bad_weight.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
 def inputs():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 4)).astype(np.float32)
@@ -114,4 +126,5 @@ if __name__ == "__main__":
     external()
     bad_dims()
     cycle()
+    bad_weight()
     inputs()

@@ -10,7 +10,7 @@ means written back through the forward epilogue (after_forward.<name>) must
 match the module's running means after the step.
 
 Usage: scripts/onnx_train_test.py [--aotc PATH] [--backend reference|emulate] [--double]
-       [--cache-dir D] [MODEL ...]   (models: mlp cnn_bn transformer resnet18)
+       [--cache-dir D] [MODEL ...]   (models: mlp cnn_bn transformer resnet18 mobilenet_v2)
 """
 import argparse
 import json
@@ -82,6 +82,9 @@ def models():
         "transformer": (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True), 2),
                         lambda: (torch.randn(2, 5, 16),), ["x"]),
         "resnet18": (lambda: torchvision.models.resnet18(num_classes=10), lambda: (torch.randn(2, 3, 32, 32),), ["x"]),
+        # Dropout's mask is random (aotc's generator is not PyTorch's): p = 0
+        # makes the exported training-mode Dropout an identity on both sides.
+        "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(num_classes=10, dropout=0.0), lambda: (torch.randn(4, 3, 64, 64),), ["x"]),
     }
 
 

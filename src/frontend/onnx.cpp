@@ -678,10 +678,12 @@ Outs sliceOp(Node& c) {
     if (steps[k] == 0) c.fail("Slice: step must not be 0");
     int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
     int64_t st = steps[k];
+    // ONNX's clamping: [0, n] for a positive step; for a negative one the
+    // start is clamped to [0, n-1] and the end to [-1, n-1].
     auto clampIdx = [&](int64_t v, bool isEnd) {
       if (v < 0) v += n;
       if (st > 0) return std::clamp<int64_t>(v, 0, n);
-      return std::clamp<int64_t>(v, -1, n - 1) + (isEnd ? 0 : 0);
+      return std::clamp<int64_t>(v, isEnd ? -1 : 0, n - 1);
     };
     int64_t s = clampIdx(std::clamp(starts[k], -kMaxExtent, kMaxExtent), false);
     int64_t e = clampIdx(std::clamp(ends[k], -kMaxExtent, kMaxExtent), true);

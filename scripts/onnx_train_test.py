@@ -24,22 +24,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-
-def write_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    names = {np.dtype("float32"): "F32", np.dtype("float64"): "F64", np.dtype("int64"): "I64"}
-    for name in sorted(tensors):
-        a = np.asarray(tensors[name])  # not ascontiguousarray: it makes a 0-d array 1-d
-        b = a.tobytes()
-        header[name] = {"dtype": names[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from fx_export import write_safetensors  # noqa: E402  (the exporter's writer: one spelling of the format)
 
 
 def read_safetensors(path):
@@ -115,8 +101,8 @@ def check(name, aotc, backend, cache_dir, work, double):
     cmd = [aotc, "compile", model, "-o", art, "--train", "-q"] + (["--cache-dir", cache_dir] if cache_dir else ["--no-cache"])
     subprocess.run(cmd, check=True)
     inp, gout, res = (os.path.join(work, f"{name}_{k}.safetensors") for k in ("in", "gout", "out"))
-    write_safetensors(inp, {n: a.numpy() for n, a in zip(input_names, args)})
-    write_safetensors(gout, {f"grad_output.{i}": g.numpy() for i, g in enumerate(grads_out)})
+    write_safetensors(inp, dict(zip(input_names, args)))
+    write_safetensors(gout, {f"grad_output.{i}": g for i, g in enumerate(grads_out)})
     cmd = [aotc, "run", art, "--inputs", inp, "--grad-outputs", gout, "--out", res, "--backend", backend, "-q"]
     if backend == "emulate" and cache_dir:
         cmd += ["--cache-dir", os.path.join(cache_dir, "emulate")]

@@ -90,6 +90,15 @@ std::string sanitize(const std::string& s) {
 
 // ------------------------------------------------------------------ tensors
 
+/// External data must stay inside the model's directory: a relative path
+/// without `..`.
+bool safeExternalLocation(const std::string& location) {
+  fs::path rel(location);
+  bool safe = !location.empty() && rel.is_relative();
+  for (const auto& part : rel) safe = safe && part != "..";
+  return safe;
+}
+
 /// Reads a TensorProto (inline or external data) into a HostTensor.
 HostTensor readTensor(const onnx::TensorProto& t, const fs::path& dir, const SourceLoc& loc, const std::string& what) {
   auto dt = dtypeOfOnnx(t.data_type());
@@ -123,11 +132,9 @@ HostTensor readTensor(const onnx::TensorProto& t, const fs::path& dir, const Sou
         (kv.key() == "offset" ? offset : length) = v;
       }
     }
-    fs::path rel(location);
-    bool safe = !location.empty() && rel.is_relative();
-    for (const auto& part : rel) safe = safe && part != "..";
-    if (!safe) throw UserError(loc, cat(what, ": external data location '", location, "' must be a relative path inside the model's directory"));
-    fs::path file = dir / rel;
+    if (!safeExternalLocation(location))
+      throw UserError(loc, cat(what, ": external data location '", location, "' must be a relative path inside the model's directory"));
+    fs::path file = dir / location;
     std::ifstream f(file, std::ios::binary);
     if (!f) throw UserError(loc, cat(what, ": cannot open external data file ", file.string()));
     std::error_code ec;
@@ -925,7 +932,7 @@ Outs softmaxOnnx(Node& c, bool log, bool hard) {
     ValueId pos = c.reshape(iota(c, n), shape);
     return c.cast(bin(c, OpKind::Eq, {pos, idx}), c.type(v).dtype);
   };
-  if (r == 0) return {hard || !log ? c.full(hard || !log ? 1.0 : 0.0, c.type(x)) : c.sub(x, x)};
+  if (r == 0) return {log && !hard ? c.sub(x, x) : c.full(1.0, c.type(x))};  // one element: 1, or log 1 (NaN kept)
   if (c.opset() >= 13) return {apply(x, a)};
   // Before opset 13 the input is coerced to 2-D at `axis`.
   int64_t outer = 1, inner = 1;
@@ -936,56 +943,46 @@ Outs softmaxOnnx(Node& c, bool log, bool hard) {
 
 // ------------------------------------------------------------ indexing
 
-/// Indices made non-negative (i + n where i < 0); known ones at compile time.
-ValueId wrapIndices(Node& c, size_t input, int64_t n) {
-  if (c.isKnown(input)) {
-    HostTensor t = c.known(input, "indices");
-    for (double& v : t.data) {
-      if (v < -static_cast<double>(n) || v >= static_cast<double>(n)) c.fail(cat("index ", v, " is out of range for a dim of size ", n));
-      if (v < 0) v += static_cast<double>(n);
-    }
-    t.dtype = DType::I64;
-    // A known index tensor becomes a constant of the graph.
-    return kNoValue;
-  }
-  ValueId i = c.cast(c.in(input), DType::I64);
+/// Indices made non-negative: i + n where i < 0.
+ValueId wrapNegative(Node& c, ValueId i, int64_t n) {
   ValueId neg = bin(c, OpKind::Lt, {i, c.scalar(0, DType::I64)});
   ValueId plus = c.add(i, c.scalar(static_cast<double>(n), DType::I64));
   return c.op(OpKind::Where, {neg, plus, i});
 }
 
+/// Gather along `axis`: index_select at the flattened indices (known ones
+/// range-checked when compiling), reshaped to data[:axis] + indices + data[axis+1:].
 Outs gatherOp(Node& c) {
   ValueId x = c.in(0);
   const Ints s = c.type(x).sizes;
   int64_t r = static_cast<int64_t>(s.size());
   int64_t a = c.axis(c.i("axis", 0), r);
   int64_t n = s[static_cast<size_t>(a)];
-  ValueId idx = wrapIndices(c, 1, n);
-  if (idx == kNoValue) {
+  ValueId flatIdx;
+  Ints idxShape;
+  if (c.isKnown(1)) {
     const HostTensor& k = c.known(1, "indices");
     Ints list;
-    for (double v : k.data) list.push_back(static_cast<int64_t>(v < 0 ? v + static_cast<double>(n) : v));
-    ValueId flat = c.op(OpKind::IndexSelect, {x, indexVector(c, list)}, Attrs{{"dim", a}});
-    Ints out(s.begin(), s.begin() + a);
-    out.insert(out.end(), k.sizes.begin(), k.sizes.end());
-    out.insert(out.end(), s.begin() + a + 1, s.end());
-    return {c.reshape(flat, out)};
+    for (double v : k.data) {
+      if (v < -static_cast<double>(n) || v >= static_cast<double>(n)) c.fail(cat("index ", v, " is out of range for a dim of size ", n));
+      list.push_back(static_cast<int64_t>(v < 0 ? v + static_cast<double>(n) : v));
+    }
+    flatIdx = indexVector(c, list);
+    idxShape = k.sizes;
+  } else {
+    ValueId idx = wrapNegative(c, c.cast(c.in(1), DType::I64), n);
+    idxShape = c.type(idx).sizes;
+    flatIdx = c.reshape(idx, {c.type(idx).numel()});
   }
-  const Ints is = c.type(idx).sizes;
-  ValueId flat = c.op(OpKind::IndexSelect, {x, c.reshape(idx, {c.type(idx).numel()})}, Attrs{{"dim", a}});
+  ValueId flat = c.op(OpKind::IndexSelect, {x, flatIdx}, Attrs{{"dim", a}});
   Ints out(s.begin(), s.begin() + a);
-  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), idxShape.begin(), idxShape.end());
   out.insert(out.end(), s.begin() + a + 1, s.end());
   return {c.reshape(flat, out)};
 }
 
 /// GatherElements / ScatterElements index along one axis: negative indices wrap.
-ValueId elementIndices(Node& c, size_t input, int64_t n) {
-  ValueId i = c.cast(c.in(input), DType::I64);
-  ValueId neg = bin(c, OpKind::Lt, {i, c.scalar(0, DType::I64)});
-  ValueId plus = c.add(i, c.scalar(static_cast<double>(n), DType::I64));
-  return c.op(OpKind::Where, {neg, plus, i});
-}
+ValueId elementIndices(Node& c, size_t input, int64_t n) { return wrapNegative(c, c.cast(c.in(input), DType::I64), n); }
 
 Outs gatherElementsOp(Node& c) {
   ValueId x = c.in(0);
@@ -1036,9 +1033,7 @@ NdRows ndRows(Node& c, ValueId data, ValueId indices, int64_t batch) {
   for (int64_t j = 0; j < k; ++j) {
     int64_t n = ds[static_cast<size_t>(batch + j)];
     stride /= n;
-    ValueId comp = c.op(OpKind::Select, {idx}, Attrs{{"dim", ir - 1}, {"index", j}});
-    ValueId neg = bin(c, OpKind::Lt, {comp, c.scalar(0, DType::I64)});
-    comp = c.op(OpKind::Where, {neg, c.add(comp, c.scalar(static_cast<double>(n), DType::I64)), comp});
+    ValueId comp = wrapNegative(c, c.op(OpKind::Select, {idx}, Attrs{{"dim", ir - 1}, {"index", j}}), n);
     ValueId term = stride == 1 ? comp : c.mul(comp, c.scalar(static_cast<double>(stride), DType::I64));
     row = row == kNoValue ? term : c.add(row, term);
   }
@@ -1110,10 +1105,8 @@ Outs oneHotOp(Node& c) {
   if (c.type(values).numel() != 2) c.fail("OneHot: values must hold [off, on]");
   int64_t outRank = c.type(idx).rank() + 1;
   int64_t a = c.axis(c.i("axis", -1), outRank);
-  ValueId i = c.cast(idx, DType::I64);
-  if (isFloating(c.type(idx).dtype)) i = c.cast(c.op(OpKind::Trunc, {idx}), DType::I64);
-  ValueId neg = bin(c, OpKind::Lt, {i, c.scalar(0, DType::I64)});
-  i = c.op(OpKind::Where, {neg, c.add(i, c.scalar(static_cast<double>(depth), DType::I64)), i});
+  ValueId i = isFloating(c.type(idx).dtype) ? c.cast(c.op(OpKind::Trunc, {idx}), DType::I64) : c.cast(idx, DType::I64);
+  i = wrapNegative(c, i, depth);
   i = c.op(OpKind::Unsqueeze, {i}, Attrs{{"dim", a}});
   Ints shape(static_cast<size_t>(outRank), 1);
   shape[static_cast<size_t>(a)] = depth;
@@ -1133,10 +1126,7 @@ Outs topkOp(Node& c) {
   if (kk.size() != 1) c.fail("TopK: K must hold one value");
   int64_t k = kk[0], n = c.type(x).sizes[static_cast<size_t>(a)];
   if (k < 0 || k > n) c.fail(cat("TopK: K = ", k, " is out of range for a dim of size ", n));
-  bool largest = c.i("largest", 1) != 0;
-  if (c.i("sorted", 1) == 0) {
-    // Any order is allowed; aotc returns them sorted.
-  }
+  bool largest = c.i("largest", 1) != 0;  // sorted=0 allows any order: aotc's is sorted
   V sorted = c.ops(OpKind::Sort, {x}, Attrs{{"dim", a}, {"descending", largest}});
   Attrs sl{{"dim", a}, {"start", int64_t{0}}, {"end", k}, {"step", int64_t{1}}};
   return {c.op(OpKind::Slice, {sorted[0]}, sl), c.op(OpKind::Slice, {sorted[1]}, sl)};
@@ -1312,8 +1302,7 @@ Outs convTransposeOp(Node& c) {
     if (os.size() != n) c.fail("ConvTranspose: output_shape must have one value per spatial dim");
     for (size_t k = 0; k < n; ++k) {
       int64_t total = full[k] - os[k];  // negative: the output extends past the full one, with zeros
-      begin[k] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      if (ap == "NOTSET" || ap == "SAME_LOWER") begin[k] = ap == "NOTSET" ? total / 2 : total - total / 2;
+      begin[k] = ap == "SAME_UPPER" || ap == "NOTSET" ? total / 2 : total - total / 2;
       end[k] = total - begin[k];
     }
   } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
@@ -1427,12 +1416,16 @@ Outs globalPoolOp(Node& c) {
 // ------------------------------------------------------------ normalization
 
 /// (x - mean) / sqrt(var + eps) over `dims` (biased variance).
-std::pair<ValueId, ValueId> normalize(Node& c, ValueId x, const Ints& dims, double eps, ValueId* meanOut = nullptr) {
+/// Returns the normalized x and 1/sqrt(var + eps); the mean and variance
+/// (kept dims) through `meanOut` / `varOut` when asked.
+std::pair<ValueId, ValueId> normalize(Node& c, ValueId x, const Ints& dims, double eps, ValueId* meanOut = nullptr,
+                                      ValueId* varOut = nullptr) {
   ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
   ValueId dlt = c.sub(x, mean);
   ValueId var = reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true);
   ValueId rstd = c.op(OpKind::Rsqrt, {c.add(var, sc(c, eps, x))});
   if (meanOut) *meanOut = mean;
+  if (varOut) *varOut = var;
   return {c.mul(dlt, rstd), rstd};
 }
 
@@ -1448,7 +1441,7 @@ Outs batchNormOp(Node& c) {
   int64_t r = c.type(x).rank();
   if (r < 2) c.fail("BatchNormalization: the input needs at least 2 dims");
   double eps = c.f("epsilon", 1e-5), momentum = c.f("momentum", 0.9);
-  bool training = c.opset() >= 14 ? c.i("training_mode", 0) != 0 : c.numOutputs() > 1 && c.opset() < 9 ? false : false;
+  bool training = c.opset() >= 14 && c.i("training_mode", 0) != 0;
   if (c.opset() < 14 && c.numOutputs() > 1) {
     for (size_t k = 1; k < c.numOutputs(); ++k)
       if (c.wantsOutput(k)) c.fail("BatchNormalization: the training outputs of opsets before 14 are not supported");
@@ -1462,15 +1455,14 @@ Outs batchNormOp(Node& c) {
   }
   Ints dims{0};
   for (int64_t d = 2; d < r; ++d) dims.push_back(d);
-  ValueId mean;
-  auto [xn, rstd] = normalize(c, x, dims, eps, &mean);
+  ValueId mean, var;
+  ValueId xn = normalize(c, x, dims, eps, &mean, &var).first;
   ValueId y = c.add(c.mul(xn, scale), bias);
   // ONNX: running = input * momentum + current * (1 - momentum), with the
   // batch's (biased) variance.
   int64_t C = c.type(x).sizes[1];
   ValueId bm = c.reshape(mean, {C});
-  ValueId dlt = c.sub(x, mean);
-  ValueId bv = c.reshape(reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true), {C});
+  ValueId bv = c.reshape(var, {C});
   ValueId inMean = c.in(3), inVar = c.in(4);
   ValueId runMean = c.add(c.scaled(c.op(OpKind::Detach, {inMean}), momentum), c.scaled(c.op(OpKind::Detach, {bm}), 1 - momentum));
   ValueId runVar = c.add(c.scaled(c.op(OpKind::Detach, {inVar}), momentum), c.scaled(c.op(OpKind::Detach, {bv}), 1 - momentum));
@@ -1480,7 +1472,6 @@ Outs batchNormOp(Node& c) {
     const GraphInput* gi = c.graph().inputOf(input);
     if (c.train() && gi && gi->role == InputRole::Buffer) c.op(OpKind::CopyInplace, {input, value});
   }
-  (void)rstd;
   return {y, runMean, runVar};
 }
 
@@ -1594,12 +1585,8 @@ Outs softmaxCrossEntropyOp(Node& c) {
 
 Outs dropoutOp(Node& c) {
   ValueId x = c.in(0);
-  bool training = false;
-  if (c.opset() >= 12) {
-    if (c.has(2)) training = c.knownScalar(2, "training_mode") != 0;
-  } else if (c.opset() < 7) {
-    training = c.i("is_test", 0) == 0 && false;
-  }
+  // Before opset 12 Dropout has no training mode: an identity when running a model.
+  bool training = c.opset() >= 12 && c.has(2) && c.knownScalar(2, "training_mode") != 0;
   double ratio = c.opset() >= 12 ? (c.has(1) ? c.knownScalar(1, "ratio") : 0.5) : c.f("ratio", 0.5);
   if (!training || ratio == 0) {
     Outs r{x};
@@ -2166,10 +2153,7 @@ void Loader::check(onnx::ModelProto& m) {
     external = true;
     for (const auto& kv : t.external_data()) {
       if (kv.key() != "location") continue;
-      fs::path rel(kv.value());
-      bool safe = !kv.value().empty() && rel.is_relative();
-      for (const auto& part : rel) safe = safe && part != "..";
-      if (!safe) fail("external data location '" + kv.value() + "' must be a relative path inside the model's directory", t.name(), "initializer");
+      if (!safeExternalLocation(kv.value())) fail("external data location '" + kv.value() + "' must be a relative path inside the model's directory", t.name(), "initializer");
     }
   }
   try {
@@ -2348,7 +2332,7 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
     Convert fn = table.at(n.op_type());
     Outs outs;
     // Note [Compile-time values]: fold a node whose inputs are all known.
-    bool foldable = n.op_type() != "Dropout" || true;
+    bool foldable = true;
     int64_t inElems = 0;
     for (const OValue* v : ins) {
       if (v && !v->known) foldable = false;

@@ -304,24 +304,28 @@ namespace aotc::decomp {
 /// caller supplies on every call; each random node has its own counter offset.
 /// Results are reproducible for a seed, on any backend, but are not
 /// PyTorch's random stream.
-ValueId randMask(Builder& c, double prob, Ints shape) {  // by value: adding the seed input grows the value table
+namespace {
+/// The graph's `rng_seed` input (added on first use) and the next random
+/// node's counter offset.
+std::pair<ValueId, int64_t> seedAndOffset(Builder& c) {
   Graph& g = c.graph();
   ValueId seed = g.valueNamed("rng_seed");
   if (seed == kNoValue || !g.inputOf(seed))
     seed = g.addInput("rng_seed", TensorType::contiguous(DType::I64, {}), InputRole::UserInput, false);
   int64_t offset = 0;
   for (const Node& n : g.nodes) offset += n.op == OpKind::RandMask || n.op == OpKind::RandUniform;
+  return {seed, offset};
+}
+}  // namespace
+
+ValueId randMask(Builder& c, double prob, Ints shape) {  // by value: adding the seed input grows the value table
+  auto [seed, offset] = seedAndOffset(c);
   return c.op(OpKind::RandMask, {seed}, Attrs{{"prob", prob}, {"offset", offset}, {"shape", shape}});
 }
 
 /// Uniform [0, 1) numbers from the graph's seed, on their own Philox offset.
 ValueId randUniform(Builder& c, Ints shape, DType d) {
-  Graph& g = c.graph();
-  ValueId seed = g.valueNamed("rng_seed");
-  if (seed == kNoValue || !g.inputOf(seed))
-    seed = g.addInput("rng_seed", TensorType::contiguous(DType::I64, {}), InputRole::UserInput, false);
-  int64_t offset = 0;
-  for (const Node& n : g.nodes) offset += n.op == OpKind::RandMask || n.op == OpKind::RandUniform;
+  auto [seed, offset] = seedAndOffset(c);
   return c.op(OpKind::RandUniform, {seed}, Attrs{{"offset", offset}, {"shape", shape}, {"dtype", std::string(dtypeName(d))}});
 }
 

@@ -360,8 +360,11 @@ class Node : public Builder {
   }
   HostTensor readAttrTensor(const onnx::TensorProto& t) const { return readTensor(t, fs::path(), loc(), "attribute tensor"); }
 
+  /// A dim of a tensor of `rank` (negative counts from the end).  A rank-0
+  /// tensor has no dim: ops that accept scalars (ArgMax, Softmax, Reduce*)
+  /// pass max(rank, 1) and handle the scalar themselves.
   int64_t axis(int64_t a, int64_t rank) const {
-    if (a < -rank || a >= std::max<int64_t>(rank, 1)) fail(cat("axis ", a, " is out of range for rank ", rank));
+    if (a < -rank || a >= rank) fail(cat("axis ", a, " is out of range for rank ", rank));
     return a < 0 ? a + rank : a;
   }
 
@@ -856,7 +859,7 @@ ReduceSpec reduceSpec(Node& c, int64_t rank, bool axesInput) {
     if (c.i("noop_with_empty_axes", 0)) r.noop = true;
     for (int64_t k = 0; k < rank; ++k) r.dims.push_back(k);
   } else {
-    for (int64_t a : axes) r.dims.push_back(c.axis(a, rank));
+    for (int64_t a : axes) r.dims.push_back(c.axis(a, std::max<int64_t>(rank, 1)));
     std::sort(r.dims.begin(), r.dims.end());
     r.dims.erase(std::unique(r.dims.begin(), r.dims.end()), r.dims.end());
   }
@@ -905,7 +908,7 @@ template <bool Max>
 Outs argOnnx(Node& c) {
   ValueId x = c.in(0);
   int64_t r = c.type(x).rank();
-  int64_t a = c.axis(c.i("axis", 0), r);
+  int64_t a = c.axis(c.i("axis", 0), std::max<int64_t>(r, 1));
   bool keep = c.i("keepdims", 1) != 0, last = c.i("select_last_index", 0) != 0;
   DType d = c.type(x).dtype;
   ValueId key = x;
@@ -921,7 +924,7 @@ Outs softmaxOnnx(Node& c, bool log, bool hard) {
   ValueId x = c.in(0);
   const Ints s = c.type(x).sizes;
   int64_t r = static_cast<int64_t>(s.size());
-  int64_t a = c.axis(c.i("axis", c.opset() >= 13 ? -1 : 1), r);
+  int64_t a = c.axis(c.i("axis", c.opset() >= 13 ? -1 : 1), std::max<int64_t>(r, 1));
   auto apply = [&](ValueId v, int64_t dim) -> ValueId {
     if (!hard) return softmaxLike(c, v, dim, log);
     // Hardmax: 1 at the first maximum along dim, 0 elsewhere.
@@ -1025,7 +1028,10 @@ NdRows ndRows(Node& c, ValueId data, ValueId indices, int64_t batch) {
   r.rest.assign(ds.begin() + batch + k, ds.end());
   int64_t M = 1, rowsPerBatch = 1, B = 1;
   for (int64_t d : r.lead) M = mulSize(M, d);
-  for (int64_t j = 0; j < k; ++j) rowsPerBatch = mulSize(rowsPerBatch, ds[static_cast<size_t>(batch + j)]);
+  for (int64_t j = 0; j < k; ++j) {
+    if (ds[static_cast<size_t>(batch + j)] == 0) c.fail("an indexed dim of data has size 0: no index can be valid");
+    rowsPerBatch = mulSize(rowsPerBatch, ds[static_cast<size_t>(batch + j)]);
+  }
   for (int64_t b = 0; b < batch; ++b) B = mulSize(B, ds[static_cast<size_t>(b)]);
   ValueId idx = c.cast(indices, DType::I64);
   ValueId row = kNoValue;

@@ -109,6 +109,17 @@ def bad_weight():
         f.write(m.SerializeToString())
 
 
+def scalar_split():
+    """Split of a rank-0 input: no axis exists (found by scripts/fuzz onnx)."""
+    g = helper.make_graph([helper.make_node("Split", ["x"], ["a", "b"])], "scalar_split",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with open(os.path.join(HERE, "scalar_split.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
 def inputs():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 4)).astype(np.float32)
@@ -127,4 +138,5 @@ if __name__ == "__main__":
     bad_dims()
     cycle()
     bad_weight()
+    scalar_split()
     inputs()

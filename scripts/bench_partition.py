@@ -95,7 +95,7 @@ def aotc_saved_bytes(aotc, prefix, partitioner, tmp):
         return None, r.stderr.strip().splitlines()[0] if r.stderr else "failed"
     with open(os.path.join(out, "manifest.json")) as f:
         m = json.load(f)
-    size = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
+    size = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1, "i8": 1, "i16": 2, "u8": 1, "u16": 2, "u32": 4, "u64": 8}
     total = 0
     for s in m["saved"]:
         n = 1

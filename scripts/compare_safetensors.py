@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """compare_safetensors.py GOT EXPECTED [--tol T] : every tensor of EXPECTED
-must be in GOT with the same shape and allclose (atol = rtol = T, default
+must be in GOT with the same dtype, shape and allclose (atol = rtol = T, default
 1e-5), and GOT must hold nothing else.  Prints one line per tensor; exits 1 on
 any difference.  Uses only the standard library and numpy (python3-numpy)."""
 import json
@@ -9,10 +9,17 @@ import sys
 
 import numpy as np
 
-_DT = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_}
+_DT = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_,
+       "I16": np.int16, "I8": np.int8, "U8": np.uint8, "U16": np.uint16, "U32": np.uint32, "U64": np.uint64}
 
 
 def load(path):
+    """{name: float64 array}."""
+    return {k: v for k, (_, v) in load_typed(path).items()}
+
+
+def load_typed(path):
+    """{name: (safetensors dtype, float64 array)}."""
     with open(path, "rb") as f:
         data = f.read()
     n = struct.unpack("<Q", data[:8])[0]
@@ -27,7 +34,7 @@ def load(path):
             arr = raw.view(np.float32)
         else:
             arr = np.frombuffer(data[8 + n + b:8 + n + e], dtype=_DT[v["dtype"]])
-        out[name] = arr.reshape(v["shape"]).astype(np.float64)
+        out[name] = (v["dtype"], arr.reshape(v["shape"]).astype(np.float64))
     return out
 
 
@@ -38,8 +45,15 @@ def main():
         i = args.index("--tol")
         tol = float(args[i + 1])
         del args[i:i + 2]
-    got, want = load(args[0]), load(args[1])
-    bad = 0
+    bad = ok = 0
+    got, want = load_typed(args[0]), load_typed(args[1])
+    for name in set(got) & set(want):
+        if got[name][0] != want[name][0]:
+            print(f"{name}: dtype {got[name][0]} != {want[name][0]}")
+            del got[name], want[name]
+            bad += 1
+    got = {k: v[1] for k, v in got.items()}
+    want = {k: v[1] for k, v in want.items()}
     for name in sorted(set(got) | set(want)):
         if name not in want:
             print(f"{name}: not in the reference")
@@ -55,7 +69,8 @@ def main():
             bad += 1
         else:
             print(f"{name}: ok")
-    print(f"{len(want) - bad} matched, {bad} differ")
+            ok += 1
+    print(f"{ok} matched, {bad} differ")
     return 1 if bad else 0
 
 

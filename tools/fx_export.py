@@ -59,11 +59,17 @@ EXPORTER_VERSION = "2"
 _ST_DTYPES = {
     torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
     torch.int64: "I64", torch.int32: "I32", torch.bool: "BOOL",
+    torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
 }
 _TORCH_DTYPES = {
     torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
     torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool",
+    torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
 }
+for _name, _st in (("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64")):  # PyTorch 2.3+
+    if hasattr(torch, _name):
+        _ST_DTYPES[getattr(torch, _name)] = _st
+        _TORCH_DTYPES[getattr(torch, _name)] = _name
 
 
 class ExportError(ValueError):

@@ -58,6 +58,7 @@ std::string readAll(const fs::path& p) {
 
 /// allclose with atol = rtol = tol.
 void expectClose(const std::string& what, const HostTensor& got, const HostTensor& want, double tol) {
+  ASSERT_EQ(dtypeName(got.dtype), std::string(dtypeName(want.dtype))) << what;
   ASSERT_EQ(got.sizes, want.sizes) << what;
   ASSERT_EQ(got.data.size(), want.data.size()) << what;
   double worst = 0;
@@ -82,7 +83,8 @@ double tolerance(DType d) {
   switch (d) {
     case DType::F16: return 2e-3;
     case DType::BF16: return 2e-2;
-    default: return 1e-5;
+    case DType::F32: case DType::F64: return 1e-5;
+    default: return 0;  // integers and bools are exact
   }
 }
 

@@ -446,14 +446,46 @@ V nllLoss(Converter& c) {
   return {bin(c, OpKind::Div, {total, count}), count};
 }
 
+/// convolution's 3-D form (Note [3-D convolution] in src/ops/decompose.cpp).
+ValueId convolution3d(Converter& c, ValueId x, ValueId w) {
+  auto three = [&](size_t i, const char* kw, int64_t dflt) {
+    Ints v = c.ints(i, kw, Ints{dflt});
+    if (v.size() == 1) v = {v[0], v[0], v[0]};
+    if (v.size() != 3) c.fail(cat("convolution: ", kw, " must have 3 values for a 3-D convolution"));
+    return v;
+  };
+  Ints stride = three(3, "stride", 1), padding = three(4, "padding", 0), dilation = three(5, "dilation", 1);
+  int64_t groups = c.integer(8, "groups", 1);
+  ValueId y;
+  int64_t outChannels;
+  if (c.boolean(6, "transposed", false)) {
+    Ints op = three(7, "output_padding", 0);
+    y = convTranspose3d(c, x, w, stride, dilation, op, groups);
+    outChannels = c.type(y).sizes[1];
+    for (int64_t k = 0; k < 3; ++k) {
+      if (!padding[static_cast<size_t>(k)]) continue;
+      const int64_t n = c.type(y).sizes[static_cast<size_t>(2 + k)], p = padding[static_cast<size_t>(k)];
+      if (2 * p >= n) c.fail("transposed convolution: the padding crops the whole output");
+      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", 2 + k}, {"start", p}, {"end", n - p}, {"step", int64_t{1}}});
+    }
+  } else {
+    y = conv3d(c, x, w, stride, padding, dilation, groups);
+    outChannels = c.type(w).sizes[0];
+  }
+  if (c.has(2, "bias")) y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", Ints{1, outChannels, 1, 1, 1}}})});
+  return y;
+}
+
 /// convolution(input, weight, bias?, stride, padding, dilation, transposed,
 /// output_padding, groups): 2-D, and 1-D as 2-D over a unit height; the
-/// transposed one is conv2d_backward_input (the adjoint of conv2d).
+/// transposed one is conv2d_backward_input (the adjoint of conv2d); 3-D by
+/// convolution3d.
 V convolution(Converter& c) {
   ValueId x = c.tensor(0, "input"), w = c.tensor(1, "weight");
   int64_t rank = c.type(x).rank();
-  if (rank != 4 && rank != 3) c.fail("only 1-D and 2-D convolution (3-D or 4-D input) are supported");
+  if (rank != 5 && rank != 4 && rank != 3) c.fail("only 1-D, 2-D and 3-D convolution (3-D, 4-D or 5-D input) are supported");
   if (c.type(w).rank() != rank) c.fail("convolution: weight and input ranks differ");
+  if (rank == 5) return {convolution3d(c, x, w)};
   bool oneD = rank == 3;
   auto two = [&](size_t i, const char* kw, int64_t dflt) {
     Ints v = c.ints(i, kw, Ints{dflt});
@@ -1628,21 +1660,7 @@ V pool1d(Converter& c, bool adaptive) {
   }
   return {c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}})};
 }
-// Note [3-D pooling]
-// ~~~~~~~~~~~~~~~~~~
-// A 3-D window is a depth window times a (height, width) window, and what the
-// pools compute factors over the two: the max over the box is the max over
-// depth of the maxima over (H, W); the sum likewise; ATen's divisors (the
-// window clipped to the padded input with count_include_pad, to the input
-// without it, ceil_mode's last windows) are products of per-dim extents; and
-// adaptive windows are per-dim ranges.  So each 3-D pool is a 2-D pool over
-// (H, W) of every depth slice ([N, C*D, H, W]) followed by a 2-D pool over
-// (D, 1) of [N*C, 1, D, Ho*Wo], whose rules (shape, reference, CUDA,
-// gradient) exist.  max_pool3d's index is the flat d*H*W + h*W + w of the
-// first maximum in (d, h, w) order, as ATen's: the depth stage picks the
-// first depth holding the maximum, the (H, W) stage the first (h, w) in it
-// (and both take the last NaN, as ATen's scan does).  A divisor_override
-// divides once, after two sums.
+// 3-D pooling: Note [3-D pooling] in src/ops/decompose.cpp.
 
 /// A pooling argument of 1 or 3 values as 3 (empty stays empty).
 Ints triple(Converter& c, size_t i, const char* kw, Ints dflt, const char* op) {
@@ -1652,87 +1670,51 @@ Ints triple(Converter& c, size_t i, const char* kw, Ints dflt, const char* op) {
   return v;
 }
 
-struct Pool3dInput {
-  ValueId x;        ///< the input as [N, C*D, H, W]
-  Ints n5;          ///< the 5-D sizes
-  bool unbatched;
-};
-Pool3dInput pool3dInput(Converter& c, const char* op) {
+/// The input as 5-D (an unbatched 4-D one gains N = 1), and whether it was 4-D.
+std::pair<ValueId, bool> pool3dInput(Converter& c, const char* op) {
   ValueId x = c.tensor(0, "self");
-  Ints s = c.type(x).sizes;
-  bool unbatched = s.size() == 4;
-  if (s.size() != 4 && s.size() != 5) c.fail(cat(op, " expects a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input"));
-  if (unbatched) s.insert(s.begin(), 1);
-  return {reshapeTo(c, x, {s[0], s[1] * s[2], s[3], s[4]}), s, unbatched};
+  const int64_t r = c.type(x).rank();
+  if (r != 4 && r != 5) c.fail(cat(op, " expects a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input"));
+  if (r == 4) x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{0}}});
+  return {x, r == 4};
 }
-/// [N, C*D, Ho, Wo] -> [N*C, 1, D, Ho*Wo], for the depth stage.
-ValueId depthMajor(Converter& c, ValueId y, const Ints& n5) {
-  const Ints& t = c.type(y).sizes;
-  return reshapeTo(c, y, {n5[0] * n5[1], 1, n5[2], t[2] * t[3]});
-}
-/// The depth stage's result (any shape holding [N*C, Do, Ho*Wo] in order) as
-/// [N, C, Do, Ho, Wo].
-ValueId pool3dOutput(Converter& c, ValueId z, const Ints& n5, int64_t d, int64_t ho, int64_t wo, bool unbatched) {
-  Ints o{n5[0], n5[1], d, ho, wo};
-  if (unbatched) o.erase(o.begin());
-  return reshapeTo(c, z, o);
+ValueId pool3dResult(Converter& c, ValueId y, bool unbatched) {
+  return unbatched ? c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{0}}}) : y;
 }
 
 V avgPool3d(Converter& c) {
   const char* op = "avg_pool3d";
-  Ints k = triple(c, 1, "kernel_size", {}, op), st = triple(c, 2, "stride", Ints{}, op), pad = triple(c, 3, "padding", Ints{0}, op);
-  if (k.empty()) c.fail("avg_pool3d: kernel_size is required");
-  if (st.empty()) st = k;
-  bool ceil = c.boolean(4, "ceil_mode", false), incl = c.boolean(5, "count_include_pad", true);
-  Pool3dInput in = pool3dInput(c, op);
-  Attrs a1{{"kernel", Ints{k[1], k[2]}}, {"stride", Ints{st[1], st[2]}}, {"padding", Ints{pad[1], pad[2]}}, {"ceil_mode", ceil}, {"count_include_pad", incl}};
-  Attrs a2{{"kernel", Ints{k[0], 1}}, {"stride", Ints{st[0], 1}}, {"padding", Ints{pad[0], 0}}, {"ceil_mode", ceil}, {"count_include_pad", incl}};
-  if (c.has(6, "divisor_override")) {
-    int64_t d = c.integer(6, "divisor_override");
-    if (d == 0) c.fail("avg_pool3d: divisor must be not zero");
-    a1["divisor"] = int64_t{1};
-    a2["divisor"] = d;
-  }
-  ValueId y = c.op(OpKind::AvgPool2d, {in.x}, a1);
-  const Ints hw = c.type(y).sizes;
-  ValueId z = c.op(OpKind::AvgPool2d, {depthMajor(c, y, in.n5)}, a2);
-  return {pool3dOutput(c, z, in.n5, c.type(z).sizes[2], hw[2], hw[3], in.unbatched)};
+  decomp::Pool3d p;
+  p.kernel = triple(c, 1, "kernel_size", {}, op);
+  p.stride = triple(c, 2, "stride", Ints{}, op);
+  p.padding = triple(c, 3, "padding", Ints{0}, op);
+  if (p.kernel.empty()) c.fail("avg_pool3d: kernel_size is required");
+  p.ceil = c.boolean(4, "ceil_mode", false);
+  p.countIncludePad = c.boolean(5, "count_include_pad", true);
+  if (c.has(6, "divisor_override")) p.divisor = c.integer(6, "divisor_override");
+  auto [x, unbatched] = pool3dInput(c, op);
+  return {pool3dResult(c, decomp::avgPool3d(c, x, p), unbatched)};
 }
 
 V maxPool3d(Converter& c) {
   const char* op = "max_pool3d";
-  Ints k = triple(c, 1, "kernel_size", {}, op), st = triple(c, 2, "stride", Ints{}, op), pad = triple(c, 3, "padding", Ints{0}, op),
-       dil = triple(c, 4, "dilation", Ints{1}, op);
-  if (k.empty()) c.fail("max_pool3d: kernel_size is required");
-  if (st.empty()) st = k;
-  bool ceil = c.boolean(5, "ceil_mode", false);
-  Pool3dInput in = pool3dInput(c, op);
-  Attrs a1{{"kernel", Ints{k[1], k[2]}}, {"stride", Ints{st[1], st[2]}}, {"padding", Ints{pad[1], pad[2]}}, {"dilation", Ints{dil[1], dil[2]}}, {"ceil_mode", ceil}};
-  Attrs a2{{"kernel", Ints{k[0], 1}}, {"stride", Ints{st[0], 1}}, {"padding", Ints{pad[0], 0}}, {"dilation", Ints{dil[0], 1}}, {"ceil_mode", ceil}};
-  V s1 = c.ops(OpKind::MaxPool2d, {in.x}, a1, {});
-  const Ints hw = c.type(s1[0]).sizes;
-  const int64_t plane = hw[2] * hw[3];
-  V s2 = c.ops(OpKind::MaxPool2d, {depthMajor(c, s1[0], in.n5)}, a2, {});
-  // The depth stage's index is d * plane + p: its depth, and the (H, W)
-  // stage's index there.
-  const int64_t nc = in.n5[0] * in.n5[1], dout = c.type(s2[0]).sizes[2];
-  ValueId i2 = reshapeTo(c, s2[1], {nc, dout, plane});
-  ValueId d = c.op(OpKind::DivFloor, {i2, c.scalar(static_cast<double>(plane), DType::I64)});
-  ValueId i1 = reshapeTo(c, s1[1], {nc, in.n5[2], plane});
-  ValueId hwIdx = c.op(OpKind::Gather, {i1, d}, Attrs{{"dim", int64_t{1}}});
-  ValueId dOff = c.op(OpKind::Mul, {d, c.scalar(static_cast<double>(in.n5[3] * in.n5[4]), DType::I64)});
-  ValueId idx = c.op(OpKind::Add, {dOff, hwIdx});
-  return {pool3dOutput(c, s2[0], in.n5, dout, hw[2], hw[3], in.unbatched), pool3dOutput(c, idx, in.n5, dout, hw[2], hw[3], in.unbatched)};
+  decomp::Pool3d p;
+  p.kernel = triple(c, 1, "kernel_size", {}, op);
+  p.stride = triple(c, 2, "stride", Ints{}, op);
+  p.padding = triple(c, 3, "padding", Ints{0}, op);
+  p.dilation = triple(c, 4, "dilation", Ints{1}, op);
+  if (p.kernel.empty()) c.fail("max_pool3d: kernel_size is required");
+  p.ceil = c.boolean(5, "ceil_mode", false);
+  auto [x, unbatched] = pool3dInput(c, op);
+  auto [y, idx] = decomp::maxPool3d(c, x, p);
+  return {pool3dResult(c, y, unbatched), pool3dResult(c, idx, unbatched)};
 }
-
 
 V adaptiveAvgPool3d(Converter& c) {
   Ints o = triple(c, 1, "output_size", {}, "adaptive_avg_pool3d");
   if (o.empty()) c.fail("adaptive_avg_pool3d: output_size is required");
-  Pool3dInput in = pool3dInput(c, "adaptive_avg_pool3d");
-  ValueId y = adaptiveAvg2d(c, in.x, {o[1], o[2]});
-  ValueId z = adaptiveAvg2d(c, depthMajor(c, y, in.n5), {o[0], o[1] * o[2]});
-  return {pool3dOutput(c, z, in.n5, o[0], o[1], o[2], in.unbatched)};
+  auto [x, unbatched] = pool3dInput(c, "adaptive_avg_pool3d");
+  return {pool3dResult(c, decomp::adaptiveAvg3d(c, x, o), unbatched)};
 }
 
 /// index_put(self, indices, values, accumulate): integer indices as in

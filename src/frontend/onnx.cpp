@@ -69,6 +69,12 @@ std::optional<DType> dtypeOfOnnx(int t) {
     case onnx::TensorProto::INT64: return DType::I64;
     case onnx::TensorProto::INT32: return DType::I32;
     case onnx::TensorProto::BOOL: return DType::Bool;
+    case onnx::TensorProto::INT8: return DType::I8;
+    case onnx::TensorProto::INT16: return DType::I16;
+    case onnx::TensorProto::UINT8: return DType::U8;
+    case onnx::TensorProto::UINT16: return DType::U16;
+    case onnx::TensorProto::UINT32: return DType::U32;
+    case onnx::TensorProto::UINT64: return DType::U64;
     default: return std::nullopt;
   }
 }
@@ -178,8 +184,17 @@ HostTensor readTensor(const onnx::TensorProto& t, const fs::path& dir, const Sou
         break;
       case DType::I32:
       case DType::Bool:
+      case DType::I8:
+      case DType::I16:
+      case DType::U8:
+      case DType::U16:
         need(t.int32_data_size());
         for (int64_t i = 0; i < n; ++i) h.data[static_cast<size_t>(i)] = roundTo(*dt, t.int32_data(static_cast<int>(i)));
+        break;
+      case DType::U32:
+      case DType::U64:
+        need(t.uint64_data_size());
+        for (int64_t i = 0; i < n; ++i) h.data[static_cast<size_t>(i)] = roundTo(*dt, static_cast<double>(t.uint64_data(static_cast<int>(i))));
         break;
       case DType::F16:
       case DType::BF16:
@@ -427,6 +442,23 @@ Outs powOp(Node& c) {
   return {c.op(OpKind::Pow, {a, b})};
 }
 
+/// BitShift (unsigned types): x * 2^y or x / 2^y, and 0 where y reaches the
+/// type's width (numpy's and C's rule for unsigned operands; 2^y itself
+/// would wrap there).
+Outs bitShiftOp(Node& c) {
+  ValueId x = c.in(0), y = c.in(1);
+  DType d = c.type(x).dtype;
+  if (!isUnsigned(d) || c.type(y).dtype != d) c.fail(cat("BitShift takes two tensors of one unsigned type, got ", dtypeName(d), " and ", dtypeName(c.type(y).dtype)));
+  std::string dir = c.s("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") c.fail(cat("BitShift: direction must be LEFT or RIGHT, got '", dir, "'"));
+  ValueId big = bin(c, OpKind::Ge, {y, c.scalarLike(static_cast<double>(dtypeSize(d) * 8), y)});
+  ValueId zero = c.scalarLike(0, y);
+  ValueId p = c.op(OpKind::Pow, {c.scalarLike(2, y), c.op(OpKind::Where, {big, zero, y})});
+  ValueId r = dir == "LEFT" ? c.op(OpKind::Mul, {x, p})
+                            : c.cast(c.op(OpKind::Trunc, {c.op(OpKind::Div, {c.cast(x, DType::F64), c.cast(p, DType::F64)})}), d);
+  return {c.op(OpKind::Where, {big, c.scalarLike(0, r), r})};
+}
+
 /// Sum / Mean / Max / Min over any number of broadcasting inputs.
 Outs variadic(Node& c, OpKind k, bool mean) {
   ValueId r = c.in(0);
@@ -497,10 +529,11 @@ Outs hardSwishOp(Node& c) {
   return {c.mul(x, clampOp(c, lin, 0.0, 1.0))};
 }
 Outs softplusOp(Node& c) {
-  ValueId x = c.in(0);
-  // log(exp(x) + 1), as log1p(exp(-|x|)) + max(x, 0) to stay finite.
-  ValueId t = c.op(OpKind::Log1p, {c.op(OpKind::Exp, {c.neg(c.op(OpKind::Abs, {x}))})});
-  return {c.add(c.op(OpKind::Relu, {x}), t)};
+  // log(exp(x) + 1) as ATen's softplus: log1p(exp(x)), and x past 20 (where
+  // the two differ by less than exp(-20)).  Not max(x, 0) + log1p(exp(-|x|)):
+  // its pieces' subgradients at 0 give the gradient 0 there, not 1/2 (found
+  // by scripts/onnx_gradcheck on test_softplus_example).
+  return {softplus(c, c.in(0), 1.0, 20.0)};
 }
 Outs softsignOp(Node& c) {
   ValueId x = c.in(0);
@@ -1246,10 +1279,14 @@ ConvGeom convGeom(Node& c, const Ints& spatialIn, const Ints& kernelFromWeight) 
   return g;
 }
 
-/// 1-D and 2-D only: a 1-D op runs as 2-D over a unit height.
+/// 1-D, 2-D and 3-D: a 1-D op runs as 2-D over a unit height, a 3-D one
+/// through the decompositions (Notes [3-D convolution], [3-D pooling]).
 void requireSpatial(Node& c, int64_t rank, const char* what) {
-  if (rank != 3 && rank != 4) c.fail(cat(what, ": only 1-D and 2-D (3-D or 4-D inputs) are supported"));
+  if (rank != 3 && rank != 4 && rank != 5) c.fail(cat(what, ": only 1-D, 2-D and 3-D (3-D, 4-D or 5-D inputs) are supported"));
 }
+
+/// Zero (or `value`) padding of the spatial dims of [N, C, ...] by begin / end.
+ValueId padSpatial(Node& c, ValueId x, const Ints& begin, const Ints& end, double value);
 
 Outs convOp(Node& c) {
   ValueId x = c.in(0), w = c.in(1);
@@ -1260,6 +1297,13 @@ Outs convOp(Node& c) {
   Ints kw(c.type(w).sizes.begin() + 2, c.type(w).sizes.end());
   ConvGeom g = convGeom(c, sin, kw);
   if (g.kernel != kw) c.fail("Conv: kernel_shape differs from the weight's");
+  if (rank == 5) {
+    bool sym = g.begin == g.end;
+    if (!sym) x = padSpatial(c, x, g.begin, g.end, 0.0);
+    ValueId y = conv3d(c, x, w, g.stride, sym ? g.begin : Ints{0, 0, 0}, g.dil, c.i("group", 1));
+    if (c.has(2)) y = c.add(y, c.reshape(c.in(2), {1, c.type(w).sizes[0], 1, 1, 1}));
+    return {y};
+  }
   bool oneD = rank == 3;
   if (oneD) {
     x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
@@ -1335,12 +1379,18 @@ Outs convTransposeOp(Node& c) {
     full[0] = 1;
   }
   // conv2d_backward_input at padding 0 gives the full output; the pads crop it.
+  const size_t ns = full.size();
   int64_t outC = c.type(w).sizes[1] * groups;
-  Ints inSize{c.type(x).sizes[0], outC, full[0], full[1]};
-  ValueId xc = c.contiguous(x), wc = c.contiguous(w);
-  ValueId y = c.op(OpKind::Conv2dBackwardInput, {xc, wc},
-                   Attrs{{"input_size", inSize}, {"stride", stride}, {"padding", Ints{0, 0}}, {"dilation", dil}, {"groups", groups}});
-  for (size_t k = 0; k < 2; ++k) {
+  ValueId y;
+  if (ns == 3) {
+    y = convTranspose3d(c, x, w, stride, dil, outPad, groups);
+  } else {
+    Ints inSize{c.type(x).sizes[0], outC, full[0], full[1]};
+    ValueId xc = c.contiguous(x), wc = c.contiguous(w);
+    y = c.op(OpKind::Conv2dBackwardInput, {xc, wc},
+             Attrs{{"input_size", inSize}, {"stride", stride}, {"padding", Ints{0, 0}}, {"dilation", dil}, {"groups", groups}});
+  }
+  for (size_t k = 0; k < ns; ++k) {
     int64_t d = static_cast<int64_t>(2 + k);
     int64_t b = std::max<int64_t>(begin[k], 0), e = std::max<int64_t>(end[k], 0);
     if (b || e) {
@@ -1348,15 +1398,50 @@ Outs convTransposeOp(Node& c) {
       y = c.op(OpKind::Slice, {y}, Attrs{{"dim", d}, {"start", b}, {"end", full[k] - e}, {"step", int64_t{1}}});
     }
     if (begin[k] < 0 || end[k] < 0) {
-      Ints pb(4, 0), pe(4, 0);
+      Ints pb(ns + 2, 0), pe(ns + 2, 0);
       pb[static_cast<size_t>(d)] = std::max<int64_t>(-begin[k], 0);
       pe[static_cast<size_t>(d)] = std::max<int64_t>(-end[k], 0);
       y = padTo(c, y, pb, pe, "constant", 0.0);
     }
   }
-  if (c.has(2)) y = c.add(y, c.reshape(c.in(2), {1, outC, 1, 1}));
+  Ints bshape(ns + 2, 1);
+  bshape[1] = outC;
+  if (c.has(2)) y = c.add(y, c.reshape(c.in(2), bshape));
   if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
   return {y};
+}
+
+ValueId padSpatial(Node& c, ValueId x, const Ints& begin, const Ints& end, double value) {
+  Ints b{0, 0}, e{0, 0};
+  b.insert(b.end(), begin.begin(), begin.end());
+  e.insert(e.end(), end.begin(), end.end());
+  return padTo(c, x, b, e, "constant", value);
+}
+
+/// MaxPool / AveragePool of a 5-D input: symmetric pads of at most half the
+/// window go to the pool; others are explicit (-inf for max; for an average
+/// without count_include_pad the padded sum over the padded count of ones).
+template <bool Max>
+ValueId pool3d(Node& c, ValueId x, const ConvGeom& g, bool ceil, bool includePad) {
+  decomp::Pool3d p;
+  p.kernel = g.kernel;
+  p.stride = g.stride;
+  p.dilation = g.dil;
+  p.ceil = ceil;
+  p.countIncludePad = includePad;
+  bool sym = g.begin == g.end;
+  for (size_t k = 0; k < 3 && sym; ++k) sym = g.begin[k] * 2 <= g.kernel[k];
+  if (sym) {
+    p.padding = g.begin;
+    return Max ? decomp::maxPool3d(c, x, p).first : decomp::avgPool3d(c, x, p);
+  }
+  if (ceil) c.fail("pooling with asymmetric pads and ceil_mode is not supported");
+  if (Max) return decomp::maxPool3d(c, padSpatial(c, x, g.begin, g.end, -HUGE_VAL), p).first;
+  p.countIncludePad = true;
+  ValueId sum = decomp::avgPool3d(c, padSpatial(c, x, g.begin, g.end, 0.0), p);
+  if (includePad) return sum;
+  ValueId ones = c.full(1.0, TensorType::contiguous(c.type(x).dtype, c.type(x).sizes));
+  return c.div(sum, decomp::avgPool3d(c, padSpatial(c, ones, g.begin, g.end, 0.0), p));
 }
 
 template <bool Max>
@@ -1370,6 +1455,7 @@ Outs poolOp(Node& c) {
   bool ceil = c.i("ceil_mode", 0) != 0;
   bool includePad = !Max && c.i("count_include_pad", 0) != 0;
   if (Max && c.i("storage_order", 0) != 0) c.fail("MaxPool: storage_order=1 is not supported");
+  if (rank == 5) return {pool3d<Max>(c, x, g, ceil, includePad)};
   bool oneD = rank == 3;
   if (oneD) {
     x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
@@ -2057,6 +2143,7 @@ const std::map<std::string, Convert>& converters() {
       {"Upsample", resizeOp},
       {"Where", whereOp},
       {"Xor", xorOp},
+      {"BitShift", bitShiftOp},
   };
   return table;
 }
@@ -2208,10 +2295,10 @@ ValueId Loader::materialize(Model& model, OValue& v, const std::string& name) {
   AOTC_CHECK(v.known.has_value(), "an ONNX value with neither an IR value nor a known one: ", name);
   Graph& g = model.graph;
   const HostTensor& t = *v.known;
-  if (t.dtype == DType::I64)
+  if (t.dtype == DType::I64 || t.dtype == DType::U64)
     for (double x : t.data)
       if (std::fabs(x) > 0x1p53)
-        throw UserError(SourceLoc{path_, name, "constant"}, "an int64 tensor holding values beyond 2^53 is used at run time; aotc cannot hold them exactly");
+        throw UserError(SourceLoc{path_, name, "constant"}, cat("an ", dtypeTorchName(t.dtype), " tensor holding values beyond 2^53 is used at run time; aotc cannot hold them exactly"));
   if (v.initializer.empty() && (t.data.empty() || isSplat(t))) {
     Builder b(g, SourceLoc{path_, name, "constant"});
     v.id = b.full(t.data.empty() ? 0.0 : t.data[0], TensorType::contiguous(t.dtype, t.sizes));

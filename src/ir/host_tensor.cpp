@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace aotc {
 
@@ -29,6 +30,23 @@ float bf16Round(float f) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+
+/// Note [Integer wrap]: a value given to an integer type of fewer than 64
+/// bits wraps modulo 2^bits, as C++ conversions (and so the kernels), PyTorch
+/// and numpy do: uint8 200 + 100 is 44.  The fraction is dropped first; NaN
+/// is 0 and a value beyond the int64 range saturates before wrapping (the
+/// conversion would be undefined).
+template <typename T>
+double wrapTo(double x) {
+  if (x != x) return 0.0;
+  double t = std::trunc(x);
+  if constexpr (std::is_same_v<T, uint64_t>) {
+    if (t >= 0x1p64) return static_cast<double>(UINT64_MAX);
+    if (t >= 0) return static_cast<double>(static_cast<uint64_t>(t));
+  }
+  int64_t i = t >= 0x1p63 ? INT64_MAX : t < -0x1p63 ? INT64_MIN : static_cast<int64_t>(t);
+  return static_cast<double>(static_cast<T>(i));
+}
 }  // namespace
 
 double roundTo(DType d, double x) {
@@ -42,6 +60,12 @@ double roundTo(DType d, double x) {
     case DType::I64: return x != x ? 0.0 : x >= 0x1p63 ? 0x1p63 - 1024 : x < -0x1p63 ? -0x1p63 : std::trunc(x);
     case DType::I32: return x != x ? 0.0 : std::trunc(std::clamp(x, -2147483648.0, 2147483647.0));
     case DType::Bool: return x != 0.0 ? 1.0 : 0.0;
+    case DType::I8: return wrapTo<int8_t>(x);
+    case DType::I16: return wrapTo<int16_t>(x);
+    case DType::U8: return wrapTo<uint8_t>(x);
+    case DType::U16: return wrapTo<uint16_t>(x);
+    case DType::U32: return wrapTo<uint32_t>(x);
+    case DType::U64: return wrapTo<uint64_t>(x);
   }
   return x;
 }

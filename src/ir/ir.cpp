@@ -20,7 +20,7 @@ struct DTypeNames {
   int64_t size;
   bool floating;
 };
-constexpr std::array<DTypeNames, 7> kDTypes = {{
+constexpr std::array<DTypeNames, 13> kDTypes = {{
     {DType::F32, "f32", "float32", "F32", 4, true},
     {DType::F64, "f64", "float64", "F64", 8, true},
     {DType::F16, "f16", "float16", "F16", 2, true},
@@ -28,6 +28,12 @@ constexpr std::array<DTypeNames, 7> kDTypes = {{
     {DType::I64, "i64", "int64", "I64", 8, false},
     {DType::I32, "i32", "int32", "I32", 4, false},
     {DType::Bool, "bool", "bool", "BOOL", 1, false},
+    {DType::I8, "i8", "int8", "I8", 1, false},
+    {DType::I16, "i16", "int16", "I16", 2, false},
+    {DType::U8, "u8", "uint8", "U8", 1, false},
+    {DType::U16, "u16", "uint16", "U16", 2, false},
+    {DType::U32, "u32", "uint32", "U32", 4, false},
+    {DType::U64, "u64", "uint64", "U64", 8, false},
 }};
 const DTypeNames& dt(DType d) { return kDTypes[static_cast<size_t>(d)]; }
 }  // namespace
@@ -37,6 +43,7 @@ const char* dtypeTorchName(DType d) { return dt(d).torch; }
 const char* dtypeSafetensorsName(DType d) { return dt(d).st; }
 int64_t dtypeSize(DType d) { return dt(d).size; }
 bool isFloating(DType d) { return dt(d).floating; }
+bool isUnsigned(DType d) { return d == DType::U8 || d == DType::U16 || d == DType::U32 || d == DType::U64; }
 
 std::optional<DType> parseDType(const std::string& s) {
   for (auto& e : kDTypes)

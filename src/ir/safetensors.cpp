@@ -117,6 +117,12 @@ double loadElement(DType d, const unsigned char* p) {
     case DType::I64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
     case DType::I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DType::Bool: return p[0] ? 1.0 : 0.0;
+    case DType::I8: return static_cast<int8_t>(p[0]);
+    case DType::I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::U8: return p[0];
+    case DType::U16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::U32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::U64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
   }
   return 0;
 }
@@ -142,6 +148,13 @@ void storeElement(DType d, unsigned char* p, double x) {
     }
     case DType::I32: { int32_t v = static_cast<int32_t>(x); std::memcpy(p, &v, 4); return; }
     case DType::Bool: p[0] = x != 0.0; return;
+    // x is in range: roundTo wrapped it.
+    case DType::I8: p[0] = static_cast<unsigned char>(static_cast<int8_t>(x)); return;
+    case DType::I16: { int16_t v = static_cast<int16_t>(x); std::memcpy(p, &v, 2); return; }
+    case DType::U8: p[0] = static_cast<unsigned char>(x); return;
+    case DType::U16: { uint16_t v = static_cast<uint16_t>(x); std::memcpy(p, &v, 2); return; }
+    case DType::U32: { uint32_t v = static_cast<uint32_t>(x); std::memcpy(p, &v, 4); return; }
+    case DType::U64: { uint64_t v = x >= 0x1p64 ? UINT64_MAX : static_cast<uint64_t>(x); std::memcpy(p, &v, 8); return; }
   }
 }
 

@@ -329,4 +329,184 @@ ValueId randUniform(Builder& c, Ints shape, DType d) {
   return c.op(OpKind::RandUniform, {seed}, Attrs{{"offset", offset}, {"shape", shape}, {"dtype", std::string(dtypeName(d))}});
 }
 
+// Note [3-D convolution]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A 3-D convolution is the sum over its depth taps kd of 2-D convolutions:
+// output depth od reads input depth od*sd + kd*dd (after padding), so the
+// depth slices a tap reads (a strided slice) are stacked into the batch
+// ([N*Do, C, H, W]) and convolved by w[:, :, kd] with the (H, W) stride,
+// padding, dilation and groups; the KD results are summed.  The transposed
+// one is its adjoint: each tap's conv2d_backward_input of every input depth
+// slice, added at depths id*sd + kd*dd of the full output.  Both are exact up
+// to the order of the sum, and their gradients are autodiff's through ops
+// whose rules (shape, reference, CUDA, gradient) exist.
+
+namespace {
+void require3(Builder& c, const char* what, const Ints& v, const char* kw, int64_t lo) {
+  if (v.size() != 3) c.fail(cat(what, ": ", kw, " must have 3 values"));
+  for (int64_t x : v)
+    if (x < lo) c.fail(cat(what, ": ", kw, " must be at least ", lo));
+}
+/// [N, C, D, H, W] -> [N*D, C, H, W].
+ValueId depthIntoBatch(Builder& c, ValueId x) {
+  const Ints s = c.type(x).sizes;
+  return reshapeTo(c, c.op(OpKind::Permute, {x}, Attrs{{"dims", Ints{0, 2, 1, 3, 4}}}), {s[0] * s[2], s[1], s[3], s[4]});
+}
+/// [N*D, C, H, W] -> [N, C, D, H, W].
+ValueId batchIntoDepth(Builder& c, ValueId y, int64_t n, int64_t d) {
+  const Ints s = c.type(y).sizes;
+  return c.op(OpKind::Permute, {reshapeTo(c, y, {n, d, s[1], s[2], s[3]})}, Attrs{{"dims", Ints{0, 2, 1, 3, 4}}});
+}
+}  // namespace
+
+ValueId conv3d(Builder& c, ValueId x, ValueId w, const Ints& stride, const Ints& padding, const Ints& dilation, int64_t groups) {
+  const TensorType xt = c.type(x), wt = c.type(w);
+  if (xt.rank() != 5 || wt.rank() != 5) c.fail("conv3d: the input and the weight must be 5-D");
+  require3(c, "conv3d", stride, "stride", 1);
+  require3(c, "conv3d", padding, "padding", 0);
+  require3(c, "conv3d", dilation, "dilation", 1);
+  if (groups <= 0 || xt.sizes[1] != mulSize(wt.sizes[1], groups) || wt.sizes[0] % groups)
+    c.fail("conv3d: the input's channels do not match the weight and groups");
+  const int64_t n = xt.sizes[0], kd = wt.sizes[2];
+  const int64_t span = addSize(mulSize(dilation[0], kd - 1), 1), padded = addSize(xt.sizes[2], 2 * padding[0]);
+  if (kd <= 0 || padded < span) c.fail("conv3d: the kernel is deeper than the padded input");
+  const int64_t dout = (padded - span) / stride[0] + 1;
+  if (padding[0]) x = c.op(OpKind::Pad, {x}, Attrs{{"pad", Ints{0, 0, 0, 0, padding[0], padding[0]}}, {"value", 0.0}});
+  Attrs a{{"stride", Ints{stride[1], stride[2]}}, {"padding", Ints{padding[1], padding[2]}}, {"dilation", Ints{dilation[1], dilation[2]}}, {"groups", groups}};
+  ValueId sum = kNoValue;
+  for (int64_t k = 0; k < kd; ++k) {
+    const int64_t start = k * dilation[0];
+    ValueId xs = c.op(OpKind::Slice, {x}, Attrs{{"dim", int64_t{2}}, {"start", start}, {"end", start + stride[0] * (dout - 1) + 1}, {"step", stride[0]}});
+    ValueId in = depthIntoBatch(c, xs);
+    ValueId wk = c.contiguous(c.op(OpKind::Select, {w}, Attrs{{"dim", int64_t{2}}, {"index", k}}));
+    ValueId y = c.op(OpKind::Conv2d, {in, wk}, a);
+    sum = sum == kNoValue ? y : c.add(sum, y);
+  }
+  return batchIntoDepth(c, sum, n, dout);
+}
+
+ValueId convTranspose3d(Builder& c, ValueId x, ValueId w, const Ints& stride, const Ints& dilation, const Ints& outputPadding,
+                        int64_t groups) {
+  const TensorType xt = c.type(x), wt = c.type(w);
+  if (xt.rank() != 5 || wt.rank() != 5) c.fail("conv_transpose3d: the input and the weight must be 5-D");
+  require3(c, "conv_transpose3d", stride, "stride", 1);
+  require3(c, "conv_transpose3d", dilation, "dilation", 1);
+  require3(c, "conv_transpose3d", outputPadding, "output_padding", 0);
+  if (groups <= 0 || xt.sizes[1] != wt.sizes[0] || wt.sizes[0] % groups)
+    c.fail("conv_transpose3d: the input's channels do not match the weight and groups");
+  Ints full(3);
+  for (size_t k = 0; k < 3; ++k) {
+    if (outputPadding[k] >= stride[k] && outputPadding[k] >= dilation[k])
+      c.fail("conv_transpose3d: output_padding must be smaller than stride or dilation");
+    full[k] = addSize(addSize(mulSize(stride[k], xt.sizes[2 + k] - 1), mulSize(dilation[k], wt.sizes[2 + k] - 1)), 1 + outputPadding[k]);
+    if (full[k] <= 0 || wt.sizes[2 + k] <= 0) c.fail("conv_transpose3d: the output is empty");
+  }
+  const int64_t n = xt.sizes[0], din = xt.sizes[2], outC = mulSize(wt.sizes[1], groups);
+  ValueId in = c.contiguous(depthIntoBatch(c, x));
+  Attrs a{{"input_size", Ints{mulSize(n, din), outC, full[1], full[2]}}, {"stride", Ints{stride[1], stride[2]}}, {"padding", Ints{0, 0}},
+          {"dilation", Ints{dilation[1], dilation[2]}}, {"groups", groups}};
+  ValueId acc = c.zeros(TensorType::contiguous(xt.dtype, {n, outC, full[0], full[1], full[2]}));
+  for (int64_t k = 0; k < wt.sizes[2]; ++k) {
+    ValueId wk = c.contiguous(c.op(OpKind::Select, {w}, Attrs{{"dim", int64_t{2}}, {"index", k}}));
+    ValueId z = batchIntoDepth(c, c.op(OpKind::Conv2dBackwardInput, {in, wk}, a), n, din);
+    const int64_t start = k * dilation[0];
+    Attrs at{{"dim", int64_t{2}}, {"start", start}, {"end", start + stride[0] * (din - 1) + 1}, {"step", stride[0]}};
+    ValueId cur = c.op(OpKind::Slice, {acc}, at);
+    ValueId upd = c.add(cur, z);
+    acc = c.op(OpKind::SliceScatter, {acc, upd}, at);
+  }
+  return acc;
+}
+
+// Note [3-D pooling]
+// ~~~~~~~~~~~~~~~~~~
+// A 3-D window is a depth window times a (height, width) window, and what the
+// pools compute factors over the two: the max over the box is the max over
+// depth of the maxima over (H, W); the sum likewise; ATen's divisors (the
+// window clipped to the padded input with count_include_pad, to the input
+// without it, ceil_mode's last windows) are products of per-dim extents; and
+// adaptive windows are per-dim ranges.  So each 3-D pool is a 2-D pool over
+// (H, W) of every depth slice ([N, C*D, H, W]) followed by a 2-D pool over
+// (D, 1) of [N*C, 1, D, Ho*Wo], whose rules (shape, reference, CUDA,
+// gradient) exist.  max_pool3d's index is the flat d*H*W + h*W + w of the
+// first maximum in (d, h, w) order, as ATen's: the depth stage picks the
+// first depth holding the maximum, the (H, W) stage the first (h, w) in it
+// (and both take the last NaN, as ATen's scan does).  A divisor_override
+// divides once, after two sums.  Every stage computes a new tensor, never a
+// view of the input (an in-place update of the result must not reach it).
+
+namespace {
+Ints pool5(Builder& c, ValueId x, const char* what) {
+  if (c.type(x).rank() != 5) c.fail(cat(what, ": expects a 5-D (N, C, D, H, W) input"));
+  return c.type(x).sizes;
+}
+void checkPool3d(Builder& c, Pool3d& p, const char* what) {
+  if (p.stride.empty()) p.stride = p.kernel;
+  require3(c, what, p.kernel, "kernel_size", 1);
+  require3(c, what, p.stride, "stride", 1);
+  require3(c, what, p.padding, "padding", 0);
+  require3(c, what, p.dilation, "dilation", 1);
+}
+/// [N, C, D, H, W] -> [N, C*D, H, W].
+ValueId planes(Builder& c, ValueId x, const Ints& n5) { return reshapeTo(c, x, {n5[0], n5[1] * n5[2], n5[3], n5[4]}); }
+/// [N, C*D, Ho, Wo] -> [N*C, 1, D, Ho*Wo], for the depth stage.
+ValueId depthMajor(Builder& c, ValueId y, const Ints& n5) {
+  const Ints t = c.type(y).sizes;
+  return reshapeTo(c, y, {n5[0] * n5[1], 1, n5[2], t[2] * t[3]});
+}
+/// The depth stage's result (any shape holding [N*C, Do, Ho*Wo] in order) as
+/// [N, C, Do, Ho, Wo].
+ValueId pool3dOutput(Builder& c, ValueId z, const Ints& n5, int64_t d, int64_t ho, int64_t wo) {
+  return reshapeTo(c, z, {n5[0], n5[1], d, ho, wo});
+}
+}  // namespace
+
+ValueId avgPool3d(Builder& c, ValueId x, Pool3d p) {
+  const Ints n5 = pool5(c, x, "avg_pool3d");
+  checkPool3d(c, p, "avg_pool3d");
+  if (p.dilation != Ints{1, 1, 1}) c.fail("avg_pool3d: dilation is not supported");
+  const Ints &k = p.kernel, &st = p.stride, &pad = p.padding;
+  Attrs a1{{"kernel", Ints{k[1], k[2]}}, {"stride", Ints{st[1], st[2]}}, {"padding", Ints{pad[1], pad[2]}}, {"ceil_mode", p.ceil}, {"count_include_pad", p.countIncludePad}};
+  Attrs a2{{"kernel", Ints{k[0], 1}}, {"stride", Ints{st[0], 1}}, {"padding", Ints{pad[0], 0}}, {"ceil_mode", p.ceil}, {"count_include_pad", p.countIncludePad}};
+  if (p.divisor) {
+    if (*p.divisor == 0) c.fail("avg_pool3d: divisor must be not zero");
+    a1["divisor"] = int64_t{1};
+    a2["divisor"] = *p.divisor;
+  }
+  ValueId y = c.op(OpKind::AvgPool2d, {planes(c, x, n5)}, a1);
+  const Ints hw = c.type(y).sizes;
+  ValueId z = c.op(OpKind::AvgPool2d, {depthMajor(c, y, n5)}, a2);
+  return pool3dOutput(c, z, n5, c.type(z).sizes[2], hw[2], hw[3]);
+}
+
+std::pair<ValueId, ValueId> maxPool3d(Builder& c, ValueId x, Pool3d p) {
+  const Ints n5 = pool5(c, x, "max_pool3d");
+  checkPool3d(c, p, "max_pool3d");
+  const Ints &k = p.kernel, &st = p.stride, &pad = p.padding, &dil = p.dilation;
+  Attrs a1{{"kernel", Ints{k[1], k[2]}}, {"stride", Ints{st[1], st[2]}}, {"padding", Ints{pad[1], pad[2]}}, {"dilation", Ints{dil[1], dil[2]}}, {"ceil_mode", p.ceil}};
+  Attrs a2{{"kernel", Ints{k[0], 1}}, {"stride", Ints{st[0], 1}}, {"padding", Ints{pad[0], 0}}, {"dilation", Ints{dil[0], 1}}, {"ceil_mode", p.ceil}};
+  std::vector<ValueId> s1 = c.ops(OpKind::MaxPool2d, {planes(c, x, n5)}, a1, {});
+  const Ints hw = c.type(s1[0]).sizes;
+  const int64_t plane = hw[2] * hw[3];
+  std::vector<ValueId> s2 = c.ops(OpKind::MaxPool2d, {depthMajor(c, s1[0], n5)}, a2, {});
+  // The depth stage's index is d * plane + p: its depth, and the (H, W)
+  // stage's index there.
+  const int64_t nc = n5[0] * n5[1], dout = c.type(s2[0]).sizes[2];
+  ValueId i2 = reshapeTo(c, s2[1], {nc, dout, plane});
+  ValueId d = c.op(OpKind::DivFloor, {i2, c.scalar(static_cast<double>(plane), DType::I64)});
+  ValueId i1 = reshapeTo(c, s1[1], {nc, n5[2], plane});
+  ValueId hwIdx = c.op(OpKind::Gather, {i1, d}, Attrs{{"dim", int64_t{1}}});
+  ValueId dOff = c.op(OpKind::Mul, {d, c.scalar(static_cast<double>(n5[3] * n5[4]), DType::I64)});
+  ValueId idx = c.op(OpKind::Add, {dOff, hwIdx});
+  return {pool3dOutput(c, s2[0], n5, dout, hw[2], hw[3]), pool3dOutput(c, idx, n5, dout, hw[2], hw[3])};
+}
+
+ValueId adaptiveAvg3d(Builder& c, ValueId x, const Ints& out) {
+  const Ints n5 = pool5(c, x, "adaptive_avg_pool3d");
+  if (out.size() != 3) c.fail("adaptive_avg_pool3d: output_size must have 3 values");
+  ValueId y = adaptiveAvg2d(c, planes(c, x, n5), {out[1], out[2]});
+  ValueId z = adaptiveAvg2d(c, depthMajor(c, y, n5), {out[0], out[1] * out[2]});
+  return pool3dOutput(c, z, n5, out[0], out[1], out[2]);
+}
+
 }  // namespace aotc::decomp

@@ -1,7 +1,7 @@
 //===- ops.cpp - The op table and shape rules -----------------------------===//
 //
 // Shape rules follow ATen's: broadcasting, type promotion (a simplified
-// lattice: bool < int32 < int64 < float16/bfloat16 < float32 < float64), and
+// lattice: bool < integers (the narrowest holding both) < float16/bfloat16 < float32 < float64), and
 // view stride computation (computeStride in aten/src/ATen/TensorUtils.cpp).
 //===----------------------------------------------------------------------===//
 #include "aotc/ops/ops.h"
@@ -42,8 +42,8 @@ std::string shapeStr(const Ints& s) {
 int rank(DType d) {
   switch (d) {
     case DType::Bool: return 0;
-    case DType::I32: return 1;
-    case DType::I64: return 2;
+    case DType::I8: case DType::I16: case DType::I32: case DType::I64:
+    case DType::U8: case DType::U16: case DType::U32: case DType::U64: return 1;
     case DType::F16: return 3;
     case DType::BF16: return 3;
     case DType::F32: return 4;
@@ -52,9 +52,26 @@ int rank(DType d) {
   return 0;
 }
 
+/// Two integer types: the narrowest type holding both ranges (ATen's rule
+/// for uint8 with int8: int16).  uint64 with a signed type has none.
+DType promoteIntegers(DType a, DType b) {
+  int64_t wa = dtypeSize(a) * 8, wb = dtypeSize(b) * 8;
+  if (isUnsigned(a) == isUnsigned(b)) return wa >= wb ? a : b;
+  if (isUnsigned(a)) std::swap(a, b), std::swap(wa, wb);  // a signed, b unsigned
+  if (wa > wb) return a;
+  switch (wb) {
+    case 8: return DType::I16;
+    case 16: return DType::I32;
+    case 32: return DType::I64;
+    default: shapeError(std::string("no integer type holds both ") + dtypeName(a) + " and " + dtypeName(b));
+  }
+  return a;
+}
+
 DType promote(DType a, DType b) {
   if (a == b) return a;
   if ((a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16)) return DType::F32;
+  if (rank(a) == 1 && rank(b) == 1) return promoteIntegers(a, b);
   return rank(a) >= rank(b) ? a : b;
 }
 

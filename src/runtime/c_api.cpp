@@ -48,6 +48,12 @@ DType toDType(aotc_dtype d) {
     case AOTC_I64: return DType::I64;
     case AOTC_I32: return DType::I32;
     case AOTC_BOOL: return DType::Bool;
+    case AOTC_I8: return DType::I8;
+    case AOTC_I16: return DType::I16;
+    case AOTC_U8: return DType::U8;
+    case AOTC_U16: return DType::U16;
+    case AOTC_U32: return DType::U32;
+    case AOTC_U64: return DType::U64;
   }
   throw aotc::UserError(aotc::SourceLoc{"", "", "bind"}, "unknown aotc_dtype " + std::to_string(static_cast<int>(d)));
 }
@@ -61,6 +67,12 @@ aotc_dtype fromDType(DType d) {
     case DType::I64: return AOTC_I64;
     case DType::I32: return AOTC_I32;
     case DType::Bool: return AOTC_BOOL;
+    case DType::I8: return AOTC_I8;
+    case DType::I16: return AOTC_I16;
+    case DType::U8: return AOTC_U8;
+    case DType::U16: return AOTC_U16;
+    case DType::U32: return AOTC_U32;
+    case DType::U64: return AOTC_U64;
   }
   return AOTC_F32;
 }

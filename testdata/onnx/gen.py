@@ -120,6 +120,74 @@ def scalar_split():
         f.write(m.SerializeToString())
 
 
+def write_safetensors(name, tensors):
+    """{name: numpy array} as safetensors (names sorted, data 8-byte aligned)."""
+    import json
+    import struct
+    st = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.int64): "I64",
+          np.dtype(np.int32): "I32", np.dtype(np.int16): "I16", np.dtype(np.int8): "I8", np.dtype(np.uint8): "U8",
+          np.dtype(np.uint16): "U16", np.dtype(np.uint32): "U32", np.dtype(np.uint64): "U64", np.dtype(np.bool_): "BOOL"}
+    header, blobs, off = {}, [], 0
+    for k in sorted(tensors):
+        a = np.ascontiguousarray(tensors[k])
+        header[k] = {"dtype": st[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+        blobs.append(a.tobytes())
+        off += a.nbytes
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def int_types():
+    """The integer dtypes: arithmetic that wraps, BitShift by the type's width
+    and more, integer Div/Mod, Max/Min, and casts between them; expected
+    values from numpy (whose integer arithmetic wraps like ONNX's)."""
+    a = np.array([200, 100, 7, 255], np.uint8)
+    b = np.array([100, 200, 3, 1], np.uint8)
+    s = np.array([1, 9, 8, 7], np.uint8)
+    x = np.array([-128, 100, -7, 5], np.int8)
+    y = np.array([-1, 2, 3, -2], np.int8)
+    p = np.array([300, 65535, 2, 40000], np.uint16)
+    q = np.array([4000000000, 1, 70000, 3], np.uint32)
+    r = np.array([2**40, 3, 9007199254740992, 0], np.uint64)
+    t = np.array([-32768, 32767, 5, -3], np.int16)
+    ins = {"a": a, "b": b, "s": s, "x": x, "y": y, "p": p, "q": q, "r": r, "t": t}
+    nodes, outs, exp = [], [], {}
+
+    def node(op, inputs, want, **attrs):
+        name = f"o{len(outs)}"
+        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        outs.append(helper.make_tensor_value_info(name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(want.dtype)], list(want.shape)))
+        exp[f"output.{len(outs) - 1}"] = want
+
+    with np.errstate(over="ignore"):
+        node("Add", ["a", "b"], a + b)
+        node("Sub", ["b", "a"], b - a)
+        node("Mul", ["a", "b"], a * b)
+        node("BitShift", ["a", "s"], np.where(s >= 8, 0, a << np.minimum(s, 7)).astype(np.uint8), direction="LEFT")
+        node("BitShift", ["a", "s"], np.where(s >= 8, 0, a >> np.minimum(s, 7)).astype(np.uint8), direction="RIGHT")
+        node("Mul", ["x", "y"], x * y)
+        node("Div", ["x", "y"], np.trunc(x.astype(np.float64) / y).astype(np.int64).astype(np.int8))
+        node("Mod", ["x", "y"], np.mod(x, y))
+        node("Mod", ["x", "y"], np.fmod(x, y), fmod=1)
+        node("Max", ["p", "p"], p)
+        node("Min", ["q", "q"], q)
+        node("Add", ["r", "r"], r + r)
+        node("Sub", ["t", "t"], t - t)
+        node("Neg", ["t"], -t)
+        node("Cast", ["x"], x.astype(np.uint8), to=TensorProto.UINT8)
+        node("Cast", ["p"], p.astype(np.int8), to=TensorProto.INT8)
+        node("Cast", ["a"], a.astype(np.float32), to=TensorProto.FLOAT)
+        node("Cast", ["q"], q.astype(np.int64), to=TensorProto.INT64)
+        node("Less", ["x", "y"], x < y)
+    g = helper.make_graph(nodes, "int_types", [helper.make_tensor_value_info(k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(v.dtype)], list(v.shape))
+                                               for k, v in ins.items()], outs)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="aotc-testdata"), "int_types.onnx")
+    write_safetensors("int_types.inputs.safetensors", ins)
+    write_safetensors("int_types.expected.safetensors", exp)
+
+
 def inputs():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 4)).astype(np.float32)
@@ -139,4 +207,5 @@ if __name__ == "__main__":
     cycle()
     bad_weight()
     scalar_split()
+    int_types()
     inputs()

@@ -583,6 +583,24 @@ for dt, tag in ((torch.float64, "f64"), (torch.bfloat16, "bf16")):
                                         rn2(2, 2, 3, 3).to(dt).requires_grad_(True), rn2(6).to(dt).requires_grad_(True))))
 add("dtype_f16", (half_ops, (rn2(3, 4).half().requires_grad_(True), rn2(3, 4).half().requires_grad_(True))))
 
+
+def convs3d(x, w, b, wg, wt, wtg):
+    return (F.conv3d(x, w, b), F.conv3d(x, w, stride=(2, 1, 2), padding=(1, 2, 0), dilation=(2, 1, 1)),
+            F.conv3d(x, wg, groups=2, padding=1),
+            F.conv_transpose3d(x, wt, b, stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 0), dilation=(1, 2, 1)),
+            F.conv_transpose3d(x[:1], wtg, groups=2), F.conv3d(x[1], w, padding=(0, 1, 1)))
+add("conv3d", (convs3d, (rn2(2, 4, 5, 6, 5, rg=True), rn2(3, 4, 2, 3, 2, rg=True), rn2(3, rg=True), rn2(4, 2, 3, 1, 2, rg=True),
+                         rn2(4, 3, 2, 2, 3, rg=True), rn2(4, 1, 2, 3, 2, rg=True))))
+
+
+def small_ints(a, b, c):
+    return (a + b, a * b, b - a, torch.maximum(a, b), a & b, a ^ b, a.to(torch.int16) - c, c * c, c.abs(), a > b,
+            a.float() * 0.5, c.to(torch.uint8), a + c)
+_g = torch.Generator().manual_seed(11)
+add("small_ints", (small_ints, (torch.randint(0, 256, (3, 4), generator=_g, dtype=torch.uint8),
+                                torch.randint(0, 256, (3, 4), generator=_g, dtype=torch.uint8),
+                                torch.randint(-128, 128, (4,), generator=_g, dtype=torch.int8))))
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -65,7 +65,7 @@ std::vector<double> fetch(aotc::deploy::Runtime& rt, const aotc::deploy::View& v
 }
 
 void print(aotc::deploy::Runtime& rt, const std::string& name, const aotc::deploy::View& v) {
-  static const char* names[] = {"f32", "f64", "f16", "bf16", "i64", "i32", "bool"};
+  static const char* names[] = {"f32", "f64", "f16", "bf16", "i64", "i32", "bool", "i8", "i16", "u8", "u16", "u32", "u64"};
   std::printf("%s %s [", name.c_str(), names[v.dtype]);
   for (size_t d = 0; d < v.shape.size(); ++d) std::printf("%s%lld", d ? "," : "", static_cast<long long>(v.shape[d]));
   std::printf("]:");

@@ -22,7 +22,11 @@
 
 namespace aotc {
 
-enum class DType : uint8_t { F32, F64, F16, BF16, I64, I32, Bool };
+/// Element types.  The integer types below I32 and the unsigned ones come
+/// from ONNX and PyTorch's uint8/int8/int16; their arithmetic wraps modulo
+/// 2^bits as in PyTorch and numpy (roundTo).  Values live in doubles on the
+/// host (HostTensor), so 64-bit integers are exact up to 2^53 there.
+enum class DType : uint8_t { F32, F64, F16, BF16, I64, I32, Bool, I8, I16, U8, U16, U32, U64 };
 
 const char* dtypeName(DType d);            ///< IR spelling: f32, f64, ...
 std::optional<DType> parseDType(const std::string& s);  ///< IR spelling
@@ -32,6 +36,7 @@ const char* dtypeSafetensorsName(DType d); ///< F32, F64, ...
 std::optional<DType> dtypeFromSafetensorsName(const std::string& s);
 int64_t dtypeSize(DType d);
 bool isFloating(DType d);
+bool isUnsigned(DType d);  ///< u8, u16, u32, u64
 
 /// Note [Bounded sizes]: every tensor of a graph has at most 2^40 elements
 /// and sizes, strides and offsets of at most 2^48 in magnitude (checked when

@@ -113,4 +113,28 @@ namespace aotc::decomp {
 ValueId randMask(Builder& c, double prob, Ints shape);
 /// Uniform [0, 1) numbers from the graph's seed, on their own Philox offset.
 ValueId randUniform(Builder& c, Ints shape, DType d);
+
+/// 3-D convolution of x [N, C, D, H, W] by w [Co, C/groups, KD, KH, KW]
+/// (Note [3-D convolution]); stride, padding (both sides) and dilation have
+/// 3 values.  No bias.
+ValueId conv3d(Builder& c, ValueId x, ValueId w, const Ints& stride, const Ints& padding, const Ints& dilation, int64_t groups);
+/// Transposed 3-D convolution of x [N, Ci, D, H, W] by w [Ci, Co/groups, KD,
+/// KH, KW] at padding 0: the full output, output_padding included at the
+/// end of each dim (callers crop their padding).  No bias.
+ValueId convTranspose3d(Builder& c, ValueId x, ValueId w, const Ints& stride, const Ints& dilation, const Ints& outputPadding,
+                        int64_t groups);
+
+/// 3-D pooling of x [N, C, D, H, W] (Note [3-D pooling]): 3 values each;
+/// an empty stride is the kernel.
+struct Pool3d {
+  Ints kernel, stride, padding{0, 0, 0}, dilation{1, 1, 1};
+  bool ceil = false;
+  bool countIncludePad = true;
+  std::optional<int64_t> divisor;  ///< avg_pool3d's divisor_override
+};
+ValueId avgPool3d(Builder& c, ValueId x, Pool3d p);
+/// The maxima and ATen's indices (d*H*W + h*W + w of the first maximum).
+std::pair<ValueId, ValueId> maxPool3d(Builder& c, ValueId x, Pool3d p);
+/// adaptive_avg_pool3d to `out` (3 values).
+ValueId adaptiveAvg3d(Builder& c, ValueId x, const Ints& out);
 }  // namespace aotc::decomp

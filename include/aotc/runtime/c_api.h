@@ -32,7 +32,13 @@ typedef enum aotc_dtype {
   AOTC_BF16 = 3,
   AOTC_I64 = 4,
   AOTC_I32 = 5,
-  AOTC_BOOL = 6
+  AOTC_BOOL = 6,
+  AOTC_I8 = 7,
+  AOTC_I16 = 8,
+  AOTC_U8 = 9,
+  AOTC_U16 = 10,
+  AOTC_U32 = 11,
+  AOTC_U64 = 12
 } aotc_dtype;
 
 /** A tensor the caller gives: data is the tensor's first element. */

@@ -17,6 +17,7 @@
 
 #include "aotc/codegen/codegen.h"
 #include "aotc/codegen/prelude.h"
+#include "aotc/ir/host_tensor.h"
 #include "aotc/ops/ops.h"
 
 namespace aotc {
@@ -36,6 +37,12 @@ const char* storageType(DType d) {
     case DType::Bool: return "bool";
     case DType::F16: return "__half";  // computed in float
     case DType::BF16: return "__nv_bfloat16";
+    case DType::I8: return "signed char";
+    case DType::I16: return "short";
+    case DType::U8: return "unsigned char";
+    case DType::U16: return "unsigned short";
+    case DType::U32: return "unsigned int";
+    case DType::U64: return "unsigned long long";
   }
   return "float";
 }
@@ -45,6 +52,11 @@ const char* computeType(DType d) {
     case DType::I64: return "long long";
     case DType::I32: return "int";
     case DType::Bool: return "bool";
+    // The narrow integers compute in C++'s promoted int and are cast back to
+    // their type where each value is defined (valueCast), which wraps like
+    // the reference (Note [Integer wrap]).
+    case DType::I8: case DType::I16: case DType::U8: case DType::U16: case DType::U32: case DType::U64:
+      return storageType(d);
     default: return "float";
   }
 }
@@ -67,8 +79,16 @@ std::string literal(double v, DType d) {
   std::ostringstream os;
   os.precision(17);
   if (!isFloating(d)) {
+    if (d == DType::Bool) return v != 0 ? "true" : "false";
+    v = roundTo(d, v);
+    if (d == DType::U64) {
+      os << static_cast<unsigned long long>(v >= 0x1p64 ? UINT64_MAX : static_cast<unsigned long long>(v)) << "ULL";
+      return os.str();
+    }
     os << static_cast<long long>(v);
-    return d == DType::Bool ? (v != 0 ? "true" : "false") : os.str() + (d == DType::I64 ? "LL" : "");
+    if (d == DType::I64) return v == -0x1p63 ? "(-9223372036854775807LL - 1)" : os.str() + "LL";
+    if (d == DType::I32) return os.str();
+    return std::string("(") + computeType(d) + ")" + os.str() + (isUnsigned(d) ? "U" : "");
   }
   if (std::isinf(v)) return v > 0 ? "(1.0/0.0)" : "(-1.0/0.0)";
   if (std::isnan(v)) return "(0.0/0.0)";

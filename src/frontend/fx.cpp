@@ -394,14 +394,11 @@ V layerNorm(Converter& c) {
   int64_t r = c.type(x).rank();
   Ints dims;
   for (int64_t d = r - static_cast<int64_t>(shape.size()); d < r; ++d) dims.push_back(d);
-  ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
-  ValueId dlt = bin(c, OpKind::Sub, {x, mean});
-  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, {dlt, dlt}), dims, true);
-  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, {var, sc(c, eps, x)})});
-  ValueId out = bin(c, OpKind::Mul, {dlt, rstd});
+  Normalized n = normalize(c, x, dims, eps);
+  ValueId out = n.y;
   if (w != kNoValue) out = bin(c, OpKind::Mul, {out, w});
   if (b != kNoValue) out = bin(c, OpKind::Add, {out, b});
-  return {out, mean, rstd};
+  return {out, n.mean, n.rstd};
 }
 
 V groupNorm(Converter& c) {
@@ -412,12 +409,9 @@ V groupNorm(Converter& c) {
   double eps = c.number(7, "eps", 1e-5);
   if (G <= 0 || C % G) c.fail("group_norm: channels must divide into groups");
   Ints shape = c.type(x).sizes;
-  ValueId xg = reshapeTo(c, x, {N, G, -1});
-  ValueId mean = reduceOp(c, OpKind::Mean, xg, {2}, true);
-  ValueId dlt = bin(c, OpKind::Sub, {xg, mean});
-  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, {dlt, dlt}), {2}, true);
-  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, {var, sc(c, eps, x)})});
-  ValueId out = c.op(OpKind::View, {bin(c, OpKind::Mul, {dlt, rstd})}, Attrs{{"size", shape}});
+  Normalized n = normalize(c, reshapeTo(c, x, {N, G, -1}), {2}, eps);
+  ValueId mean = n.mean, rstd = n.rstd;
+  ValueId out = c.op(OpKind::View, {n.y}, Attrs{{"size", shape}});
   Ints bshape(shape.size(), 1);
   bshape[1] = C;
   if (w != kNoValue) out = bin(c, OpKind::Mul, {out, c.op(OpKind::View, {w}, Attrs{{"size", bshape}})});
@@ -765,20 +759,6 @@ ValueId maskedFill(Converter& c) {
   ValueId r = c.op(OpKind::Where, {mask, v, x});
   if (c.type(r).sizes != c.type(x).sizes) c.fail("masked_fill: the mask does not broadcast to the input's shape");
   return r;
-}
-/// elu(x, alpha, scale, input_scale) = x > 0 ? scale * x : scale * alpha * expm1(x * input_scale).
-ValueId elu(Converter& c, ValueId x) {
-  double alpha = c.number(1, "alpha", 1.0), scale = c.number(2, "scale", 1.0), inScale = c.number(3, "input_scale", 1.0);
-  ValueId pos = c.scaled(x, scale);
-  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, inScale)}), alpha * scale);
-  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), pos, neg});
-}
-/// celu(x, alpha) = max(0, x) + min(0, alpha * expm1(x / alpha)).
-ValueId celu(Converter& c, ValueId x) {
-  double alpha = c.number(1, "alpha", 1.0);
-  if (alpha == 0) c.fail("celu: alpha must not be 0");
-  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, 1.0 / alpha)}), alpha);
-  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, neg});
 }
 /// max.dim / min.dim -> (values, indices): the values are gathered at the
 /// index, so the gradient goes to that element only, as eager's does.
@@ -2158,8 +2138,11 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.clamp_max.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); ValueId hi = c.tensor(1, "max"); return {c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, hi}), hi, x})}; }},
       {"aten.masked_fill.Scalar", [](Converter& c) -> V { return {maskedFill(c)}; }},
       {"aten.masked_fill.Tensor", [](Converter& c) -> V { return {maskedFill(c)}; }},
-      {"aten.elu.default", [](Converter& c) -> V { return {elu(c, c.tensor(0, "self"))}; }},
-      {"aten.celu.default", [](Converter& c) -> V { return {celu(c, c.tensor(0, "self"))}; }},
+      {"aten.elu.default",
+       [](Converter& c) -> V {
+         return {elu(c, c.tensor(0, "self"), c.number(1, "alpha", 1.0), c.number(2, "scale", 1.0), c.number(3, "input_scale", 1.0))};
+       }},
+      {"aten.celu.default", [](Converter& c) -> V { return {celu(c, c.tensor(0, "self"), c.number(1, "alpha", 1.0))}; }},
       {"aten.softplus.default",
        [](Converter& c) -> V { return {softplus(c, c.tensor(0, "self"), c.number(1, "beta", 1.0), c.number(2, "threshold", 20.0))}; }},
       {"aten.mish.default",

@@ -495,29 +495,13 @@ Outs clipOp(Node& c) {
   return {y};
 }
 
-ValueId whereGt0(Node& c, ValueId x, ValueId pos, ValueId neg) {
-  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), pos, neg});
-}
-
-Outs eluOp(Node& c) {
-  ValueId x = c.in(0);
-  ValueId neg = c.scaled(c.op(OpKind::Expm1, {x}), c.f("alpha", 1.0));
-  return {whereGt0(c, x, x, neg)};
-}
+Outs eluOp(Node& c) { return {elu(c, c.in(0), c.f("alpha", 1.0), 1.0, 1.0)}; }
 Outs seluOp(Node& c) {
-  ValueId x = c.in(0);
-  double alpha = c.f("alpha", 1.67326319217681884765625), gamma = c.f("gamma", 1.05070102214813232421875);
-  ValueId neg = c.scaled(c.op(OpKind::Expm1, {x}), alpha * gamma);
-  return {whereGt0(c, x, c.scaled(x, gamma), neg)};
+  return {elu(c, c.in(0), c.f("alpha", 1.67326319217681884765625), c.f("gamma", 1.05070102214813232421875), 1.0)};
 }
-Outs celuOp(Node& c) {
-  ValueId x = c.in(0);
-  double alpha = c.f("alpha", 1.0);
-  if (alpha == 0) c.fail("Celu: alpha must not be 0");
-  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, 1.0 / alpha)}), alpha);
-  ValueId negPart = c.op(OpKind::Minimum, {neg, sc(c, 0.0, x)});
-  return {c.add(c.op(OpKind::Relu, {x}), negPart)};
-}
+// Not relu(x) + min(0, alpha * expm1(x / alpha)): at 0 its pieces' gradients
+// (0, and half of a tie) give 1/2 where celu's derivative is 1.
+Outs celuOp(Node& c) { return {celu(c, c.in(0), c.f("alpha", 1.0))}; }
 Outs hardSigmoidOp(Node& c) {
   ValueId x = c.in(0);
   ValueId lin = c.add(c.scaled(x, c.f("alpha", 0.2)), sc(c, c.f("beta", 0.5), x));
@@ -1507,18 +1491,15 @@ Outs globalPoolOp(Node& c) {
 
 // ------------------------------------------------------------ normalization
 
-/// (x - mean) / sqrt(var + eps) over `dims` (biased variance).
-/// Returns the normalized x and 1/sqrt(var + eps); the mean and variance
-/// (kept dims) through `meanOut` / `varOut` when asked.
-std::pair<ValueId, ValueId> normalize(Node& c, ValueId x, const Ints& dims, double eps, ValueId* meanOut = nullptr,
-                                      ValueId* varOut = nullptr) {
-  ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
-  ValueId dlt = c.sub(x, mean);
-  ValueId var = reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true);
-  ValueId rstd = c.op(OpKind::Rsqrt, {c.add(var, sc(c, eps, x))});
-  if (meanOut) *meanOut = mean;
-  if (varOut) *varOut = var;
-  return {c.mul(dlt, rstd), rstd};
+/// (x - mean) / sqrt(var + eps) over `dims` (decomp::normalize): the
+/// normalized x and 1/sqrt(var + eps); the mean and variance (kept dims)
+/// through `meanOut` / `varOut` when asked.
+std::pair<ValueId, ValueId> normalizeX(Node& c, ValueId x, const Ints& dims, double eps, ValueId* meanOut = nullptr,
+                                       ValueId* varOut = nullptr) {
+  Normalized n = normalize(c, x, dims, eps);
+  if (meanOut) *meanOut = n.mean;
+  if (varOut) *varOut = n.var;
+  return {n.y, n.rstd};
 }
 
 /// A per-channel [C] tensor shaped to broadcast over [N, C, ...].
@@ -1548,7 +1529,7 @@ Outs batchNormOp(Node& c) {
   Ints dims{0};
   for (int64_t d = 2; d < r; ++d) dims.push_back(d);
   ValueId mean, var;
-  ValueId xn = normalize(c, x, dims, eps, &mean, &var).first;
+  ValueId xn = normalizeX(c, x, dims, eps, &mean, &var).first;
   ValueId y = c.add(c.mul(xn, scale), bias);
   // ONNX: running = input * momentum + current * (1 - momentum), with the
   // batch's (biased) variance.
@@ -1573,7 +1554,7 @@ Outs instanceNormOp(Node& c) {
   if (r < 3) c.fail("InstanceNormalization: the input needs at least 3 dims");
   Ints dims;
   for (int64_t d = 2; d < r; ++d) dims.push_back(d);
-  ValueId xn = normalize(c, x, dims, c.f("epsilon", 1e-5)).first;
+  ValueId xn = normalizeX(c, x, dims, c.f("epsilon", 1e-5)).first;
   ValueId s = perChannel(c, c.in(1), r);
   ValueId b = perChannel(c, c.in(2), r);
   return {c.add(c.mul(xn, s), b)};
@@ -1586,7 +1567,7 @@ Outs layerNormOp(Node& c) {
   Ints dims;
   for (int64_t d = a; d < r; ++d) dims.push_back(d);
   ValueId mean;
-  auto [xn, rstd] = normalize(c, x, dims, c.f("epsilon", 1e-5), &mean);
+  auto [xn, rstd] = normalizeX(c, x, dims, c.f("epsilon", 1e-5), &mean);
   ValueId y = c.mul(xn, c.in(1));
   if (c.has(2)) y = c.add(y, c.in(2));
   return {y, mean, rstd};

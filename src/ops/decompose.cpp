@@ -329,6 +329,26 @@ ValueId randUniform(Builder& c, Ints shape, DType d) {
   return c.op(OpKind::RandUniform, {seed}, Attrs{{"offset", offset}, {"shape", shape}, {"dtype", std::string(dtypeName(d))}});
 }
 
+ValueId elu(Builder& c, ValueId x, double alpha, double scale, double inputScale) {
+  ValueId pos = c.scaled(x, scale);
+  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, inputScale)}), alpha * scale);
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), pos, neg});
+}
+
+ValueId celu(Builder& c, ValueId x, double alpha) {
+  if (alpha == 0) c.fail("celu: alpha must not be 0");
+  ValueId neg = c.scaled(c.op(OpKind::Expm1, {c.scaled(x, 1.0 / alpha)}), alpha);
+  return c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, sc(c, 0.0, x)}), x, neg});
+}
+
+Normalized normalize(Builder& c, ValueId x, const Ints& dims, double eps) {
+  ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
+  ValueId dlt = bin(c, OpKind::Sub, {x, mean});
+  ValueId var = reduceOp(c, OpKind::Mean, bin(c, OpKind::Mul, {dlt, dlt}), dims, true);
+  ValueId rstd = c.op(OpKind::Rsqrt, {bin(c, OpKind::Add, {var, sc(c, eps, x)})});
+  return {bin(c, OpKind::Mul, {dlt, rstd}), mean, rstd, var};
+}
+
 // Note [3-D convolution]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // A 3-D convolution is the sum over its depth taps kd of 2-D convolutions:
@@ -342,6 +362,12 @@ ValueId randUniform(Builder& c, Ints shape, DType d) {
 // whose rules (shape, reference, CUDA, gradient) exist.
 
 namespace {
+/// The depth taps are unrolled: a bound keeps a hostile weight shape from
+/// building millions of nodes.
+constexpr int64_t kMaxDepthTaps = 1024;
+void requireTaps(Builder& c, const char* what, int64_t taps) {
+  if (taps > kMaxDepthTaps) c.fail(cat(what, ": a kernel depth of ", taps, " is beyond the ", kMaxDepthTaps, " taps this decomposition unrolls"));
+}
 void require3(Builder& c, const char* what, const Ints& v, const char* kw, int64_t lo) {
   if (v.size() != 3) c.fail(cat(what, ": ", kw, " must have 3 values"));
   for (int64_t x : v)
@@ -370,6 +396,7 @@ ValueId conv3d(Builder& c, ValueId x, ValueId w, const Ints& stride, const Ints&
   const int64_t n = xt.sizes[0], kd = wt.sizes[2];
   const int64_t span = addSize(mulSize(dilation[0], kd - 1), 1), padded = addSize(xt.sizes[2], 2 * padding[0]);
   if (kd <= 0 || padded < span) c.fail("conv3d: the kernel is deeper than the padded input");
+  requireTaps(c, "conv3d", kd);
   const int64_t dout = (padded - span) / stride[0] + 1;
   if (padding[0]) x = c.op(OpKind::Pad, {x}, Attrs{{"pad", Ints{0, 0, 0, 0, padding[0], padding[0]}}, {"value", 0.0}});
   Attrs a{{"stride", Ints{stride[1], stride[2]}}, {"padding", Ints{padding[1], padding[2]}}, {"dilation", Ints{dilation[1], dilation[2]}}, {"groups", groups}};
@@ -401,6 +428,7 @@ ValueId convTranspose3d(Builder& c, ValueId x, ValueId w, const Ints& stride, co
     full[k] = addSize(addSize(mulSize(stride[k], xt.sizes[2 + k] - 1), mulSize(dilation[k], wt.sizes[2 + k] - 1)), 1 + outputPadding[k]);
     if (full[k] <= 0 || wt.sizes[2 + k] <= 0) c.fail("conv_transpose3d: the output is empty");
   }
+  requireTaps(c, "conv_transpose3d", wt.sizes[2]);
   const int64_t n = xt.sizes[0], din = xt.sizes[2], outC = mulSize(wt.sizes[1], groups);
   ValueId in = c.contiguous(depthIntoBatch(c, x));
   Attrs a{{"input_size", Ints{mulSize(n, din), outC, full[1], full[2]}}, {"stride", Ints{stride[1], stride[2]}}, {"padding", Ints{0, 0}},

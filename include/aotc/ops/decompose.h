@@ -114,6 +114,19 @@ ValueId randMask(Builder& c, double prob, Ints shape);
 /// Uniform [0, 1) numbers from the graph's seed, on their own Philox offset.
 ValueId randUniform(Builder& c, Ints shape, DType d);
 
+/// elu(x) = x > 0 ? scale * x : scale * alpha * expm1(x * input_scale); at 0
+/// the negative branch, as ATen's (so the gradient there is alpha * scale *
+/// input_scale).  selu is elu with its constants.
+ValueId elu(Builder& c, ValueId x, double alpha, double scale, double inputScale);
+/// celu(x) = x > 0 ? x : alpha * expm1(x / alpha) (gradient 1 at 0).
+ValueId celu(Builder& c, ValueId x, double alpha);
+/// (x - mean) * rstd over `dims` with the biased variance, rstd =
+/// 1 / sqrt(var + eps); the mean and rstd keep their dims.
+struct Normalized {
+  ValueId y, mean, rstd, var;
+};
+Normalized normalize(Builder& c, ValueId x, const Ints& dims, double eps);
+
 /// 3-D convolution of x [N, C, D, H, W] by w [Co, C/groups, KD, KH, KW]
 /// (Note [3-D convolution]); stride, padding (both sides) and dilation have
 /// 3 values.  No bias.

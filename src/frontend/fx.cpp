@@ -440,14 +440,17 @@ V nllLoss(Converter& c) {
   return {bin(c, OpKind::Div, {total, count}), count};
 }
 
+/// A 3-D convolution or pooling argument of 1 or 3 values as 3 (empty stays empty).
+Ints triple(Converter& c, size_t i, const char* kw, Ints dflt, const char* op) {
+  Ints v = c.ints(i, kw, dflt);
+  if (v.size() == 1) v = {v[0], v[0], v[0]};
+  if (!v.empty() && v.size() != 3) c.fail(cat(op, ": ", kw, " must have 1 or 3 values"));
+  return v;
+}
+
 /// convolution's 3-D form (Note [3-D convolution] in src/ops/decompose.cpp).
 ValueId convolution3d(Converter& c, ValueId x, ValueId w) {
-  auto three = [&](size_t i, const char* kw, int64_t dflt) {
-    Ints v = c.ints(i, kw, Ints{dflt});
-    if (v.size() == 1) v = {v[0], v[0], v[0]};
-    if (v.size() != 3) c.fail(cat("convolution: ", kw, " must have 3 values for a 3-D convolution"));
-    return v;
-  };
+  auto three = [&](size_t i, const char* kw, int64_t dflt) { return triple(c, i, kw, Ints{dflt}, "convolution"); };
   Ints stride = three(3, "stride", 1), padding = three(4, "padding", 0), dilation = three(5, "dilation", 1);
   int64_t groups = c.integer(8, "groups", 1);
   ValueId y;
@@ -1641,14 +1644,6 @@ V pool1d(Converter& c, bool adaptive) {
   return {c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}})};
 }
 // 3-D pooling: Note [3-D pooling] in src/ops/decompose.cpp.
-
-/// A pooling argument of 1 or 3 values as 3 (empty stays empty).
-Ints triple(Converter& c, size_t i, const char* kw, Ints dflt, const char* op) {
-  Ints v = c.ints(i, kw, dflt);
-  if (v.size() == 1) v = {v[0], v[0], v[0]};
-  if (!v.empty() && v.size() != 3) c.fail(cat(op, ": ", kw, " must have 1 or 3 values"));
-  return v;
-}
 
 /// The input as 5-D (an unbatched 4-D one gains N = 1), and whether it was 4-D.
 std::pair<ValueId, bool> pool3dInput(Converter& c, const char* op) {

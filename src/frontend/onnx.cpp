@@ -1270,7 +1270,27 @@ void requireSpatial(Node& c, int64_t rank, const char* what) {
 }
 
 /// Zero (or `value`) padding of the spatial dims of [N, C, ...] by begin / end.
-ValueId padSpatial(Node& c, ValueId x, const Ints& begin, const Ints& end, double value);
+ValueId padSpatial(Node& c, ValueId x, const Ints& begin, const Ints& end, double value) {
+  Ints b{0, 0}, e{0, 0};
+  b.insert(b.end(), begin.begin(), begin.end());
+  e.insert(e.end(), end.begin(), end.end());
+  return padTo(c, x, b, e, "constant", value);
+}
+
+/// A 1-D op runs as 2-D over a unit height: x and the geometry gain dim 2.
+ValueId liftOneD(Node& c, ValueId x, ConvGeom& g) {
+  for (Ints* v : {&g.kernel, &g.stride, &g.dil}) v->insert(v->begin(), 1);
+  g.begin.insert(g.begin.begin(), 0);
+  g.end.insert(g.end.begin(), 0);
+  return c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+}
+
+/// Symmetric pads go to the op; others are explicit (`fill`), and the op
+/// gets none.  Returns the padded input and the op's padding.
+std::pair<ValueId, Ints> spatialPadding(Node& c, ValueId x, const ConvGeom& g, bool symmetric, double fill) {
+  if (symmetric) return {x, g.begin};
+  return {padSpatial(c, x, g.begin, g.end, fill), Ints(g.begin.size(), 0)};
+}
 
 Outs convOp(Node& c) {
   ValueId x = c.in(0), w = c.in(1);
@@ -1281,30 +1301,19 @@ Outs convOp(Node& c) {
   Ints kw(c.type(w).sizes.begin() + 2, c.type(w).sizes.end());
   ConvGeom g = convGeom(c, sin, kw);
   if (g.kernel != kw) c.fail("Conv: kernel_shape differs from the weight's");
-  if (rank == 5) {
-    bool sym = g.begin == g.end;
-    if (!sym) x = padSpatial(c, x, g.begin, g.end, 0.0);
-    ValueId y = conv3d(c, x, w, g.stride, sym ? g.begin : Ints{0, 0, 0}, g.dil, c.i("group", 1));
-    if (c.has(2)) y = c.add(y, c.reshape(c.in(2), {1, c.type(w).sizes[0], 1, 1, 1}));
-    return {y};
-  }
   bool oneD = rank == 3;
   if (oneD) {
-    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    x = liftOneD(c, x, g);
     w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
-    for (Ints* v : {&g.kernel, &g.stride, &g.dil}) v->insert(v->begin(), 1);
-    g.begin.insert(g.begin.begin(), 0);
-    g.end.insert(g.end.begin(), 0);
   }
-  Ints pad{0, 0};
-  bool sym = g.begin == g.end;
-  if (sym) pad = g.begin;
-  else x = padTo(c, x, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", 0.0);
+  auto [xp, pad] = spatialPadding(c, x, g, g.begin == g.end, 0.0);
   int64_t groups = c.i("group", 1);
-  ValueId y = c.op(OpKind::Conv2d, {x, w}, Attrs{{"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"groups", groups}});
+  ValueId y = rank == 5 ? conv3d(c, xp, w, g.stride, pad, g.dil, groups)
+                        : c.op(OpKind::Conv2d, {xp, w}, Attrs{{"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"groups", groups}});
   if (c.has(2)) {
-    int64_t m = c.type(w).sizes[0];
-    y = c.add(y, c.reshape(c.in(2), {1, m, 1, 1}));
+    Ints bshape(static_cast<size_t>(c.type(y).rank()), 1);
+    bshape[1] = c.type(w).sizes[0];
+    y = c.add(y, c.reshape(c.in(2), bshape));
   }
   if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
   return {y};
@@ -1395,39 +1404,10 @@ Outs convTransposeOp(Node& c) {
   return {y};
 }
 
-ValueId padSpatial(Node& c, ValueId x, const Ints& begin, const Ints& end, double value) {
-  Ints b{0, 0}, e{0, 0};
-  b.insert(b.end(), begin.begin(), begin.end());
-  e.insert(e.end(), end.begin(), end.end());
-  return padTo(c, x, b, e, "constant", value);
-}
-
-/// MaxPool / AveragePool of a 5-D input: symmetric pads of at most half the
+/// MaxPool / AveragePool: pads that are symmetric and at most half the
 /// window go to the pool; others are explicit (-inf for max; for an average
-/// without count_include_pad the padded sum over the padded count of ones).
-template <bool Max>
-ValueId pool3d(Node& c, ValueId x, const ConvGeom& g, bool ceil, bool includePad) {
-  decomp::Pool3d p;
-  p.kernel = g.kernel;
-  p.stride = g.stride;
-  p.dilation = g.dil;
-  p.ceil = ceil;
-  p.countIncludePad = includePad;
-  bool sym = g.begin == g.end;
-  for (size_t k = 0; k < 3 && sym; ++k) sym = g.begin[k] * 2 <= g.kernel[k];
-  if (sym) {
-    p.padding = g.begin;
-    return Max ? decomp::maxPool3d(c, x, p).first : decomp::avgPool3d(c, x, p);
-  }
-  if (ceil) c.fail("pooling with asymmetric pads and ceil_mode is not supported");
-  if (Max) return decomp::maxPool3d(c, padSpatial(c, x, g.begin, g.end, -HUGE_VAL), p).first;
-  p.countIncludePad = true;
-  ValueId sum = decomp::avgPool3d(c, padSpatial(c, x, g.begin, g.end, 0.0), p);
-  if (includePad) return sum;
-  ValueId ones = c.full(1.0, TensorType::contiguous(c.type(x).dtype, c.type(x).sizes));
-  return c.div(sum, decomp::avgPool3d(c, padSpatial(c, ones, g.begin, g.end, 0.0), p));
-}
-
+/// without count_include_pad, the padded sum over the padded count of ones,
+/// both as window means).
 template <bool Max>
 Outs poolOp(Node& c) {
   ValueId x = c.in(0);
@@ -1439,42 +1419,26 @@ Outs poolOp(Node& c) {
   bool ceil = c.i("ceil_mode", 0) != 0;
   bool includePad = !Max && c.i("count_include_pad", 0) != 0;
   if (Max && c.i("storage_order", 0) != 0) c.fail("MaxPool: storage_order=1 is not supported");
-  if (rank == 5) return {pool3d<Max>(c, x, g, ceil, includePad)};
+  if (!Max && g.dil != Ints(g.dil.size(), 1)) c.fail("AveragePool: dilations are not supported");
   bool oneD = rank == 3;
-  if (oneD) {
-    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
-    for (Ints* v : {&g.kernel, &g.stride, &g.dil}) v->insert(v->begin(), 1);
-    g.begin.insert(g.begin.begin(), 0);
-    g.end.insert(g.end.begin(), 0);
-  }
-  Ints pad{0, 0};
-  bool sym = g.begin == g.end && g.begin[0] * 2 <= g.kernel[0] && g.begin[1] * 2 <= g.kernel[1];
-  if (sym) {
-    pad = g.begin;
-  } else {
-    if (ceil) c.fail("pooling with asymmetric pads and ceil_mode is not supported");
-    if (!Max && !includePad) {
-      // The mean over the window's elements inside the input: the padded
-      // sum over the padded count of ones (both as window means).
-      if (g.dil != Ints{1, 1}) c.fail("AveragePool: dilations are not supported");
-      Attrs pa{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", Ints{0, 0}}, {"count_include_pad", true}};
-      ValueId ones = c.full(1.0, TensorType::contiguous(c.type(x).dtype, c.type(x).sizes));
-      ValueId xs = c.op(OpKind::AvgPool2d, {padTo(c, x, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", 0.0)}, pa);
-      ValueId cnt = c.op(OpKind::AvgPool2d, {padTo(c, ones, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", 0.0)}, pa);
-      ValueId y = c.div(xs, cnt);
-      if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
-      return {y};
+  if (oneD) x = liftOneD(c, x, g);
+  auto pool = [&](ValueId in, const Ints& pad, bool countPad) -> ValueId {
+    if (rank == 5) {
+      decomp::Pool3d p{g.kernel, g.stride, pad, g.dil, ceil, countPad, std::nullopt};
+      return Max ? decomp::maxPool3d(c, in, p).first : decomp::avgPool3d(c, in, p);
     }
-    double fill = Max ? -HUGE_VAL : 0.0;
-    x = padTo(c, x, {0, 0, g.begin[0], g.begin[1]}, {0, 0, g.end[0], g.end[1]}, "constant", fill);
-  }
-  ValueId y;
-  if (Max) {
-    y = c.ops(OpKind::MaxPool2d, {x}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"ceil_mode", ceil}})[0];
-  } else {
-    if (g.dil != Ints{1, 1}) c.fail("AveragePool: dilations are not supported");
-    y = c.op(OpKind::AvgPool2d, {x}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"ceil_mode", ceil},
-                                          {"count_include_pad", includePad}});
+    if (Max)
+      return c.ops(OpKind::MaxPool2d, {in}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"ceil_mode", ceil}})[0];
+    return c.op(OpKind::AvgPool2d, {in}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"ceil_mode", ceil}, {"count_include_pad", countPad}});
+  };
+  bool sym = g.begin == g.end;
+  for (size_t k = 0; k < g.begin.size() && sym; ++k) sym = g.begin[k] * 2 <= g.kernel[k];
+  if (!sym && ceil) c.fail("pooling with asymmetric pads and ceil_mode is not supported");
+  auto [xp, pad] = spatialPadding(c, x, g, sym, Max ? -HUGE_VAL : 0.0);
+  ValueId y = pool(xp, pad, includePad || !sym);
+  if (!sym && !Max && !includePad) {
+    ValueId ones = c.full(1.0, TensorType::contiguous(c.type(x).dtype, c.type(x).sizes));
+    y = c.div(y, pool(padSpatial(c, ones, g.begin, g.end, 0.0), pad, true));
   }
   if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
   return {y};

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "aotc/runtime/executor.h"
 #include "aotc/runtime/reference_runtime.h"
@@ -39,42 +40,23 @@ int guarded(aotc_runtime* rt, F f) {
   }
 }
 
+/// The C ABI's dtype codes and aotc's dtypes, one pair per row.
+constexpr std::pair<aotc_dtype, DType> kCDTypes[] = {
+    {AOTC_F32, DType::F32}, {AOTC_F64, DType::F64}, {AOTC_F16, DType::F16}, {AOTC_BF16, DType::BF16}, {AOTC_I64, DType::I64},
+    {AOTC_I32, DType::I32}, {AOTC_BOOL, DType::Bool}, {AOTC_I8, DType::I8}, {AOTC_I16, DType::I16}, {AOTC_U8, DType::U8},
+    {AOTC_U16, DType::U16}, {AOTC_U32, DType::U32}, {AOTC_U64, DType::U64},
+};
+
 DType toDType(aotc_dtype d) {
-  switch (d) {
-    case AOTC_F32: return DType::F32;
-    case AOTC_F64: return DType::F64;
-    case AOTC_F16: return DType::F16;
-    case AOTC_BF16: return DType::BF16;
-    case AOTC_I64: return DType::I64;
-    case AOTC_I32: return DType::I32;
-    case AOTC_BOOL: return DType::Bool;
-    case AOTC_I8: return DType::I8;
-    case AOTC_I16: return DType::I16;
-    case AOTC_U8: return DType::U8;
-    case AOTC_U16: return DType::U16;
-    case AOTC_U32: return DType::U32;
-    case AOTC_U64: return DType::U64;
-  }
+  for (auto [c, dt] : kCDTypes)
+    if (c == d) return dt;
   throw aotc::UserError(aotc::SourceLoc{"", "", "bind"}, "unknown aotc_dtype " + std::to_string(static_cast<int>(d)));
 }
 
 aotc_dtype fromDType(DType d) {
-  switch (d) {
-    case DType::F32: return AOTC_F32;
-    case DType::F64: return AOTC_F64;
-    case DType::F16: return AOTC_F16;
-    case DType::BF16: return AOTC_BF16;
-    case DType::I64: return AOTC_I64;
-    case DType::I32: return AOTC_I32;
-    case DType::Bool: return AOTC_BOOL;
-    case DType::I8: return AOTC_I8;
-    case DType::I16: return AOTC_I16;
-    case DType::U8: return AOTC_U8;
-    case DType::U16: return AOTC_U16;
-    case DType::U32: return AOTC_U32;
-    case DType::U64: return AOTC_U64;
-  }
-  return AOTC_F32;
+  for (auto [c, dt] : kCDTypes)
+    if (dt == d) return c;
+  return AOTC_F32;  // unreachable: every DType has a row
 }
 
 aotc::DeviceTensor fromC(const aotc_tensor* t) {

@@ -9,6 +9,7 @@
 #include "aotc/frontend/fx.h"
 
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <fstream>
 #include <map>
@@ -20,6 +21,7 @@
 #include "aotc/ops/builder.h"
 #include "aotc/ops/decompose.h"
 #include "aotc/ops/ops.h"
+#include "aotc/ops/pointwise.h"
 
 namespace aotc {
 
@@ -39,7 +41,7 @@ constexpr int64_t kMaxIntArg = int64_t{1} << 48;
 
 
 class Converter;
-using ConvertFn = std::vector<ValueId> (*)(Converter&);
+using ConvertFn = std::function<std::vector<ValueId>(Converter&)>;
 /// FX name -> the values it stands for (several for a multi-result node).
 using Env = std::map<std::string, std::vector<ValueId>>;
 Graph convertRegion(const json& region, const std::string& path, const std::string& name, bool backward,
@@ -1779,8 +1781,22 @@ V indexPut(Converter& c) {
   return {reshapeTo(c, res, t.sizes)};
 }
 
+/// The table below plus the spellings the elementwise ops' rows give (Note
+/// [Pointwise rows]): `self` for a unary op, `self, other` for a binary one.
+std::map<std::string, ConvertFn> withPointwiseRows(std::map<std::string, ConvertFn> table) {
+  for (const PointwiseRule& r : pointwiseRules())
+    for (const char* spelling : r.aten) {
+      if (!spelling) continue;
+      OpKind k = r.op;
+      ConvertFn f = opInfo(k).arity == 1 ? ConvertFn([k](Converter& c) { return unary(c, k); })
+                                         : ConvertFn([k](Converter& c) { return binary(c, k); });
+      AOTC_CHECK(table.emplace(spelling, std::move(f)).second, "fx.cpp: ", spelling, " is spelled twice");
+    }
+  return table;
+}
+
 const std::map<std::string, ConvertFn>& converters() {
-  static const std::map<std::string, ConvertFn> table = {
+  static const std::map<std::string, ConvertFn> table = withPointwiseRows({
       {"aten.add.Tensor", [](Converter& c) { return addLike(c, OpKind::Add, 1); }},
       {"aten.add.Scalar", [](Converter& c) { return addLike(c, OpKind::Add, 1); }},
       {"aten.add_.Tensor", [](Converter& c) { return addLike(c, OpKind::AddInplace, 1); }},
@@ -1794,20 +1810,8 @@ const std::map<std::string, ConvertFn>& converters() {
          ValueId a = c.tensor(0, "self");
          return {c.op(OpKind::Sub, {c.operand(1, "other", a), c.scaled(a, c.number(2, "alpha", 1.0))})};
        }},
-      {"aten.mul.Tensor", [](Converter& c) { return binary(c, OpKind::Mul); }},
-      {"aten.mul.Scalar", [](Converter& c) { return binary(c, OpKind::Mul); }},
       {"aten.mul_.Tensor", [](Converter& c) { return binary(c, OpKind::MulInplace); }},
       {"aten.mul_.Scalar", [](Converter& c) { return binary(c, OpKind::MulInplace); }},
-      {"aten.div.Tensor", [](Converter& c) { return binary(c, OpKind::Div); }},
-      {"aten.div.Scalar", [](Converter& c) { return binary(c, OpKind::Div); }},
-      {"aten.neg.default", [](Converter& c) { return unary(c, OpKind::Neg); }},
-      {"aten.relu.default", [](Converter& c) { return unary(c, OpKind::Relu); }},
-      {"aten.exp.default", [](Converter& c) { return unary(c, OpKind::Exp); }},
-      {"aten.log.default", [](Converter& c) { return unary(c, OpKind::Log); }},
-      {"aten.tanh.default", [](Converter& c) { return unary(c, OpKind::Tanh); }},
-      {"aten.sigmoid.default", [](Converter& c) { return unary(c, OpKind::Sigmoid); }},
-      {"aten.gt.Tensor", [](Converter& c) { return binary(c, OpKind::Gt); }},
-      {"aten.gt.Scalar", [](Converter& c) { return binary(c, OpKind::Gt); }},
       {"aten.where.self",
        [](Converter& c) -> V {
          return {c.op(OpKind::Where, {c.tensor(0, "condition"), c.tensor(1, "self"), c.tensor(2, "other")})};
@@ -1840,10 +1844,7 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.reshape.default", reshape},
       {"aten.expand.default",
        [](Converter& c) -> V { return {c.op(OpKind::Expand, {c.tensor(0, "self")}, Attrs{{"size", c.ints(1, "size")}})}; }},
-      {"aten.clone.default", [](Converter& c) { return unary(c, OpKind::Clone); }},
       {"aten.detach.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
-      {"aten.sqrt.default", [](Converter& c) { return unary(c, OpKind::Sqrt); }},
-      {"aten.rsqrt.default", [](Converter& c) { return unary(c, OpKind::Rsqrt); }},
       {"aten.t_.default", [](Converter& c) { return unary(c, OpKind::TInplace); }},
       {"aten.transpose.int", [](Converter& c) { return transpose(c, OpKind::Transpose); }},
       {"aten.transpose_.default", [](Converter& c) { return transpose(c, OpKind::TransposeInplace); }},
@@ -1872,7 +1873,6 @@ const std::map<std::string, ConvertFn>& converters() {
          return {c.op(OpKind::Select, {c.tensor(0, "self")},
                       Attrs{{"dim", c.integer(1, "dim")}, {"index", c.integer(2, "index")}})};
        }},
-      {"aten.lift_fresh_copy.default", [](Converter& c) { return unary(c, OpKind::Clone); }},
       {"aten.lift_fresh.default", [](Converter& c) { return unary(c, OpKind::Detach); }},
       {"aten.zero_.default", [](Converter& c) -> V { return fillInplace(c, 0.0); }},
       {"aten.fill_.Scalar", [](Converter& c) -> V { return fillInplace(c, c.number(1, "value")); }},
@@ -1888,28 +1888,6 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.set_.source_Storage_storage_offset", setStorage},
       {"aotc.autograd_function", autogradFunction},
       // pointwise
-      {"aten.abs.default", [](Converter& c) { return unary(c, OpKind::Abs); }},
-      {"aten.sin.default", [](Converter& c) { return unary(c, OpKind::Sin); }},
-      {"aten.cos.default", [](Converter& c) { return unary(c, OpKind::Cos); }},
-      {"aten.erf.default", [](Converter& c) { return unary(c, OpKind::Erf); }},
-      {"aten.sign.default", [](Converter& c) { return unary(c, OpKind::Sign); }},
-      {"aten.pow.Tensor_Scalar", [](Converter& c) { return binary(c, OpKind::Pow); }},
-      {"aten.pow.Tensor_Tensor", [](Converter& c) { return binary(c, OpKind::Pow); }},
-      {"aten.maximum.default", [](Converter& c) { return binary(c, OpKind::Maximum); }},
-      {"aten.minimum.default", [](Converter& c) { return binary(c, OpKind::Minimum); }},
-      {"aten.lt.Tensor", [](Converter& c) { return binary(c, OpKind::Lt); }},
-      {"aten.lt.Scalar", [](Converter& c) { return binary(c, OpKind::Lt); }},
-      {"aten.le.Tensor", [](Converter& c) { return binary(c, OpKind::Le); }},
-      {"aten.le.Scalar", [](Converter& c) { return binary(c, OpKind::Le); }},
-      {"aten.ge.Tensor", [](Converter& c) { return binary(c, OpKind::Ge); }},
-      {"aten.ge.Scalar", [](Converter& c) { return binary(c, OpKind::Ge); }},
-      {"aten.eq.Tensor", [](Converter& c) { return binary(c, OpKind::Eq); }},
-      {"aten.eq.Scalar", [](Converter& c) { return binary(c, OpKind::Eq); }},
-      {"aten.ne.Tensor", [](Converter& c) { return binary(c, OpKind::Ne); }},
-      {"aten.ne.Scalar", [](Converter& c) { return binary(c, OpKind::Ne); }},
-      {"aten.logical_and.default", [](Converter& c) { return binary(c, OpKind::LogicalAnd); }},
-      {"aten.logical_or.default", [](Converter& c) { return binary(c, OpKind::LogicalOr); }},
-      {"aten.logical_not.default", [](Converter& c) { return unary(c, OpKind::LogicalNot); }},
       {"aten._to_copy.default",
        [](Converter& c) -> V {
          ValueId x = c.tensor(0, "self");
@@ -2078,28 +2056,6 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.copy_.default",
        [](Converter& c) -> V { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), c.tensor(1, "src")})}; }},
       // ---- Core ATen breadth (issue 12)
-      {"aten.expm1.default", [](Converter& c) { return unary(c, OpKind::Expm1); }},
-      {"aten.log1p.default", [](Converter& c) { return unary(c, OpKind::Log1p); }},
-      {"aten.log2.default", [](Converter& c) { return unary(c, OpKind::Log2); }},
-      {"aten.log10.default", [](Converter& c) { return unary(c, OpKind::Log10); }},
-      {"aten.reciprocal.default", [](Converter& c) { return unary(c, OpKind::Reciprocal); }},
-      {"aten.tan.default", [](Converter& c) { return unary(c, OpKind::Tan); }},
-      {"aten.asin.default", [](Converter& c) { return unary(c, OpKind::Asin); }},
-      {"aten.acos.default", [](Converter& c) { return unary(c, OpKind::Acos); }},
-      {"aten.atan.default", [](Converter& c) { return unary(c, OpKind::Atan); }},
-      {"aten.sinh.default", [](Converter& c) { return unary(c, OpKind::Sinh); }},
-      {"aten.cosh.default", [](Converter& c) { return unary(c, OpKind::Cosh); }},
-      {"aten.asinh.default", [](Converter& c) { return unary(c, OpKind::Asinh); }},
-      {"aten.acosh.default", [](Converter& c) { return unary(c, OpKind::Acosh); }},
-      {"aten.atanh.default", [](Converter& c) { return unary(c, OpKind::Atanh); }},
-      {"aten.floor.default", [](Converter& c) { return unary(c, OpKind::Floor); }},
-      {"aten.ceil.default", [](Converter& c) { return unary(c, OpKind::Ceil); }},
-      {"aten.round.default", [](Converter& c) { return unary(c, OpKind::Round); }},
-      {"aten.trunc.default", [](Converter& c) { return unary(c, OpKind::Trunc); }},
-      {"aten.fix.default", [](Converter& c) { return unary(c, OpKind::Trunc); }},
-      {"aten.isnan.default", [](Converter& c) { return unary(c, OpKind::IsNan); }},
-      {"aten.isinf.default", [](Converter& c) { return unary(c, OpKind::IsInf); }},
-      {"aten.atan2.default", [](Converter& c) { return binary(c, OpKind::Atan2); }},
       {"aten.fmod.Tensor", [](Converter& c) { return binaryChecked(c, OpKind::Fmod, "fmod"); }},
       {"aten.fmod.Scalar", [](Converter& c) { return binaryChecked(c, OpKind::Fmod, "fmod"); }},
       {"aten.remainder.Tensor", [](Converter& c) { return binaryChecked(c, OpKind::Remainder, "remainder"); }},
@@ -2107,12 +2063,6 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.floor_divide.default", [](Converter& c) { return binaryChecked(c, OpKind::DivFloor, "floor division"); }},
       {"aten.div.Tensor_mode", divMode},
       {"aten.div.Scalar_mode", divMode},
-      {"aten.bitwise_and.Tensor", [](Converter& c) { return binary(c, OpKind::BitwiseAnd); }},
-      {"aten.bitwise_and.Scalar", [](Converter& c) { return binary(c, OpKind::BitwiseAnd); }},
-      {"aten.bitwise_or.Tensor", [](Converter& c) { return binary(c, OpKind::BitwiseOr); }},
-      {"aten.bitwise_or.Scalar", [](Converter& c) { return binary(c, OpKind::BitwiseOr); }},
-      {"aten.bitwise_xor.Tensor", [](Converter& c) { return binary(c, OpKind::BitwiseXor); }},
-      {"aten.bitwise_xor.Scalar", [](Converter& c) { return binary(c, OpKind::BitwiseXor); }},
       {"aten.bitwise_not.default",
        [](Converter& c) -> V {
          ValueId x = c.tensor(0, "self");
@@ -2331,7 +2281,7 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.unique.default", dataDependent},
       {"aten._unique2.default", dataDependent},
       {"aten.item.default", dataDependent},
-  };
+  });
   return table;
 }
 

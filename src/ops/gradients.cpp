@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "aotc/ops/ops.h"
+#include "aotc/ops/pointwise.h"
 
 namespace aotc {
 
@@ -77,46 +78,7 @@ std::vector<ValueId> customGradRule(GradCtx& g) {
 }
 
 constexpr GradRule ruleFor(OpKind k) {
-  switch (k) {
-    case OpKind::Add:
-      return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.GO(0), sz(g, g.I(1)))}; };
-    case OpKind::Sub:
-      return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.neg(g.GO(0)), sz(g, g.I(1)))}; };
-    case OpKind::Mul:
-      return [](GradCtx& g) -> R {
-        return {g.sumTo(g.mul(g.GO(0), g.I(1)), sz(g, g.I(0))), g.sumTo(g.mul(g.GO(0), g.I(0)), sz(g, g.I(1)))};
-      };
-    case OpKind::Div:
-      return [](GradCtx& g) -> R {
-        ValueId ga = g.div(g.GO(0), g.I(1));
-        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(g.neg(g.mul(ga, g.O(0))), sz(g, g.I(1)))};
-      };
-    case OpKind::Neg: return [](GradCtx& g) -> R { return {g.neg(g.GO(0))}; };
-    case OpKind::Relu:
-      return [](GradCtx& g) -> R {
-        ValueId zero = g.scalarLike(0.0, g.O(0));
-        return {g.op(OpKind::Where, {g.op(OpKind::Gt, {g.O(0), zero}), g.GO(0), zero})};
-      };
-    case OpKind::Exp: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.O(0))}; };
-    case OpKind::Log: return [](GradCtx& g) -> R { return {g.div(g.GO(0), g.I(0))}; };
-    case OpKind::Tanh:
-      return [](GradCtx& g) -> R {
-        ValueId one = g.scalarLike(1.0, g.O(0));
-        ValueId sq = g.mul(g.O(0), g.O(0));
-        return {g.mul(g.GO(0), g.sub(one, sq))};
-      };
-    case OpKind::Sigmoid:
-      return [](GradCtx& g) -> R {
-        ValueId a = g.mul(g.GO(0), g.O(0));
-        ValueId b = g.sub(g.scalarLike(1.0, g.O(0)), g.O(0));
-        return {g.mul(a, b)};
-      };
-    case OpKind::Where:
-      return [](GradCtx& g) -> R {
-        ValueId zero = g.scalarLike(0.0, g.GO(0));
-        return {kNoValue, g.sumTo(g.op(OpKind::Where, {g.I(0), g.GO(0), zero}), sz(g, g.I(1))),
-                g.sumTo(g.op(OpKind::Where, {g.I(0), zero, g.GO(0)}), sz(g, g.I(2)))};
-      };
+  switch (k) {  // elementwise ops: their rows in pointwise.cpp
     case OpKind::Sum:
       return [](GradCtx& g) -> R { return {g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)))}; };
     case OpKind::Mean:
@@ -159,14 +121,6 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::T: return [](GradCtx& g) -> R { return {g.op(OpKind::T, {g.GO(0)})}; };
     case OpKind::View: return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), sz(g, g.I(0)))}; };
     case OpKind::Expand: return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0)))}; };
-    case OpKind::Clone: return [](GradCtx& g) -> R { return {g.GO(0)}; };
-    case OpKind::Sqrt:
-      return [](GradCtx& g) -> R { return {g.div(g.mul(g.GO(0), g.scalarLike(0.5, g.O(0))), g.O(0))}; };
-    case OpKind::Rsqrt:
-      return [](GradCtx& g) -> R {
-        ValueId o3 = g.mul(g.mul(g.O(0), g.O(0)), g.O(0));
-        return {g.mul(g.mul(g.GO(0), g.scalarLike(-0.5, g.O(0))), o3)};
-      };
     case OpKind::Transpose: return [](GradCtx& g) -> R { return {g.op(OpKind::Transpose, {g.GO(0)}, g.attrs())}; };
     case OpKind::Unsqueeze: case OpKind::Squeeze:
       return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), sz(g, g.I(0)))}; };
@@ -190,124 +144,6 @@ constexpr GradRule ruleFor(OpKind k) {
         return {gb, g.op(view, {g.GO(0)}, g.attrs())};
       };
     case OpKind::KeepGrad: return [](GradCtx& g) -> R { return {g.GO(0), kNoValue}; };
-    // Elementwise math: x = I(0), y = O(0).  One node-creating call per
-    // statement (Note [Node order]).
-    case OpKind::Expm1:
-      return [](GradCtx& g) -> R {
-        ValueId t = g.add(g.O(0), g.scalarLike(1.0, g.O(0)));
-        return {g.mul(g.GO(0), t)};
-      };
-    case OpKind::Log1p:
-      return [](GradCtx& g) -> R {
-        ValueId d = g.add(g.I(0), g.scalarLike(1.0, g.I(0)));
-        return {g.div(g.GO(0), d)};
-      };
-    case OpKind::Log2: case OpKind::Log10:
-      return [](GradCtx& g) -> R {
-        double ln = g.node().op == OpKind::Log2 ? 0.69314718055994531 : 2.3025850929940457;
-        ValueId d = g.mul(g.I(0), g.scalarLike(ln, g.O(0)));
-        return {g.div(g.GO(0), d)};
-      };
-    case OpKind::Reciprocal:
-      return [](GradCtx& g) -> R {
-        ValueId yy = g.mul(g.O(0), g.O(0));
-        ValueId m = g.mul(g.GO(0), yy);
-        return {g.neg(m)};
-      };
-    case OpKind::Tan:
-      return [](GradCtx& g) -> R {
-        ValueId yy = g.mul(g.O(0), g.O(0));
-        ValueId t = g.add(yy, g.scalarLike(1.0, g.O(0)));
-        return {g.mul(g.GO(0), t)};
-      };
-    case OpKind::Asin: case OpKind::Acos:
-      return [](GradCtx& g) -> R {
-        ValueId xx = g.mul(g.I(0), g.I(0));
-        ValueId one = g.scalarLike(1.0, g.O(0));
-        ValueId r = g.op(OpKind::Rsqrt, {g.sub(one, xx)});
-        ValueId m = g.mul(g.GO(0), r);
-        return {g.node().op == OpKind::Asin ? m : g.neg(m)};
-      };
-    case OpKind::Atan:
-      return [](GradCtx& g) -> R {
-        ValueId xx = g.mul(g.I(0), g.I(0));
-        ValueId d = g.add(xx, g.scalarLike(1.0, g.O(0)));
-        return {g.div(g.GO(0), d)};
-      };
-    case OpKind::Sinh: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Cosh, {g.I(0)}))}; };
-    case OpKind::Cosh: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Sinh, {g.I(0)}))}; };
-    case OpKind::Asinh: case OpKind::Acosh:
-      return [](GradCtx& g) -> R {
-        ValueId xx = g.mul(g.I(0), g.I(0));
-        ValueId one = g.scalarLike(1.0, g.O(0));
-        ValueId d = g.node().op == OpKind::Asinh ? g.add(xx, one) : g.sub(xx, one);
-        return {g.mul(g.GO(0), g.op(OpKind::Rsqrt, {d}))};
-      };
-    case OpKind::Atanh:
-      return [](GradCtx& g) -> R {
-        ValueId xx = g.mul(g.I(0), g.I(0));
-        ValueId d = g.sub(g.scalarLike(1.0, g.O(0)), xx);
-        return {g.div(g.GO(0), d)};
-      };
-    // Piecewise constant: zero gradient (ATen: zeros_like(grad)).
-    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: case OpKind::Sign:
-      return [](GradCtx& g) -> R { return {g.zeros(g.type(g.I(0)))}; };
-    case OpKind::DivFloor:
-      return [](GradCtx& g) -> R {
-        ValueId za = g.zeros(g.type(g.I(0)));
-        return {za, g.zeros(g.type(g.I(1)))};
-      };
-    case OpKind::Atan2:
-      return [](GradCtx& g) -> R {
-        ValueId aa = g.mul(g.I(0), g.I(0));
-        ValueId bb = g.mul(g.I(1), g.I(1));
-        ValueId s = g.add(aa, bb);
-        ValueId ga = g.div(g.mul(g.GO(0), g.I(1)), s);
-        ValueId gb = g.neg(g.div(g.mul(g.GO(0), g.I(0)), s));
-        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
-      };
-    // d/db fmod(a, b) = -trunc(a / b); d/db remainder(a, b) = -floor(a / b).
-    case OpKind::Fmod: case OpKind::Remainder:
-      return [](GradCtx& g) -> R {
-        ValueId q = g.node().op == OpKind::Fmod ? g.op(OpKind::Trunc, {g.div(g.I(0), g.I(1))})
-                                                : g.op(OpKind::DivFloor, {g.I(0), g.I(1)});
-        ValueId gb = g.neg(g.mul(g.GO(0), q));
-        return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
-      };
-    case OpKind::Abs: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Sign, {g.I(0)}))}; };
-    case OpKind::Sin: return [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Cos, {g.I(0)}))}; };
-    case OpKind::Cos: return [](GradCtx& g) -> R { return {g.neg(g.mul(g.GO(0), g.op(OpKind::Sin, {g.I(0)})))}; };
-    case OpKind::Erf:
-      return [](GradCtx& g) -> R {
-        ValueId e = g.op(OpKind::Exp, {g.neg(g.mul(g.I(0), g.I(0)))});
-        return {g.mul(g.mul(g.GO(0), g.scalarLike(1.1283791670955126, g.O(0))), e)};  // 2/sqrt(pi)
-      };
-    case OpKind::Pow:
-      return [](GradCtx& g) -> R {
-        ValueId bm1 = g.sub(g.I(1), g.scalarLike(1.0, g.I(1)));
-        ValueId gi1 = g.mul(g.GO(0), g.I(1));
-        ValueId ga = g.mul(gi1, g.op(OpKind::Pow, {g.I(0), bm1}));
-        ValueId go0 = g.mul(g.GO(0), g.O(0));
-        ValueId gb = g.mul(go0, g.op(OpKind::Log, {g.I(0)}));
-        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
-      };
-    case OpKind::Maximum: case OpKind::Minimum:
-      return [](GradCtx& g) -> R {
-        // Ties split the gradient equally (ATen's max/min backward).
-        OpKind wins = g.node().op == OpKind::Maximum ? OpKind::Gt : OpKind::Lt;
-        ValueId zero = g.scalarLike(0.0, g.GO(0));
-        ValueId half = g.mul(g.GO(0), g.scalarLike(0.5, g.GO(0)));
-        ValueId tie = g.op(OpKind::Eq, {g.I(0), g.I(1)});
-        ValueId ga = g.op(OpKind::Where, {tie, half, g.op(OpKind::Where, {g.op(wins, {g.I(0), g.I(1)}), g.GO(0), zero})});
-        ValueId gb = g.op(OpKind::Where, {tie, half, g.op(OpKind::Where, {g.op(wins, {g.I(1), g.I(0)}), g.GO(0), zero})});
-        return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))};
-      };
-    case OpKind::Cast:
-      return [](GradCtx& g) -> R {
-        DType d = g.type(g.I(0)).dtype;
-        if (!isFloating(d)) return {kNoValue};
-        return {g.op(OpKind::Cast, {g.GO(0)}, Attrs{{"dtype", std::string(dtypeName(d))}})};
-      };
     case OpKind::Amax: case OpKind::Amin:
       return [](GradCtx& g) -> R {
         // The gradient goes to every element equal to the result, split evenly.
@@ -467,6 +303,10 @@ constexpr GradRule ruleFor(OpKind k) {
 
 }  // namespace
 
-GradRule gradRule(OpKind k) { return opInfo(k).grad == GradKind::Diff ? ruleFor(k) : nullptr; }
+GradRule gradRule(OpKind k) {
+  if (opInfo(k).grad != GradKind::Diff) return nullptr;
+  if (const PointwiseRule* p = pointwiseRule(k)) return p->grad;
+  return ruleFor(k);
+}
 
 }  // namespace aotc

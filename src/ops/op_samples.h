@@ -4,11 +4,13 @@
 // and mask operands), its attributes and a value range that avoids kinks.
 #pragma once
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
 #include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
+#include "aotc/ops/pointwise.h"
 
 namespace aotc {
 
@@ -36,16 +38,6 @@ inline std::vector<Sample> samples() {
   using K = OpKind;
   Attrs none;
   std::vector<Sample> v = {
-      {K::Add, {F({2, 3}), F({3})}, none},
-      {K::Sub, {F({2, 3}), F({3})}, none},
-      {K::Mul, {F({2, 3}), F({2, 1})}, none},
-      {K::Div, {F({2, 3}), F({3})}, none, 0.5, 2},
-      {K::Neg, {F({2, 3})}, none},
-      {K::Relu, {F({2, 3})}, none, -2, 2, true},
-      {K::Exp, {F({2, 3})}, none},
-      {K::Log, {F({2, 3})}, none, 0.5, 2},
-      {K::Tanh, {F({2, 3})}, none},
-      {K::Sigmoid, {F({2, 3})}, none},
       {K::Where, {B({2, 3}, {1, 0, 1, 0, 0, 1}), F({2, 3}), F({3})}, none},
       {K::Sum, {F({2, 3})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
       {K::Mean, {F({2, 3, 2})}, Attrs{{"dim", Ints{0, 2}}, {"keepdim", true}}},
@@ -53,9 +45,6 @@ inline std::vector<Sample> samples() {
       {K::T, {F({2, 3})}, none},
       {K::View, {F({2, 3})}, Attrs{{"size", Ints{3, 2}}}},
       {K::Expand, {F({3, 1})}, Attrs{{"size", Ints{2, 3, 4}}}},
-      {K::Clone, {F({2, 3})}, none},
-      {K::Sqrt, {F({2, 3})}, none, 0.5, 2},
-      {K::Rsqrt, {F({2, 3})}, none, 0.5, 2},
       {K::Transpose, {F({2, 3, 4})}, Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}},
       {K::Unsqueeze, {F({2, 3})}, Attrs{{"dim", int64_t{1}}}},
       {K::Squeeze, {F({2, 1, 3})}, Attrs{{"dim", Ints{1}}}},
@@ -65,13 +54,6 @@ inline std::vector<Sample> samples() {
       {K::SelectScatter, {F({2, 4}), F({2})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{1}}}},
       {K::Diagonal, {F({3, 4})}, Attrs{{"offset", int64_t{1}}}},
       {K::DiagonalScatter, {F({2, 3, 4}), F({2, 2})}, Attrs{{"offset", int64_t{-1}}, {"dim1", int64_t{1}}, {"dim2", int64_t{2}}}},
-      {K::Abs, {F({2, 3})}, none, -2, 2, true},
-      {K::Sin, {F({2, 3})}, none},
-      {K::Cos, {F({2, 3})}, none},
-      {K::Erf, {F({2, 3})}, none},
-      {K::Pow, {F({2, 3}), F({3})}, none, 0.5, 2},
-      {K::Maximum, {F({2, 3}), F({2, 3})}, none},
-      {K::Minimum, {F({2, 3}), F({3})}, none},
       {K::Cast, {F({2, 3})}, Attrs{{"dtype", std::string("f64")}}},
       {K::Amax, {F({3, 4})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
       {K::Prod, {F({3, 4})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
@@ -104,30 +86,16 @@ inline std::vector<Sample> samples() {
       {K::Cat, {F({2, 3}), F({2, 1})}, Attrs{{"dim", int64_t{1}}}},
       {K::Pad, {F({2, 3})}, Attrs{{"pad", Ints{1, 2, 0, -1}}, {"value", 0.5}}},
       {K::Permute, {F({2, 3, 4})}, Attrs{{"dims", Ints{2, 0, 1}}}},
-      {K::Expm1, {F({2, 3})}, none},
-      {K::Log1p, {F({2, 3})}, none, -0.5, 2},
-      {K::Log2, {F({2, 3})}, none, 0.5, 2},
-      {K::Log10, {F({2, 3})}, none, 0.5, 2},
-      {K::Reciprocal, {F({2, 3})}, none, 0.5, 2},
-      {K::Tan, {F({2, 3})}, none, -1.2, 1.2},
-      {K::Asin, {F({2, 3})}, none, -0.9, 0.9},
-      {K::Acos, {F({2, 3})}, none, -0.9, 0.9},
-      {K::Atan, {F({2, 3})}, none},
-      {K::Sinh, {F({2, 3})}, none},
-      {K::Cosh, {F({2, 3})}, none},
-      {K::Asinh, {F({2, 3})}, none},
-      {K::Acosh, {F({2, 3})}, none, 1.2, 3},
-      {K::Atanh, {F({2, 3})}, none, -0.9, 0.9},
-      {K::Floor, {F({2, 3})}, none},
-      {K::Sign, {F({2, 3})}, none},
-      {K::Ceil, {F({2, 3})}, none},
-      {K::Round, {F({2, 3})}, none},
-      {K::Trunc, {F({2, 3})}, none},
-      {K::Atan2, {F({2, 3}), F({3})}, none, -2, 2, true},
-      {K::Fmod, {F({2, 3}), F({3})}, none, 0.5, 2},
-      {K::Remainder, {F({2, 3}), F({2, 1})}, none, 0.5, 2},
-      {K::DivFloor, {F({2, 3}), F({3})}, none, 0.5, 2},
   };
+  // Every differentiable elementwise op's row gives its sample (Note
+  // [Pointwise rows]) unless it is listed above.
+  for (const PointwiseRule& r : pointwiseRules()) {
+    if (!r.grad || std::any_of(v.begin(), v.end(), [&](const Sample& s) { return s.op == r.op; })) continue;
+    std::vector<In> ins = {F({2, 3})};
+    if (opInfo(r.op).arity == 2)
+      ins.push_back(F(r.sample.rhs == SampleRange::Row ? Ints{3} : r.sample.rhs == SampleRange::Column ? Ints{2, 1} : Ints{2, 3}));
+    v.push_back(Sample{r.op, std::move(ins), none, r.sample.lo, r.sample.hi, r.sample.awayFromZero});
+  }
   return v;
 }
 

@@ -12,7 +12,16 @@
 #include <cmath>
 #include <string_view>
 
+#include "aotc/ops/pointwise.h"
+#include "shape_util.h"
+
 namespace aotc {
+
+namespace detail {
+
+[[noreturn]] void shapeError(const std::string& msg) { throw UserError(SourceLoc{}, msg); }
+
+}  // namespace detail
 
 namespace {
 
@@ -31,7 +40,7 @@ const std::array<OpInfo, kNumOps> kOps = {{
 #undef OP
 }};
 
-[[noreturn]] void shapeError(const std::string& msg) { throw UserError(SourceLoc{}, msg); }
+using detail::shapeError;
 
 std::string shapeStr(const Ints& s) {
   std::string o = "[";
@@ -75,51 +84,23 @@ DType promote(DType a, DType b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
-using ShapeRule = std::vector<TensorType> (*)(const std::vector<TensorType>&, const Attrs&);
-
 std::vector<TensorType> one(TensorType t) { return {std::move(t)}; }
 
-std::vector<TensorType> broadcastRule(const std::vector<TensorType>& in, DType out) {
+}  // namespace
+
+std::vector<TensorType> detail::broadcastRule(const std::vector<TensorType>& in, DType out) {
   Ints s = in[0].sizes;
   for (size_t i = 1; i < in.size(); ++i) {
     auto b = broadcastShapes(s, in[i].sizes);
     if (!b) shapeError("shapes " + shapeStr(s) + " and " + shapeStr(in[i].sizes) + " cannot be broadcast");
     s = *b;
   }
-  return one(TensorType::contiguous(out, s));
+  return {TensorType::contiguous(out, s)};
 }
 
-std::vector<TensorType> binary(const std::vector<TensorType>& in, const Attrs&) {
-  return broadcastRule(in, promote(in[0].dtype, in[1].dtype));
-}
-std::vector<TensorType> divRule(const std::vector<TensorType>& in, const Attrs&) {
-  DType d = promote(in[0].dtype, in[1].dtype);
-  return broadcastRule(in, isFloating(d) ? d : DType::F32);
-}
-std::vector<TensorType> compare(const std::vector<TensorType>& in, const Attrs&) {
-  return broadcastRule(in, DType::Bool);
-}
-std::vector<TensorType> whereRule(const std::vector<TensorType>& in, const Attrs&) {
-  if (in[0].dtype != DType::Bool) shapeError("where: condition must be bool, got " + std::string(dtypeName(in[0].dtype)));
-  return broadcastRule(in, promote(in[1].dtype, in[2].dtype));
-}
-std::vector<TensorType> unary(const std::vector<TensorType>& in, const Attrs&) {
-  return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
-}
-std::vector<TensorType> unaryFloat(const std::vector<TensorType>& in, const Attrs&) {
-  return one(TensorType::contiguous(isFloating(in[0].dtype) ? in[0].dtype : DType::F32, in[0].sizes));
-}
+namespace {
 
-std::vector<TensorType> isRule(const std::vector<TensorType>& in, const Attrs&) {
-  return one(TensorType::contiguous(DType::Bool, in[0].sizes));
-}
-std::vector<TensorType> floatBinary(const std::vector<TensorType>& in, const Attrs& a) { return divRule(in, a); }
-std::vector<TensorType> integralRule(const std::vector<TensorType>& in, const Attrs&) {
-  for (const TensorType& t : in)
-    if (isFloating(t.dtype)) shapeError("bitwise ops take integer or bool tensors, got " + std::string(dtypeName(t.dtype)));
-  if (in.size() == 1 && in[0].dtype == DType::Bool) shapeError("bitwise_not of a bool tensor is logical_not");
-  return in.size() == 1 ? one(TensorType::contiguous(in[0].dtype, in[0].sizes)) : broadcastRule(in, promote(in[0].dtype, in[1].dtype));
-}
+using detail::broadcastRule;
 
 std::vector<TensorType> constantRule(const std::vector<TensorType>&, const Attrs& a) {
   DType d = DType::F32;
@@ -325,13 +306,7 @@ std::vector<TensorType> customGradRule(const std::vector<TensorType>& in, const 
   return std::vector<TensorType>(in.begin() + na, in.begin() + na + no);
 }
 
-std::vector<TensorType> castRule(const std::vector<TensorType>& in, const Attrs& a) {
-  auto d = parseDType(attrString(a, "dtype"));
-  if (!d) shapeError("cast: unknown dtype");
-  return one(TensorType::contiguous(*d, in[0].sizes));
-}
 
-std::vector<TensorType> logicalRule(const std::vector<TensorType>& in, const Attrs&) { return broadcastRule(in, DType::Bool); }
 
 std::vector<TensorType> minmaxReduceRule(const std::vector<TensorType>& in, const Attrs& a) {
   if (in[0].numel() == 0) shapeError("amax/amin of an empty tensor");
@@ -557,13 +532,8 @@ std::vector<TensorType> epilogueRule(const std::vector<TensorType>& in, const At
 }
 
 constexpr ShapeRule ruleFor(OpKind k) {
-  switch (k) {
+  switch (k) {  // elementwise ops: their rows in pointwise.cpp
     case OpKind::Constant: return constantRule;
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: return binary;
-    case OpKind::Div: return divRule;
-    case OpKind::Neg: case OpKind::Relu: case OpKind::Clone: return unary;
-    case OpKind::Exp: case OpKind::Log: case OpKind::Tanh: case OpKind::Sigmoid: return unaryFloat;
-    case OpKind::Sqrt: case OpKind::Rsqrt: return unaryFloat;
     case OpKind::Transpose: case OpKind::TransposeInplace: return transposeRule;
     case OpKind::Unsqueeze: case OpKind::UnsqueezeInplace: return unsqueezeRule;
     case OpKind::Squeeze: case OpKind::SqueezeInplace: return squeezeRule;
@@ -577,21 +547,6 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::CustomGrad: return customGradRule;
     case OpKind::AutogradFunction: return fromRegions;
     case OpKind::TInplace: return tRule;
-    case OpKind::Abs: case OpKind::Sign: return unary;
-    case OpKind::Sin: case OpKind::Cos: case OpKind::Erf: return unaryFloat;
-    case OpKind::Expm1: case OpKind::Log1p: case OpKind::Log2: case OpKind::Log10: case OpKind::Reciprocal:
-    case OpKind::Tan: case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Sinh: case OpKind::Cosh:
-    case OpKind::Asinh: case OpKind::Acosh: case OpKind::Atanh: return unaryFloat;
-    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: return unary;
-    case OpKind::IsNan: case OpKind::IsInf: return isRule;
-    case OpKind::Atan2: return floatBinary;
-    case OpKind::Fmod: case OpKind::Remainder: case OpKind::DivFloor: return binary;
-    case OpKind::BitwiseAnd: case OpKind::BitwiseOr: case OpKind::BitwiseXor: case OpKind::BitwiseNot: return integralRule;
-    case OpKind::Pow: case OpKind::Maximum: case OpKind::Minimum: return binary;
-    case OpKind::Lt: case OpKind::Le: case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: return compare;
-    case OpKind::LogicalAnd: case OpKind::LogicalOr: return logicalRule;
-    case OpKind::LogicalNot: return logicalRule;
-    case OpKind::Cast: return castRule;
     case OpKind::Amax: case OpKind::Amin: return minmaxReduceRule;
     case OpKind::ArgMax: return argmaxRule;
     case OpKind::Bmm: return bmmRule;
@@ -617,8 +572,6 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Permute: return permuteRule;
     case OpKind::RandMask: return randMaskRule;
     case OpKind::RandUniform: return randUniformRule;
-    case OpKind::Gt: return compare;
-    case OpKind::Where: return whereRule;
     case OpKind::Sum: case OpKind::Prod: return sumRule;
     case OpKind::Mean: return meanRule;
     case OpKind::Mm: return mmRule;
@@ -628,6 +581,7 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Detach: return aliasRule;
     case OpKind::AddInplace: case OpKind::MulInplace: case OpKind::CopyInplace: return inplaceRule;
     case OpKind::EpilogueCopy: return epilogueRule;
+    default: break;
   }
   return nullptr;
 }
@@ -641,7 +595,13 @@ std::optional<OpKind> opFromName(const std::string& name) {
     if (name == o.name) return o.kind;
   return std::nullopt;
 }
-bool hasShapeRule(OpKind k) { return ruleFor(k) != nullptr; }
+/// The op's shape rule: its pointwise row's, or its case above.
+ShapeRule shapeRuleOf(OpKind k) {
+  if (const PointwiseRule* p = pointwiseRule(k)) return p->types;
+  return ruleFor(k);
+}
+
+bool hasShapeRule(OpKind k) { return shapeRuleOf(k) != nullptr; }
 
 // Note [Typed attributes]
 // ~~~~~~~~~~~~~~~~~~~~~~~
@@ -746,7 +706,7 @@ std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins
     shapeError(std::string(info.name) + " expects " + std::to_string(info.arity) + " tensor operand(s), got " +
                std::to_string(ins.size()));
   checkAttrs(op, attrs);
-  ShapeRule r = ruleFor(op);
+  ShapeRule r = shapeRuleOf(op);
   AOTC_CHECK(r, "no shape rule for ", info.name);
   return r(ins, attrs);
 }

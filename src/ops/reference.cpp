@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "aotc/ops/ops.h"
+#include "aotc/ops/pointwise.h"
 
 namespace aotc {
 
@@ -48,33 +49,6 @@ Outs pointwise(const Ins& in, const std::vector<TensorType>& ot, F f) {
   }
   return {std::move(o)};
 }
-
-/// Python's %: the remainder takes the divisor's sign (ATen's remainder).
-double remainderOf(double a, double b) {
-  double m = std::fmod(a, b);
-  if (m != 0 && ((b < 0) != (m < 0))) m += b;
-  return m;
-}
-/// ATen's div_floor_floating (c10/util/generic_math.h).
-double divFloorOf(double a, double b) {
-  if (b == 0) return a / b;
-  double mod = std::fmod(a, b);
-  double div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-  double fl;
-  if (div != 0) {
-    fl = std::floor(div);
-    if (div - fl > 0.5) fl += 1.0;
-  } else {
-    fl = std::copysign(0.0, a / b);
-  }
-  return fl;
-}
-
-#define PW(expr) \
-  [](const Ins& in, const Attrs&, const std::vector<TensorType>& ot) -> Outs { \
-    return pointwise(in, ot, [](const double* a) { return (expr); });          \
-  }
 
 enum class Red { Sum, Mean, Max, Min, Prod };
 
@@ -566,28 +540,13 @@ HostTensor expandTo(const HostTensor& x, const Ints& sizes) {
 }
 
 constexpr Kernel kernelFor(OpKind k) {
-  switch (k) {
+  switch (k) {  // elementwise ops: their rows in pointwise.cpp
     case OpKind::Constant:
       return [](const Ins&, const Attrs& a, const std::vector<TensorType>& ot) -> Outs {
         HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
         std::fill(o.data.begin(), o.data.end(), roundTo(o.dtype, attrFloat(a, "value")));
         return {std::move(o)};
       };
-    case OpKind::Add: return PW(a[0] + a[1]);
-    case OpKind::Sub: return PW(a[0] - a[1]);
-    case OpKind::Mul: return PW(a[0] * a[1]);
-    case OpKind::Div: return PW(a[0] / a[1]);
-    case OpKind::Neg: return PW(-a[0]);
-    case OpKind::Relu: return PW(a[0] > 0 ? a[0] : 0.0);
-    case OpKind::Exp: return PW(std::exp(a[0]));
-    case OpKind::Log: return PW(std::log(a[0]));
-    case OpKind::Tanh: return PW(std::tanh(a[0]));
-    case OpKind::Sigmoid: return PW(1.0 / (1.0 + std::exp(-a[0])));
-    case OpKind::Gt: return PW(a[0] > a[1] ? 1.0 : 0.0);
-    case OpKind::Where: return PW(a[0] != 0 ? a[1] : a[2]);
-    case OpKind::Clone: return PW(a[0]);
-    case OpKind::Sqrt: return PW(std::sqrt(a[0]));
-    case OpKind::Rsqrt: return PW(1.0 / std::sqrt(a[0]));
     case OpKind::Transpose:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return viewKernel(OpKind::Transpose, in, a); };
     case OpKind::Unsqueeze:
@@ -606,51 +565,6 @@ constexpr Kernel kernelFor(OpKind k) {
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Diagonal, in, a); };
     case OpKind::SelectScatter:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Select, in, a); };
-    case OpKind::Abs: return PW(std::abs(a[0]));
-    case OpKind::Sign: return PW(a[0] > 0 ? 1.0 : (a[0] < 0 ? -1.0 : 0.0));
-    case OpKind::Sin: return PW(std::sin(a[0]));
-    case OpKind::Cos: return PW(std::cos(a[0]));
-    case OpKind::Erf: return PW(std::erf(a[0]));
-    case OpKind::Pow: return PW(std::pow(a[0], a[1]));
-    case OpKind::Maximum: return PW(std::isnan(a[0]) || a[0] > a[1] ? a[0] : a[1]);
-    case OpKind::Minimum: return PW(std::isnan(a[0]) || a[0] < a[1] ? a[0] : a[1]);
-    case OpKind::Lt: return PW(a[0] < a[1] ? 1.0 : 0.0);
-    case OpKind::Le: return PW(a[0] <= a[1] ? 1.0 : 0.0);
-    case OpKind::Ge: return PW(a[0] >= a[1] ? 1.0 : 0.0);
-    case OpKind::Eq: return PW(a[0] == a[1] ? 1.0 : 0.0);
-    case OpKind::Ne: return PW(a[0] != a[1] ? 1.0 : 0.0);
-    case OpKind::LogicalAnd: return PW(a[0] != 0 && a[1] != 0 ? 1.0 : 0.0);
-    case OpKind::LogicalOr: return PW(a[0] != 0 || a[1] != 0 ? 1.0 : 0.0);
-    case OpKind::LogicalNot: return PW(a[0] == 0 ? 1.0 : 0.0);
-    case OpKind::Cast: return PW(a[0]);
-    case OpKind::Expm1: return PW(std::expm1(a[0]));
-    case OpKind::Log1p: return PW(std::log1p(a[0]));
-    case OpKind::Log2: return PW(std::log2(a[0]));
-    case OpKind::Log10: return PW(std::log10(a[0]));
-    case OpKind::Reciprocal: return PW(1.0 / a[0]);
-    case OpKind::Tan: return PW(std::tan(a[0]));
-    case OpKind::Asin: return PW(std::asin(a[0]));
-    case OpKind::Acos: return PW(std::acos(a[0]));
-    case OpKind::Atan: return PW(std::atan(a[0]));
-    case OpKind::Sinh: return PW(std::sinh(a[0]));
-    case OpKind::Cosh: return PW(std::cosh(a[0]));
-    case OpKind::Asinh: return PW(std::asinh(a[0]));
-    case OpKind::Acosh: return PW(std::acosh(a[0]));
-    case OpKind::Atanh: return PW(std::atanh(a[0]));
-    case OpKind::Floor: return PW(std::floor(a[0]));
-    case OpKind::Ceil: return PW(std::ceil(a[0]));
-    case OpKind::Round: return PW(std::nearbyint(a[0]));
-    case OpKind::Trunc: return PW(std::trunc(a[0]));
-    case OpKind::IsNan: return PW(std::isnan(a[0]) ? 1.0 : 0.0);
-    case OpKind::IsInf: return PW(std::isinf(a[0]) ? 1.0 : 0.0);
-    case OpKind::Atan2: return PW(std::atan2(a[0], a[1]));
-    case OpKind::Fmod: return PW(std::fmod(a[0], a[1]));
-    case OpKind::Remainder: return PW(remainderOf(a[0], a[1]));
-    case OpKind::DivFloor: return PW(divFloorOf(a[0], a[1]));
-    case OpKind::BitwiseAnd: return PW(static_cast<double>(static_cast<int64_t>(a[0]) & static_cast<int64_t>(a[1])));
-    case OpKind::BitwiseOr: return PW(static_cast<double>(static_cast<int64_t>(a[0]) | static_cast<int64_t>(a[1])));
-    case OpKind::BitwiseXor: return PW(static_cast<double>(static_cast<int64_t>(a[0]) ^ static_cast<int64_t>(a[1])));
-    case OpKind::BitwiseNot: return PW(static_cast<double>(~static_cast<int64_t>(a[0])));
     case OpKind::Amax:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Max); };
     case OpKind::Amin:
@@ -734,14 +648,13 @@ constexpr Kernel kernelFor(OpKind k) {
   }
 }
 
-#undef PW
-
 }  // namespace
 
-bool hasReferenceKernel(OpKind k) { return kernelFor(k) != nullptr; }
+bool hasReferenceKernel(OpKind k) { return pointwiseRule(k) || kernelFor(k) != nullptr; }
 
 std::vector<HostTensor> referenceEval(OpKind op, const std::vector<const HostTensor*>& ins, const Attrs& attrs,
                                       const std::vector<TensorType>& out_types) {
+  if (const PointwiseRule* p = pointwiseRule(op)) return pointwise(ins, out_types, p->reference);
   Kernel k = kernelFor(op);
   AOTC_CHECK(k, "no reference kernel for ", opName(op));
   return k(ins, attrs, out_types);

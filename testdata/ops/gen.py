@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from gen_util import seeded_randn, write_fixtures  # noqa: E402
+from gen_util import seeded_randn, write_fixtures, write_safetensors  # noqa: E402
 
 rn = seeded_randn(1200)
 
@@ -601,7 +601,97 @@ add("small_ints", (small_ints, (torch.randint(0, 256, (3, 4), generator=_g, dtyp
                                 torch.randint(0, 256, (3, 4), generator=_g, dtype=torch.uint8),
                                 torch.randint(-128, 128, (4,), generator=_g, dtype=torch.int8))))
 
+
+# ---------------------------------------------------------------- Core ATen overloads no other fixture reaches
+# Direct: PyTorch 1.13's tracer spells these as they are.  The random ops
+# enter through results that do not depend on the draw (a sorted
+# permutation, a uniform below 1), so eager's values still hold.
+def core_more(x, y, x5):
+    e = torch.empty_strided((2, 3), (1, 2))
+    e.copy_(x)
+    return (torch.rsqrt(x.abs() + 1), A.sub.Scalar(x, 2.5), torch.pow(x.abs() + 0.5, y), e * y,
+            F.pad(x5, (1, 1, 1, 0, 0, 1), mode="reflect"), F.pad(x5, (1, 1, 1, 0, 0, 1), mode="replicate"),
+            A.native_dropout(x, 0.0, True)[0] * y, (torch.rand(3) < 1.0).float(), torch.randn(2, 2).isnan().float(),
+            torch.randperm(5).sort().values)
+add("core_more", (core_more, (rn2(2, 3, rg=True), rn2(2, 3, rg=True), rn2(1, 2, 3, 3, 3, rg=True))))
+
+
+# Respelled: what PyTorch 2.x traces spell differently (respell_core below
+# rewrites the exported graph; the values are eager's for the same program).
+def core_respelled(x, y, w, b):
+    return (F.avg_pool1d(x, 3, 2, 1), F.adaptive_avg_pool1d(x, 2), x.unsqueeze(1).squeeze(1) * 2, x.any(1),
+            torch.var(y, 1, keepdim=True), A.lerp.Scalar(y, y.flip(0), 1.0),
+            A.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5)[0])
+add("core_respelled", (core_respelled, (rn2(2, 3, 7, rg=True), rn2(3, 4, rg=True), rn2(3, rg=True), rn2(3, rg=True))))
+
+
+def respell_core(outdir):
+    """core_respelled as a 2.x trace spells it: avg_pool1d and
+    adaptive_avg_pool1d as themselves (1.13 lifts them to 2-D between an
+    unsqueeze and a squeeze), squeeze.dims and any.dims with a list of dims,
+    var.dim (1.13: var.correction), copy (a lerp with weight 1 is a copy of
+    its end: lerp computes end - (end - start) * (1 - weight), exactly `end`
+    with gradient 0 to `start`), _native_batch_norm_legit.default (the same
+    arguments as native_batch_norm); and core_direct's bitwise_or/xor with
+    a Python scalar as the .Scalar overloads they are."""
+    path = os.path.join(outdir, "core_respelled.json")
+    doc = json.load(open(path))
+    byname = {n["name"]: n for n in doc["nodes"]}
+    drop, out = set(), []
+    for n in doc["nodes"]:
+        t = n["target"]
+        src = n["args"][0] if n["args"] and isinstance(n["args"][0], dict) else None
+        inner = byname.get(src["node"]) if src else None
+        if t == "aten.squeeze.dim" and inner and inner["target"] in ("aten.avg_pool2d.default", "aten._adaptive_avg_pool2d.default"):
+            lifted = byname[inner["args"][0]["node"]]
+            x = lifted["args"][0]
+            drop.update({inner["name"], lifted["name"]})
+            if inner["target"] == "aten.avg_pool2d.default":
+                n["target"], n["args"] = "aten.avg_pool1d.default", [x] + [a[1:] for a in inner["args"][1:4]]
+            else:
+                n["target"], n["args"] = "aten.adaptive_avg_pool1d.default", [x, inner["args"][1][1:]]
+        elif t == "aten.squeeze.dim":
+            n["target"], n["args"] = "aten.squeeze.dims", [n["args"][0], [n["args"][1]]]
+        elif t == "aten.any.dim":
+            n["target"], n["args"] = "aten.any.dims", [n["args"][0], [n["args"][1]]]
+        elif t == "aten.var.correction":
+            assert n["kwargs"] == {"correction": 1, "keepdim": True}, n
+            n["target"], n["args"], n["kwargs"] = "aten.var.dim", [n["args"][0], n["args"][1], True, True], {}
+        elif t == "aten.lerp.Scalar":
+            assert n["args"][2] == 1.0
+            n["target"], n["args"] = "aten.copy.default", n["args"][:2]
+        elif t == "aten.native_batch_norm.default":
+            n["target"] = "aten._native_batch_norm_legit.default"
+    doc["nodes"] = [n for n in doc["nodes"] if n["name"] not in drop]
+    targets = {n["target"] for n in doc["nodes"]}
+    for t in ("aten.avg_pool1d.default", "aten.adaptive_avg_pool1d.default", "aten.squeeze.dims", "aten.any.dims",
+              "aten.var.dim", "aten.copy.default", "aten._native_batch_norm_legit.default"):
+        assert t in targets, t
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    # core_more draws random numbers: its inputs carry the seed.
+    path = os.path.join(outdir, "core_more.inputs.safetensors")
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    types = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool}
+    tensors = {k: torch.frombuffer(bytearray(raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]), dtype=types[v["dtype"]])
+               .reshape(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    tensors["rng_seed"] = torch.tensor(5, dtype=torch.int64)
+    write_safetensors(path, tensors)
+    path = os.path.join(outdir, "core_direct.json")
+    doc = json.load(open(path))
+    for n in doc["nodes"]:
+        if n["target"] in ("aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor") and not isinstance(n["args"][1], dict):
+            n["target"] = n["target"].replace(".Tensor", ".Scalar")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)
     respell_sym(sys.argv[1] if len(sys.argv) > 1 else HERE)
+    respell_core(sys.argv[1] if len(sys.argv) > 1 else HERE)

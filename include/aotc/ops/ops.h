@@ -69,6 +69,10 @@ inline bool isMutation(OpKind k) {
   return opInfo(k).category == OpCategory::Mutation || opInfo(k).category == OpCategory::MetaMutation;
 }
 
+/// A shape/dtype rule: result types from operand types and attributes.
+/// Throws UserError (message only) on a bad operand.
+using ShapeRule = std::vector<TensorType> (*)(const std::vector<TensorType>&, const Attrs&);
+
 /// Output types of `op` applied to inputs of type `ins`.  Throws UserError
 /// (message only; callers attach the location) on arity, dtype or shape errors.
 std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins,

@@ -19,6 +19,7 @@
 #include "aotc/codegen/prelude.h"
 #include "aotc/ir/host_tensor.h"
 #include "aotc/ops/ops.h"
+#include "aotc/ops/pointwise.h"
 
 namespace aotc {
 
@@ -98,73 +99,13 @@ std::string literal(double v, DType d) {
   return d == DType::F64 ? s : s + "f";
 }
 
-/// The expression an op computes from its operand expressions {0}, {1}, {2}.
+/// The expression an elementwise op computes from its operand expressions:
+/// its row's (Note [Pointwise rows]); an epilogue copy is the value itself.
 std::string pointwiseExpr(OpKind k, const std::vector<std::string>& a) {
-  switch (k) {
-    case OpKind::Add: return "(" + a[0] + " + " + a[1] + ")";
-    case OpKind::Sub: return "(" + a[0] + " - " + a[1] + ")";
-    case OpKind::Mul: return "(" + a[0] + " * " + a[1] + ")";
-    case OpKind::Div: return "(" + a[0] + " / " + a[1] + ")";
-    case OpKind::Neg: return "(-" + a[0] + ")";
-    case OpKind::Relu: return "aotc_relu(" + a[0] + ")";
-    case OpKind::Exp: return "aotc_exp(" + a[0] + ")";
-    case OpKind::Log: return "aotc_log(" + a[0] + ")";
-    case OpKind::Tanh: return "aotc_tanh(" + a[0] + ")";
-    case OpKind::Sigmoid: return "aotc_sigmoid(" + a[0] + ")";
-    case OpKind::Sqrt: return "aotc_sqrt(" + a[0] + ")";
-    case OpKind::Abs: return "aotc_abs(" + a[0] + ")";
-    case OpKind::Sign: return "aotc_sign(" + a[0] + ")";
-    case OpKind::Sin: return "aotc_sin(" + a[0] + ")";
-    case OpKind::Cos: return "aotc_cos(" + a[0] + ")";
-    case OpKind::Erf: return "aotc_erf(" + a[0] + ")";
-    case OpKind::Pow: return "aotc_pow(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Maximum: return "aotc_max(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Minimum: return "aotc_min(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Lt: return "(" + a[0] + " < " + a[1] + ")";
-    case OpKind::Le: return "(" + a[0] + " <= " + a[1] + ")";
-    case OpKind::Ge: return "(" + a[0] + " >= " + a[1] + ")";
-    case OpKind::Eq: return "(" + a[0] + " == " + a[1] + ")";
-    case OpKind::Ne: return "(" + a[0] + " != " + a[1] + ")";
-    case OpKind::LogicalAnd: return "(" + a[0] + " != 0 && " + a[1] + " != 0)";
-    case OpKind::LogicalOr: return "(" + a[0] + " != 0 || " + a[1] + " != 0)";
-    case OpKind::LogicalNot: return "(" + a[0] + " == 0)";
-    case OpKind::Cast: return a[0];
-    case OpKind::Rsqrt: return "aotc_rsqrt(" + a[0] + ")";
-    case OpKind::Expm1: return "aotc_expm1(" + a[0] + ")";
-    case OpKind::Log1p: return "aotc_log1p(" + a[0] + ")";
-    case OpKind::Log2: return "aotc_log2(" + a[0] + ")";
-    case OpKind::Log10: return "aotc_log10(" + a[0] + ")";
-    case OpKind::Reciprocal: return "aotc_reciprocal(" + a[0] + ")";
-    case OpKind::Tan: return "aotc_tan(" + a[0] + ")";
-    case OpKind::Asin: return "aotc_asin(" + a[0] + ")";
-    case OpKind::Acos: return "aotc_acos(" + a[0] + ")";
-    case OpKind::Atan: return "aotc_atan(" + a[0] + ")";
-    case OpKind::Sinh: return "aotc_sinh(" + a[0] + ")";
-    case OpKind::Cosh: return "aotc_cosh(" + a[0] + ")";
-    case OpKind::Asinh: return "aotc_asinh(" + a[0] + ")";
-    case OpKind::Acosh: return "aotc_acosh(" + a[0] + ")";
-    case OpKind::Atanh: return "aotc_atanh(" + a[0] + ")";
-    case OpKind::Floor: return "aotc_floor(" + a[0] + ")";
-    case OpKind::Ceil: return "aotc_ceil(" + a[0] + ")";
-    case OpKind::Round: return "aotc_round(" + a[0] + ")";
-    case OpKind::Trunc: return "aotc_trunc(" + a[0] + ")";
-    case OpKind::IsNan: return "aotc_isnan(" + a[0] + ")";
-    case OpKind::IsInf: return "aotc_isinf(" + a[0] + ")";
-    case OpKind::Atan2: return "aotc_atan2(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Fmod: return "aotc_fmod(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Remainder: return "aotc_remainder(" + a[0] + ", " + a[1] + ")";
-    case OpKind::DivFloor: return "aotc_div_floor(" + a[0] + ", " + a[1] + ")";
-    case OpKind::BitwiseAnd: return "(" + a[0] + " & " + a[1] + ")";
-    case OpKind::BitwiseOr: return "(" + a[0] + " | " + a[1] + ")";
-    case OpKind::BitwiseXor: return "(" + a[0] + " ^ " + a[1] + ")";
-    case OpKind::BitwiseNot: return "(~" + a[0] + ")";
-    case OpKind::Gt: return "(" + a[0] + " > " + a[1] + ")";
-    case OpKind::Where: return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
-    case OpKind::Clone: case OpKind::EpilogueCopy: return a[0];
-    default: break;
-  }
-  AOTC_CHECK(false, "no pointwise emit rule for ", opName(k));
-  return "";
+  if (k == OpKind::EpilogueCopy) return a[0];
+  const PointwiseRule* r = pointwiseRule(k);
+  AOTC_CHECK(r, "no pointwise emit rule for ", opName(k));
+  return pointwiseCuda(*r, a);
 }
 
 /// Strides of `in` seen from an output of shape `out` (broadcast dims get 0).

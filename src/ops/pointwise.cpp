@@ -1,0 +1,359 @@
+//===- pointwise.cpp - One row per elementwise op, every rule in it -------===//
+//
+// Note [Pointwise rows] (pointwise.h) says what a row holds and who reads it.
+// Gradient rules follow Note [Node order] (gradients.cpp): no call has two
+// arguments that both create nodes.
+//===----------------------------------------------------------------------===//
+#include "aotc/ops/pointwise.h"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+#include "shape_util.h"
+
+namespace aotc {
+
+namespace {
+
+using detail::broadcastRule;
+using detail::shapeError;
+using K = OpKind;
+using R = std::vector<ValueId>;
+using Rhs = SampleRange;
+
+Ints sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }  // a copy: builders grow the value table
+
+// ---- dtype rules (ATen's): the result of broadcasting every operand.
+std::vector<TensorType> same(const std::vector<TensorType>& in, const Attrs&) {
+  return {TensorType::contiguous(in[0].dtype, in[0].sizes)};
+}
+/// Promoted operands (bool < integers < half types < f32 < f64).
+std::vector<TensorType> promoted(const std::vector<TensorType>& in, const Attrs&) {
+  return broadcastRule(in, promoteTypes(in[0].dtype, in[1].dtype));
+}
+/// Float math: integer operands give float32 (true division, exp of an int).
+std::vector<TensorType> floating(const std::vector<TensorType>& in, const Attrs&) {
+  DType d = in.size() == 1 ? in[0].dtype : promoteTypes(in[0].dtype, in[1].dtype);
+  return broadcastRule(in, isFloating(d) ? d : DType::F32);
+}
+std::vector<TensorType> boolean(const std::vector<TensorType>& in, const Attrs&) { return broadcastRule(in, DType::Bool); }
+std::vector<TensorType> whereTypes(const std::vector<TensorType>& in, const Attrs&) {
+  if (in[0].dtype != DType::Bool) shapeError("where: condition must be bool, got " + std::string(dtypeName(in[0].dtype)));
+  return broadcastRule(in, promoteTypes(in[1].dtype, in[2].dtype));
+}
+std::vector<TensorType> castTypes(const std::vector<TensorType>& in, const Attrs& a) {
+  auto d = parseDType(attrString(a, "dtype"));
+  if (!d) shapeError("cast: unknown dtype");
+  return {TensorType::contiguous(*d, in[0].sizes)};
+}
+std::vector<TensorType> integral(const std::vector<TensorType>& in, const Attrs& a) {
+  for (const TensorType& t : in)
+    if (isFloating(t.dtype)) shapeError("bitwise ops take integer or bool tensors, got " + std::string(dtypeName(t.dtype)));
+  if (in.size() == 1 && in[0].dtype == DType::Bool) shapeError("bitwise_not of a bool tensor is logical_not");
+  return in.size() == 1 ? same(in, a) : promoted(in, a);
+}
+
+// ---- reference helpers
+/// Python's %: the remainder takes the divisor's sign (ATen's remainder).
+double remainderOf(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+/// ATen's div_floor_floating (c10/util/generic_math.h).
+double divFloorOf(double a, double b) {
+  if (b == 0) return a / b;
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  double fl;
+  if (div != 0) {
+    fl = std::floor(div);
+    if (div - fl > 0.5) fl += 1.0;
+  } else {
+    fl = std::copysign(0.0, a / b);
+  }
+  return fl;
+}
+int64_t asInt(double v) { return static_cast<int64_t>(v); }
+
+// ---- gradient helpers
+/// A binary op's gradients, each summed back to its operand's shape.
+R toOperands(GradCtx& g, ValueId ga, ValueId gb) { return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))}; }
+/// Piecewise-constant ops: zero gradient (ATen: zeros_like(grad)).
+R zeroGrad(GradCtx& g) { return {g.zeros(g.type(g.I(0)))}; }
+/// maximum/minimum: the winner takes the gradient; ties split it equally
+/// (ATen's max/min backward).
+R pickGrad(GradCtx& g, OpKind wins) {
+  ValueId zero = g.scalarLike(0.0, g.GO(0));
+  ValueId half = g.mul(g.GO(0), g.scalarLike(0.5, g.GO(0)));
+  ValueId tie = g.op(OpKind::Eq, {g.I(0), g.I(1)});
+  ValueId ga = g.op(OpKind::Where, {tie, half, g.op(OpKind::Where, {g.op(wins, {g.I(0), g.I(1)}), g.GO(0), zero})});
+  ValueId gb = g.op(OpKind::Where, {tie, half, g.op(OpKind::Where, {g.op(wins, {g.I(1), g.I(0)}), g.GO(0), zero})});
+  return toOperands(g, ga, gb);
+}
+/// d/da of fmod/remainder is 1; d/db is -q, q the rounded quotient.
+R remainderGrad(GradCtx& g, ValueId q) {
+  ValueId gb = g.neg(g.mul(g.GO(0), q));
+  return toOperands(g, g.GO(0), gb);
+}
+/// g / (x * ln(base)): log2, log10.
+R logBaseGrad(GradCtx& g, double ln) {
+  ValueId d = g.mul(g.I(0), g.scalarLike(ln, g.O(0)));
+  return {g.div(g.GO(0), d)};
+}
+/// asin: g * rsqrt(1 - x^2) (acos: its negation).
+ValueId asinGrad(GradCtx& g) {
+  ValueId xx = g.mul(g.I(0), g.I(0));
+  ValueId one = g.scalarLike(1.0, g.O(0));
+  ValueId r = g.op(OpKind::Rsqrt, {g.sub(one, xx)});
+  return g.mul(g.GO(0), r);
+}
+/// asinh: g * rsqrt(x^2 + 1); acosh: g * rsqrt(x^2 - 1).
+R ainvHyperbolicGrad(GradCtx& g, bool plus) {
+  ValueId xx = g.mul(g.I(0), g.I(0));
+  ValueId one = g.scalarLike(1.0, g.O(0));
+  ValueId d = plus ? g.add(xx, one) : g.sub(xx, one);
+  return {g.mul(g.GO(0), g.op(OpKind::Rsqrt, {d}))};
+}
+
+constexpr GradRule kNoGrad = nullptr;
+
+// clang-format off
+const PointwiseRule kRows[] = {
+  // Arithmetic.  add/sub carry `alpha` and mul/div have in-place and
+  // rounding-mode forms: the FX front end spells those itself.
+  {K::Add, promoted, [](const double* a) { return a[0] + a[1]; }, "({0} + {1})",
+   [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.GO(0), sz(g, g.I(1)))}; }, {}, {}},
+  {K::Sub, promoted, [](const double* a) { return a[0] - a[1]; }, "({0} - {1})",
+   [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.neg(g.GO(0)), sz(g, g.I(1)))}; }, {}, {}},
+  {K::Mul, promoted, [](const double* a) { return a[0] * a[1]; }, "({0} * {1})",
+   [](GradCtx& g) -> R {
+     return {g.sumTo(g.mul(g.GO(0), g.I(1)), sz(g, g.I(0))), g.sumTo(g.mul(g.GO(0), g.I(0)), sz(g, g.I(1)))};
+   }, {"aten.mul.Tensor", "aten.mul.Scalar"}, {-2, 2, false, Rhs::Column}},
+  {K::Div, floating, [](const double* a) { return a[0] / a[1]; }, "({0} / {1})",
+   [](GradCtx& g) -> R {
+     ValueId ga = g.div(g.GO(0), g.I(1));
+     return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(g.neg(g.mul(ga, g.O(0))), sz(g, g.I(1)))};
+   }, {"aten.div.Tensor", "aten.div.Scalar"}, {0.5, 2}},
+  {K::Neg, same, [](const double* a) { return -a[0]; }, "(-{0})",
+   [](GradCtx& g) -> R { return {g.neg(g.GO(0))}; }, {"aten.neg.default"}, {}},
+  {K::Pow, promoted, [](const double* a) { return std::pow(a[0], a[1]); }, "aotc_pow({0}, {1})",
+   [](GradCtx& g) -> R {
+     ValueId bm1 = g.sub(g.I(1), g.scalarLike(1.0, g.I(1)));
+     ValueId gi1 = g.mul(g.GO(0), g.I(1));
+     ValueId ga = g.mul(gi1, g.op(OpKind::Pow, {g.I(0), bm1}));
+     ValueId go0 = g.mul(g.GO(0), g.O(0));
+     return toOperands(g, ga, g.mul(go0, g.op(OpKind::Log, {g.I(0)})));
+   }, {"aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor"}, {0.5, 2}},
+  {K::Maximum, promoted, [](const double* a) { return std::isnan(a[0]) || a[0] > a[1] ? a[0] : a[1]; }, "aotc_max({0}, {1})",
+   [](GradCtx& g) -> R { return pickGrad(g, OpKind::Gt); }, {"aten.maximum.default"}, {-2, 2, false, Rhs::Full}},
+  {K::Minimum, promoted, [](const double* a) { return std::isnan(a[0]) || a[0] < a[1] ? a[0] : a[1]; }, "aotc_min({0}, {1})",
+   [](GradCtx& g) -> R { return pickGrad(g, OpKind::Lt); }, {"aten.minimum.default"}, {}},
+  // fmod: the remainder with the dividend's sign (C fmod); remainder: with
+  // the divisor's (Python %); div_floor: ATen's div_floor_floating.  d/db
+  // fmod(a, b) = -trunc(a / b); d/db remainder(a, b) = -floor(a / b).  The
+  // FX spellings check an integer divisor first (fx.cpp's binaryChecked).
+  {K::Fmod, promoted, [](const double* a) { return std::fmod(a[0], a[1]); }, "aotc_fmod({0}, {1})",
+   [](GradCtx& g) -> R { return remainderGrad(g, g.op(OpKind::Trunc, {g.div(g.I(0), g.I(1))})); }, {}, {0.5, 2}},
+  {K::Remainder, promoted, [](const double* a) { return remainderOf(a[0], a[1]); }, "aotc_remainder({0}, {1})",
+   [](GradCtx& g) -> R { return remainderGrad(g, g.op(OpKind::DivFloor, {g.I(0), g.I(1)})); }, {}, {0.5, 2, false, Rhs::Column}},
+  {K::DivFloor, promoted, [](const double* a) { return divFloorOf(a[0], a[1]); }, "aotc_div_floor({0}, {1})",
+   [](GradCtx& g) -> R {
+     ValueId za = g.zeros(g.type(g.I(0)));
+     return {za, g.zeros(g.type(g.I(1)))};
+   }, {}, {0.5, 2}},
+  {K::Atan2, floating, [](const double* a) { return std::atan2(a[0], a[1]); }, "aotc_atan2({0}, {1})",
+   [](GradCtx& g) -> R {
+     ValueId aa = g.mul(g.I(0), g.I(0));
+     ValueId bb = g.mul(g.I(1), g.I(1));
+     ValueId s = g.add(aa, bb);
+     ValueId ga = g.div(g.mul(g.GO(0), g.I(1)), s);
+     return toOperands(g, ga, g.neg(g.div(g.mul(g.GO(0), g.I(0)), s)));
+   }, {"aten.atan2.default"}, {-2, 2, true}},
+
+  // Elementwise math.  x = I(0), y = O(0).
+  {K::Relu, same, [](const double* a) { return a[0] > 0 ? a[0] : 0.0; }, "aotc_relu({0})",
+   [](GradCtx& g) -> R {
+     ValueId zero = g.scalarLike(0.0, g.O(0));
+     return {g.op(OpKind::Where, {g.op(OpKind::Gt, {g.O(0), zero}), g.GO(0), zero})};
+   }, {"aten.relu.default"}, {-2, 2, true}},
+  {K::Exp, floating, [](const double* a) { return std::exp(a[0]); }, "aotc_exp({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.O(0))}; }, {"aten.exp.default"}, {}},
+  {K::Expm1, floating, [](const double* a) { return std::expm1(a[0]); }, "aotc_expm1({0})",
+   [](GradCtx& g) -> R {
+     ValueId t = g.add(g.O(0), g.scalarLike(1.0, g.O(0)));
+     return {g.mul(g.GO(0), t)};
+   }, {"aten.expm1.default"}, {}},
+  {K::Log, floating, [](const double* a) { return std::log(a[0]); }, "aotc_log({0})",
+   [](GradCtx& g) -> R { return {g.div(g.GO(0), g.I(0))}; }, {"aten.log.default"}, {0.5, 2}},
+  {K::Log1p, floating, [](const double* a) { return std::log1p(a[0]); }, "aotc_log1p({0})",
+   [](GradCtx& g) -> R {
+     ValueId d = g.add(g.I(0), g.scalarLike(1.0, g.I(0)));
+     return {g.div(g.GO(0), d)};
+   }, {"aten.log1p.default"}, {-0.5, 2}},
+  {K::Log2, floating, [](const double* a) { return std::log2(a[0]); }, "aotc_log2({0})",
+   [](GradCtx& g) -> R { return logBaseGrad(g, 0.69314718055994531); }, {"aten.log2.default"}, {0.5, 2}},
+  {K::Log10, floating, [](const double* a) { return std::log10(a[0]); }, "aotc_log10({0})",
+   [](GradCtx& g) -> R { return logBaseGrad(g, 2.3025850929940457); }, {"aten.log10.default"}, {0.5, 2}},
+  {K::Sqrt, floating, [](const double* a) { return std::sqrt(a[0]); }, "aotc_sqrt({0})",
+   [](GradCtx& g) -> R { return {g.div(g.mul(g.GO(0), g.scalarLike(0.5, g.O(0))), g.O(0))}; }, {"aten.sqrt.default"}, {0.5, 2}},
+  {K::Rsqrt, floating, [](const double* a) { return 1.0 / std::sqrt(a[0]); }, "aotc_rsqrt({0})",
+   [](GradCtx& g) -> R {
+     ValueId o3 = g.mul(g.mul(g.O(0), g.O(0)), g.O(0));
+     return {g.mul(g.mul(g.GO(0), g.scalarLike(-0.5, g.O(0))), o3)};
+   }, {"aten.rsqrt.default"}, {0.5, 2}},
+  {K::Reciprocal, floating, [](const double* a) { return 1.0 / a[0]; }, "aotc_reciprocal({0})",
+   [](GradCtx& g) -> R {
+     ValueId yy = g.mul(g.O(0), g.O(0));
+     ValueId m = g.mul(g.GO(0), yy);
+     return {g.neg(m)};
+   }, {"aten.reciprocal.default"}, {0.5, 2}},
+  {K::Abs, same, [](const double* a) { return std::abs(a[0]); }, "aotc_abs({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Sign, {g.I(0)}))}; }, {"aten.abs.default"}, {-2, 2, true}},
+  {K::Sign, same, [](const double* a) { return a[0] > 0 ? 1.0 : (a[0] < 0 ? -1.0 : 0.0); }, "aotc_sign({0})",
+   zeroGrad, {"aten.sign.default"}, {}},
+  {K::Erf, floating, [](const double* a) { return std::erf(a[0]); }, "aotc_erf({0})",
+   [](GradCtx& g) -> R {
+     ValueId e = g.op(OpKind::Exp, {g.neg(g.mul(g.I(0), g.I(0)))});
+     return {g.mul(g.mul(g.GO(0), g.scalarLike(1.1283791670955126, g.O(0))), e)};  // 2/sqrt(pi)
+   }, {"aten.erf.default"}, {}},
+  {K::Sigmoid, floating, [](const double* a) { return 1.0 / (1.0 + std::exp(-a[0])); }, "aotc_sigmoid({0})",
+   [](GradCtx& g) -> R {
+     ValueId a = g.mul(g.GO(0), g.O(0));
+     ValueId b = g.sub(g.scalarLike(1.0, g.O(0)), g.O(0));
+     return {g.mul(a, b)};
+   }, {"aten.sigmoid.default"}, {}},
+  {K::Tanh, floating, [](const double* a) { return std::tanh(a[0]); }, "aotc_tanh({0})",
+   [](GradCtx& g) -> R {
+     ValueId one = g.scalarLike(1.0, g.O(0));
+     ValueId sq = g.mul(g.O(0), g.O(0));
+     return {g.mul(g.GO(0), g.sub(one, sq))};
+   }, {"aten.tanh.default"}, {}},
+
+  // Trigonometric and hyperbolic.
+  {K::Sin, floating, [](const double* a) { return std::sin(a[0]); }, "aotc_sin({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Cos, {g.I(0)}))}; }, {"aten.sin.default"}, {}},
+  {K::Cos, floating, [](const double* a) { return std::cos(a[0]); }, "aotc_cos({0})",
+   [](GradCtx& g) -> R { return {g.neg(g.mul(g.GO(0), g.op(OpKind::Sin, {g.I(0)})))}; }, {"aten.cos.default"}, {}},
+  {K::Tan, floating, [](const double* a) { return std::tan(a[0]); }, "aotc_tan({0})",
+   [](GradCtx& g) -> R {
+     ValueId yy = g.mul(g.O(0), g.O(0));
+     ValueId t = g.add(yy, g.scalarLike(1.0, g.O(0)));
+     return {g.mul(g.GO(0), t)};
+   }, {"aten.tan.default"}, {-1.2, 1.2}},
+  {K::Asin, floating, [](const double* a) { return std::asin(a[0]); }, "aotc_asin({0})",
+   [](GradCtx& g) -> R { return {asinGrad(g)}; }, {"aten.asin.default"}, {-0.9, 0.9}},
+  {K::Acos, floating, [](const double* a) { return std::acos(a[0]); }, "aotc_acos({0})",
+   [](GradCtx& g) -> R { return {g.neg(asinGrad(g))}; }, {"aten.acos.default"}, {-0.9, 0.9}},
+  {K::Atan, floating, [](const double* a) { return std::atan(a[0]); }, "aotc_atan({0})",
+   [](GradCtx& g) -> R {
+     ValueId xx = g.mul(g.I(0), g.I(0));
+     ValueId d = g.add(xx, g.scalarLike(1.0, g.O(0)));
+     return {g.div(g.GO(0), d)};
+   }, {"aten.atan.default"}, {}},
+  {K::Sinh, floating, [](const double* a) { return std::sinh(a[0]); }, "aotc_sinh({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Cosh, {g.I(0)}))}; }, {"aten.sinh.default"}, {}},
+  {K::Cosh, floating, [](const double* a) { return std::cosh(a[0]); }, "aotc_cosh({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Sinh, {g.I(0)}))}; }, {"aten.cosh.default"}, {}},
+  {K::Asinh, floating, [](const double* a) { return std::asinh(a[0]); }, "aotc_asinh({0})",
+   [](GradCtx& g) -> R { return ainvHyperbolicGrad(g, true); }, {"aten.asinh.default"}, {}},
+  {K::Acosh, floating, [](const double* a) { return std::acosh(a[0]); }, "aotc_acosh({0})",
+   [](GradCtx& g) -> R { return ainvHyperbolicGrad(g, false); }, {"aten.acosh.default"}, {1.2, 3}},
+  {K::Atanh, floating, [](const double* a) { return std::atanh(a[0]); }, "aotc_atanh({0})",
+   [](GradCtx& g) -> R {
+     ValueId xx = g.mul(g.I(0), g.I(0));
+     ValueId d = g.sub(g.scalarLike(1.0, g.O(0)), xx);
+     return {g.div(g.GO(0), d)};
+   }, {"aten.atanh.default"}, {-0.9, 0.9}},
+
+  // Rounding keeps integer dtypes (integers are already whole); round is half
+  // to even.  Piecewise constant: zero gradient.
+  {K::Floor, same, [](const double* a) { return std::floor(a[0]); }, "aotc_floor({0})", zeroGrad, {"aten.floor.default"}, {}},
+  {K::Ceil, same, [](const double* a) { return std::ceil(a[0]); }, "aotc_ceil({0})", zeroGrad, {"aten.ceil.default"}, {}},
+  {K::Round, same, [](const double* a) { return std::nearbyint(a[0]); }, "aotc_round({0})", zeroGrad, {"aten.round.default"}, {}},
+  {K::Trunc, same, [](const double* a) { return std::trunc(a[0]); }, "aotc_trunc({0})", zeroGrad,
+   {"aten.trunc.default", "aten.fix.default"}, {}},
+
+  // Comparisons and logic: bool results, no gradient.
+  {K::Gt, boolean, [](const double* a) { return a[0] > a[1] ? 1.0 : 0.0; }, "({0} > {1})", kNoGrad, {"aten.gt.Tensor", "aten.gt.Scalar"}, {}},
+  {K::Lt, boolean, [](const double* a) { return a[0] < a[1] ? 1.0 : 0.0; }, "({0} < {1})", kNoGrad, {"aten.lt.Tensor", "aten.lt.Scalar"}, {}},
+  {K::Le, boolean, [](const double* a) { return a[0] <= a[1] ? 1.0 : 0.0; }, "({0} <= {1})", kNoGrad, {"aten.le.Tensor", "aten.le.Scalar"}, {}},
+  {K::Ge, boolean, [](const double* a) { return a[0] >= a[1] ? 1.0 : 0.0; }, "({0} >= {1})", kNoGrad, {"aten.ge.Tensor", "aten.ge.Scalar"}, {}},
+  {K::Eq, boolean, [](const double* a) { return a[0] == a[1] ? 1.0 : 0.0; }, "({0} == {1})", kNoGrad, {"aten.eq.Tensor", "aten.eq.Scalar"}, {}},
+  {K::Ne, boolean, [](const double* a) { return a[0] != a[1] ? 1.0 : 0.0; }, "({0} != {1})", kNoGrad, {"aten.ne.Tensor", "aten.ne.Scalar"}, {}},
+  {K::IsNan, boolean, [](const double* a) { return std::isnan(a[0]) ? 1.0 : 0.0; }, "aotc_isnan({0})", kNoGrad, {"aten.isnan.default"}, {}},
+  {K::IsInf, boolean, [](const double* a) { return std::isinf(a[0]) ? 1.0 : 0.0; }, "aotc_isinf({0})", kNoGrad, {"aten.isinf.default"}, {}},
+  {K::LogicalAnd, boolean, [](const double* a) { return a[0] != 0 && a[1] != 0 ? 1.0 : 0.0; }, "({0} != 0 && {1} != 0)", kNoGrad,
+   {"aten.logical_and.default"}, {}},
+  {K::LogicalOr, boolean, [](const double* a) { return a[0] != 0 || a[1] != 0 ? 1.0 : 0.0; }, "({0} != 0 || {1} != 0)", kNoGrad,
+   {"aten.logical_or.default"}, {}},
+  {K::LogicalNot, boolean, [](const double* a) { return a[0] == 0 ? 1.0 : 0.0; }, "({0} == 0)", kNoGrad, {"aten.logical_not.default"}, {}},
+  // Bitwise: integer and bool operands (bitwise_not of bool is spelled
+  // logical_not by the front end).
+  {K::BitwiseAnd, integral, [](const double* a) { return static_cast<double>(asInt(a[0]) & asInt(a[1])); }, "({0} & {1})", kNoGrad,
+   {"aten.bitwise_and.Tensor", "aten.bitwise_and.Scalar"}, {}},
+  {K::BitwiseOr, integral, [](const double* a) { return static_cast<double>(asInt(a[0]) | asInt(a[1])); }, "({0} | {1})", kNoGrad,
+   {"aten.bitwise_or.Tensor", "aten.bitwise_or.Scalar"}, {}},
+  {K::BitwiseXor, integral, [](const double* a) { return static_cast<double>(asInt(a[0]) ^ asInt(a[1])); }, "({0} ^ {1})", kNoGrad,
+   {"aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar"}, {}},
+  {K::BitwiseNot, integral, [](const double* a) { return static_cast<double>(~asInt(a[0])); }, "(~{0})", kNoGrad, {}, {}},
+
+  // Selection, copies and casts.
+  {K::Where, whereTypes, [](const double* a) { return a[0] != 0 ? a[1] : a[2]; }, "({0} ? {1} : {2})",
+   [](GradCtx& g) -> R {
+     ValueId zero = g.scalarLike(0.0, g.GO(0));
+     return {kNoValue, g.sumTo(g.op(OpKind::Where, {g.I(0), g.GO(0), zero}), sz(g, g.I(1))),
+             g.sumTo(g.op(OpKind::Where, {g.I(0), zero, g.GO(0)}), sz(g, g.I(2)))};
+   }, {}, {}},
+  {K::Clone, same, [](const double* a) { return a[0]; }, "{0}",
+   [](GradCtx& g) -> R { return {g.GO(0)}; }, {"aten.clone.default", "aten.lift_fresh_copy.default"}, {}},
+  // The value conversion itself is the kernel's store cast (Note [Integer wrap]).
+  {K::Cast, castTypes, [](const double* a) { return a[0]; }, "{0}",
+   [](GradCtx& g) -> R {
+     DType d = g.type(g.I(0)).dtype;
+     if (!isFloating(d)) return {kNoValue};
+     return {g.op(OpKind::Cast, {g.GO(0)}, Attrs{{"dtype", std::string(dtypeName(d))}})};
+   }, {}, {}},
+};
+// clang-format on
+
+/// Row index per op (-1: not elementwise).
+const std::array<int16_t, kNumOps>& rowIndex() {
+  static const std::array<int16_t, kNumOps> index = [] {
+    std::array<int16_t, kNumOps> ix;
+    ix.fill(-1);
+    for (size_t i = 0; i < std::size(kRows); ++i) {
+      size_t k = static_cast<size_t>(kRows[i].op);
+      AOTC_CHECK(ix[k] < 0, "pointwise.cpp: two rows for ", opName(kRows[i].op));
+      ix[k] = static_cast<int16_t>(i);
+    }
+    return ix;
+  }();
+  return index;
+}
+
+}  // namespace
+
+std::span<const PointwiseRule> pointwiseRules() { return kRows; }
+
+const PointwiseRule* pointwiseRule(OpKind k) {
+  int16_t i = rowIndex()[static_cast<size_t>(k)];
+  return i < 0 ? nullptr : &kRows[static_cast<size_t>(i)];
+}
+
+std::string pointwiseCuda(const PointwiseRule& r, const std::vector<std::string>& operands) {
+  std::string out;
+  for (const char* p = r.cuda; *p; ++p) {
+    if (p[0] == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}') {
+      out += operands.at(static_cast<size_t>(p[1] - '0'));
+      p += 2;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+}  // namespace aotc

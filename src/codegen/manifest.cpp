@@ -118,7 +118,7 @@ plan::Manifest buildManifest(const PipelineResult& pr, const CodegenResult& cg, 
     ms.kernels = km.kernels;
     for (auto& a : info.archs) {
       ms.ptx[a] = "kernels/" + km.name + "." + a + ".ptx";
-      ms.cubin[a] = "kernels/" + km.name + "." + a + ".cubin";
+      if (!ptxOnlyArch(a)) ms.cubin[a] = "kernels/" + km.name + "." + a + ".cubin";
     }
     m.modules.push_back(std::move(ms));
     for (auto& k : km.kernels) moduleOf[k] = km.name;

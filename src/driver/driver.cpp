@@ -248,7 +248,8 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   for (size_t m = 0; m < modules.size(); ++m)
     for (size_t a = 0; a < opts.archs.size(); ++a) {
       writeFile(stage.path() / "kernels" / (modules[m].name + "." + opts.archs[a] + ".ptx"), compiled[m][a].ptx);
-      writeFile(stage.path() / "kernels" / (modules[m].name + "." + opts.archs[a] + ".cubin"), compiled[m][a].cubin);
+      if (!ptxOnlyArch(opts.archs[a]))
+        writeFile(stage.path() / "kernels" / (modules[m].name + "." + opts.archs[a] + ".cubin"), compiled[m][a].cubin);
     }
   log->info("NVRTC compiled {} kernels for {} archs at {:.1f} ms", cg.kernels.size(), opts.archs.size(), ms());
   writeFile(stage.path() / "forward.ir", printGraph(pr.partition.forward));

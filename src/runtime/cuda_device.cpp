@@ -299,10 +299,11 @@ class CudaDevice final : public Device {
       if (auto it = ms.cubin.find(want); it != ms.cubin.end()) {
         file = it->second;
       } else {
-        int best = -1;  // PTX of the highest arch not above the device's
+        int best = -1;  // PTX of the highest arch not above the device's (sm_<n> or PTX-only compute_<n>)
         for (auto& [a, f] : ms.ptx) {
-          int v = std::atoi(a.c_str() + 3);
-          if (a.rfind("sm_", 0) == 0 && v <= arch_ && v > best) {
+          size_t us = a.find('_');
+          int v = us == std::string::npos ? -1 : std::atoi(a.c_str() + us + 1);
+          if ((a.rfind("sm_", 0) == 0 || a.rfind("compute_", 0) == 0) && v <= arch_ && v > best) {
             best = v;
             file = f;
           }

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   auto* compile = app.add_subcommand("compile", "compile a model (FX JSON or ONNX) into an artifact directory");
   compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py, or .onnx)")->required();
   compile->add_option("-o,--output", copts.out_dir, "artifact directory to write")->required();
-  compile->add_option("--arch", arch, "comma-separated GPU architectures")->capture_default_str();
+  compile->add_option("--arch", arch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
   compile->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
       ->capture_default_str()
       ->check(CLI::IsMember({"min-cut", "default"}));
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   auto* batch = app.add_subcommand("batch", "compile many models (a model zoo), one artifact each, going on past failures");
   batch->add_option("models", batchModels, "model files")->required();
   batch->add_option("-o,--output", batchOut, "directory for the artifacts (one per model, named after the file)")->required();
-  batch->add_option("--arch", batchArch, "comma-separated GPU architectures")->capture_default_str();
+  batch->add_option("--arch", batchArch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
   batch->add_option("--partitioner", copts.partitioner, "min-cut or default")->capture_default_str()->check(CLI::IsMember({"min-cut", "default"}));
   batch->add_option("--report", batchReport, "write a JSON report (status, errors, kernels, saved bytes, time per model)");
   batch->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));

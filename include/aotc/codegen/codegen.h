@@ -98,10 +98,13 @@ std::string nvrtcVersion();
 /// The same, remembered in the cache per toolchain so that a compile that
 /// hits the cache does not load NVRTC.
 std::string nvrtcVersionCached(const std::string& cache_dir);
-/// Checks an --arch entry ("sm_80"): NVRTC must support it.  Loads NVRTC.
+/// Checks an --arch entry ("sm_80", "compute_80"): NVRTC must support it.  Loads NVRTC.
 bool nvrtcSupportsArch(const std::string& arch);
-/// Whether an --arch entry is spelled sm_<digits> (no NVRTC needed).
+/// Whether an --arch entry is spelled sm_<digits> (PTX and cubin) or
+/// compute_<digits> (PTX only, for a driver to JIT) (no NVRTC needed).
 bool archSpelling(const std::string& arch);
+/// compute_<digits>: the artifact carries PTX and no cubin for it.
+bool ptxOnlyArch(const std::string& arch);
 /// Refuses (UserError) an --arch entry NVRTC cannot compile for.  Loads NVRTC.
 void requireArch(const std::string& arch);
 

@@ -148,22 +148,24 @@ std::string nvrtcVersionCached(const std::string& cache_dir) {
   return v;
 }
 
+bool ptxOnlyArch(const std::string& arch) { return arch.rfind("compute_", 0) == 0; }
+
+bool archSpelling(const std::string& arch) {
+  size_t digits = ptxOnlyArch(arch) ? 8 : arch.rfind("sm_", 0) == 0 ? 3 : std::string::npos;
+  return digits != std::string::npos && arch.size() > digits && arch.size() < digits + 6 &&
+         arch.find_first_not_of("0123456789", digits) == std::string::npos;
+}
+
+/// The number of an arch spelled sm_<n> or compute_<n>.
+int archNumber(const std::string& arch) { return std::stoi(arch.substr(arch.find('_') + 1)); }
+
 bool nvrtcSupportsArch(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return false;
+  if (!archSpelling(arch)) return false;
   int n = 0;
   if (compilers().numArchs(&n) != NVRTC_SUCCESS) return false;
   std::vector<int> archs(static_cast<size_t>(n));
   compilers().archs(archs.data());
-  try {
-    int want = std::stoi(arch.substr(3));
-    return std::find(archs.begin(), archs.end(), want) != archs.end();
-  } catch (...) {
-    return false;
-  }
-}
-
-bool archSpelling(const std::string& arch) {
-  return arch.size() > 3 && arch.rfind("sm_", 0) == 0 && arch.find_first_not_of("0123456789", 3) == std::string::npos;
+  return std::find(archs.begin(), archs.end(), archNumber(arch)) != archs.end();
 }
 
 namespace {
@@ -204,7 +206,7 @@ void requireArch(const std::string& arch) {
       for (int a : archs) known += (known.empty() ? "" : ", ") + ("sm_" + std::to_string(a));
     }
     throw UserError(SourceLoc{}, "--arch: '" + arch + "' is not an architecture this NVRTC (" + nvrtcVersion() + ") supports" +
-                                     (known.empty() ? std::string() : " (supported: " + known + ")"));
+                                     (known.empty() ? std::string() : " (supported: " + known + "; compute_<n> of any of them for PTX only)"));
   }
 }
 
@@ -388,8 +390,9 @@ bool linkCubin(const std::string& ptx, const std::string& name, const std::strin
   return true;
 }
 
-/// "sm_90" -> "compute_90": NVRTC stops at PTX, nvJitLink makes the cubin.
-std::string virtualArch(const std::string& arch) { return "compute_" + arch.substr(3); }
+/// "sm_90" -> "compute_90": NVRTC stops at PTX, nvJitLink makes the cubin
+/// (none for a PTX-only arch, compute_90: a driver JIT-compiles its PTX).
+std::string virtualArch(const std::string& arch) { return "compute_" + std::to_string(archNumber(arch)); }
 }  // namespace
 
 std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelModule>& modules,
@@ -418,8 +421,9 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
     for (size_t a = 0; a < archs.size(); ++a) {
       bool ok = cached;
       fs::path e = entry("module", moduleKey(m, a));
-      std::string p = cached ? readFileOr(e.string() + ".ptx", ok) : "", c = ok ? readFileOr(e.string() + ".cubin", ok) : "";
-      if (ok && !p.empty() && !c.empty()) {
+      std::string p = cached ? readFileOr(e.string() + ".ptx", ok) : "";
+      std::string c = ok && !ptxOnlyArch(archs[a]) ? readFileOr(e.string() + ".cubin", ok) : "";
+      if (ok && !p.empty() && (ptxOnlyArch(archs[a]) || !c.empty())) {
         out[m][a] = NvrtcOutput{std::move(p), std::move(c), ""};
         moduleHit[m][a] = 1;
         ++st.module_hits;
@@ -515,11 +519,12 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
         boost::asio::post(pool, [&, m, a] {
           auto t0 = clock::now();
           std::string err;
-          bool linked = linkCubin(out[m][a].ptx, modules[m].name, archs[a], out[m][a].cubin, err);
+          const bool ptxOnly = ptxOnlyArch(archs[a]);
+          bool linked = ptxOnly || linkCubin(out[m][a].ptx, modules[m].name, archs[a], out[m][a].cubin, err);
           double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
           if (linked && cached) {
             fs::path e = entry("module", moduleKey(m, a));
-            store(e.string() + ".cubin", out[m][a].cubin);
+            if (!ptxOnly) store(e.string() + ".cubin", out[m][a].cubin);
             store(e.string() + ".ptx", out[m][a].ptx);
           }
           std::lock_guard<std::mutex> lk(mu);

@@ -16,6 +16,7 @@
 
 #include "aotc/ops/ops.h"
 #include "aotc/ops/pointwise.h"
+#include "aotc/ops/reductions.h"
 
 namespace aotc {
 
@@ -33,13 +34,6 @@ namespace {
 
 using R = std::vector<ValueId>;
 Ints sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }  // a copy: builders grow the value table
-
-/// Shape of a reduction's output with keepdim=true.
-Ints keptShape(GradCtx& g) {
-  Ints s = sz(g, g.I(0));
-  for (int64_t d : reductionDims(g.attrs(), static_cast<int64_t>(s.size()))) s[d] = 1;
-  return s;
-}
 
 /// The user's backward (regions[0] of custom_grad), inlined: its saved
 /// inputs bind to the node's saved operands, its tangents to GO (zeros where
@@ -78,41 +72,7 @@ std::vector<ValueId> customGradRule(GradCtx& g) {
 }
 
 constexpr GradRule ruleFor(OpKind k) {
-  switch (k) {  // elementwise ops: their rows in pointwise.cpp
-    case OpKind::Sum:
-      return [](GradCtx& g) -> R { return {g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)))}; };
-    case OpKind::Mean:
-      return [](GradCtx& g) -> R {
-        double n = static_cast<double>(std::max<int64_t>(g.type(g.I(0)).numel(), 1)) /
-                   static_cast<double>(std::max<int64_t>(g.type(g.O(0)).numel(), 1));
-        ValueId e = g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)));
-        return {g.div(e, g.scalarLike(n, g.GO(0)))};
-      };
-    case OpKind::Prod:
-      return [](GradCtx& g) -> R {
-        // d prod / d x_i is the product of the other elements.  With no zero
-        // in the group that is result / x_i (ATen's formula); with one zero,
-        // the product of the non-zeros at the zero and 0 elsewhere; with
-        // two or more, 0 everywhere.  x_i = 0 never divides (the divisor is
-        // x with its zeros replaced by 1), so no NaN reaches a second order.
-        if (!isFloating(g.type(g.I(0)).dtype)) return {kNoValue};
-        Ints in = sz(g, g.I(0));
-        const std::string dt(dtypeName(g.type(g.GO(0)).dtype));
-        Attrs red{{"dim", reductionDims(g.attrs(), static_cast<int64_t>(in.size()))}, {"keepdim", true}};
-        ValueId zero = g.scalarLike(0.0, g.I(0));
-        ValueId isZero = g.op(OpKind::Eq, {g.I(0), zero});
-        ValueId nonZero = g.op(OpKind::Where, {isZero, g.scalarLike(1.0, g.I(0)), g.I(0)});
-        ValueId zeros = g.expand(g.op(OpKind::Sum, {g.op(OpKind::Cast, {isZero}, Attrs{{"dtype", dt}})}, red), in);
-        ValueId others = g.expand(g.op(OpKind::Prod, {nonZero}, red), in);
-        ValueId go = g.expand(g.reshape(g.GO(0), keptShape(g)), in);
-        ValueId result = g.expand(g.reshape(g.O(0), keptShape(g)), in);
-        ValueId none = g.mul(go, g.div(result, nonZero));
-        ValueId one = g.op(OpKind::Where, {isZero, g.mul(go, others), g.scalarLike(0.0, go)});
-        ValueId noZeros = g.op(OpKind::Eq, {zeros, g.scalarLike(0.0, zeros)});
-        ValueId oneZero = g.op(OpKind::Eq, {zeros, g.scalarLike(1.0, zeros)});
-        ValueId rest = g.op(OpKind::Where, {oneZero, one, g.scalarLike(0.0, go)});
-        return {g.op(OpKind::Where, {noZeros, none, rest})};
-      };
+  switch (k) {  // elementwise ops and reductions: their rows in pointwise.cpp, reductions.cpp
     case OpKind::Mm:
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::Mm, {g.GO(0), g.op(OpKind::T, {g.I(1)})}),
@@ -144,19 +104,6 @@ constexpr GradRule ruleFor(OpKind k) {
         return {gb, g.op(view, {g.GO(0)}, g.attrs())};
       };
     case OpKind::KeepGrad: return [](GradCtx& g) -> R { return {g.GO(0), kNoValue}; };
-    case OpKind::Amax: case OpKind::Amin:
-      return [](GradCtx& g) -> R {
-        // The gradient goes to every element equal to the result, split evenly.
-        Ints in = sz(g, g.I(0));
-        ValueId out = g.expand(g.reshape(g.O(0), keptShape(g)), in);
-        ValueId mask = g.op(OpKind::Eq, {g.I(0), out});
-        ValueId m = g.op(OpKind::Cast, {mask}, Attrs{{"dtype", std::string(dtypeName(g.type(g.GO(0)).dtype))}});
-        Attrs red{{"dim", reductionDims(g.attrs(), static_cast<int64_t>(in.size()))}, {"keepdim", true}};
-        ValueId count = g.op(OpKind::Sum, {m}, red);
-        ValueId go = g.expand(g.reshape(g.GO(0), keptShape(g)), in);
-        ValueId num = g.mul(go, m);
-        return {g.div(num, g.expand(count, in))};
-      };
     case OpKind::Bmm:
       return [](GradCtx& g) -> R {
         Attrs tr{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}};
@@ -306,6 +253,7 @@ constexpr GradRule ruleFor(OpKind k) {
 GradRule gradRule(OpKind k) {
   if (opInfo(k).grad != GradKind::Diff) return nullptr;
   if (const PointwiseRule* p = pointwiseRule(k)) return p->grad;
+  if (const ReductionRule* r = reductionRule(k)) return r->grad;
   return ruleFor(k);
 }
 

@@ -11,6 +11,7 @@
 #include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/ops/pointwise.h"
+#include "aotc/ops/reductions.h"
 
 namespace aotc {
 
@@ -39,8 +40,6 @@ inline std::vector<Sample> samples() {
   Attrs none;
   std::vector<Sample> v = {
       {K::Where, {B({2, 3}, {1, 0, 1, 0, 0, 1}), F({2, 3}), F({3})}, none},
-      {K::Sum, {F({2, 3})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
-      {K::Mean, {F({2, 3, 2})}, Attrs{{"dim", Ints{0, 2}}, {"keepdim", true}}},
       {K::Mm, {F({2, 3}), F({3, 4})}, none},
       {K::T, {F({2, 3})}, none},
       {K::View, {F({2, 3})}, Attrs{{"size", Ints{3, 2}}}},
@@ -55,9 +54,6 @@ inline std::vector<Sample> samples() {
       {K::Diagonal, {F({3, 4})}, Attrs{{"offset", int64_t{1}}}},
       {K::DiagonalScatter, {F({2, 3, 4}), F({2, 2})}, Attrs{{"offset", int64_t{-1}}, {"dim1", int64_t{1}}, {"dim2", int64_t{2}}}},
       {K::Cast, {F({2, 3})}, Attrs{{"dtype", std::string("f64")}}},
-      {K::Amax, {F({3, 4})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
-      {K::Prod, {F({3, 4})}, Attrs{{"dim", Ints{1}}, {"keepdim", false}}},
-      {K::Amin, {F({3, 4})}, Attrs{{"dim", Ints{0}}, {"keepdim", true}}},
       {K::Bmm, {F({2, 2, 3}), F({2, 3, 2})}, none},
       {K::Conv2d, {F({1, 4, 5, 5}), F({2, 2, 3, 3})},
        Attrs{{"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}}},
@@ -96,6 +92,9 @@ inline std::vector<Sample> samples() {
       ins.push_back(F(r.sample.rhs == SampleRange::Row ? Ints{3} : r.sample.rhs == SampleRange::Column ? Ints{2, 1} : Ints{2, 3}));
     v.push_back(Sample{r.op, std::move(ins), none, r.sample.lo, r.sample.hi, r.sample.awayFromZero});
   }
+  // And every reduction's row (Note [Reduction rows]).
+  for (const ReductionRule& r : reductionRules())
+    v.push_back(Sample{r.op, {F(r.sample.shape)}, Attrs{{"dim", r.sample.dims}, {"keepdim", r.sample.keepdim}}});
   return v;
 }
 

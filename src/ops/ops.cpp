@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "aotc/ops/pointwise.h"
+#include "aotc/ops/reductions.h"
 #include "shape_util.h"
 
 namespace aotc {
@@ -98,9 +99,25 @@ std::vector<TensorType> detail::broadcastRule(const std::vector<TensorType>& in,
   return {TensorType::contiguous(out, s)};
 }
 
+std::vector<TensorType> detail::reduceTypes(const std::vector<TensorType>& in, const Attrs& a, bool mean) {
+  Ints dims = reductionDims(a, in[0].rank());
+  bool keep = attrBool(a, "keepdim", false);
+  Ints out;
+  for (int64_t i = 0; i < in[0].rank(); ++i) {
+    bool red = std::binary_search(dims.begin(), dims.end(), i);
+    if (!red) out.push_back(in[0].sizes[i]);
+    else if (keep) out.push_back(1);
+  }
+  DType d = in[0].dtype;
+  if (mean && !isFloating(d)) shapeError("mean: input dtype must be floating point, got " + std::string(dtypeName(d)));
+  if (!mean && !isFloating(d)) d = DType::I64;
+  return {TensorType::contiguous(d, out)};
+}
+
 namespace {
 
 using detail::broadcastRule;
+using detail::reduceTypes;
 
 std::vector<TensorType> constantRule(const std::vector<TensorType>&, const Attrs& a) {
   DType d = DType::F32;
@@ -115,23 +132,6 @@ std::vector<TensorType> constantRule(const std::vector<TensorType>&, const Attrs
   attrFloat(a, "value");
   return one(TensorType::contiguous(d, shape));
 }
-
-std::vector<TensorType> reduceRule(const std::vector<TensorType>& in, const Attrs& a, bool mean) {
-  Ints dims = reductionDims(a, in[0].rank());
-  bool keep = attrBool(a, "keepdim", false);
-  Ints out;
-  for (int64_t i = 0; i < in[0].rank(); ++i) {
-    bool red = std::binary_search(dims.begin(), dims.end(), i);
-    if (!red) out.push_back(in[0].sizes[i]);
-    else if (keep) out.push_back(1);
-  }
-  DType d = in[0].dtype;
-  if (mean && !isFloating(d)) shapeError("mean: input dtype must be floating point, got " + std::string(dtypeName(d)));
-  if (!mean && !isFloating(d)) d = DType::I64;
-  return one(TensorType::contiguous(d, out));
-}
-std::vector<TensorType> sumRule(const std::vector<TensorType>& in, const Attrs& a) { return reduceRule(in, a, false); }
-std::vector<TensorType> meanRule(const std::vector<TensorType>& in, const Attrs& a) { return reduceRule(in, a, true); }
 
 std::vector<TensorType> mmRule(const std::vector<TensorType>& in, const Attrs&) {
   if (in[0].rank() != 2 || in[1].rank() != 2)
@@ -308,17 +308,10 @@ std::vector<TensorType> customGradRule(const std::vector<TensorType>& in, const 
 
 
 
-std::vector<TensorType> minmaxReduceRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[0].numel() == 0) shapeError("amax/amin of an empty tensor");
-  std::vector<TensorType> t = reduceRule(in, a, false);
-  t[0].dtype = in[0].dtype;
-  return t;
-}
-
 std::vector<TensorType> argmaxRule(const std::vector<TensorType>& in, const Attrs& a) {
   if (!hasAttr(a, "dim")) return one(TensorType::contiguous(DType::I64, {}));
   Attrs r{{"dim", Ints{attrInt(a, "dim")}}, {"keepdim", attrBool(a, "keepdim", false)}};
-  std::vector<TensorType> t = reduceRule(in, r, false);
+  std::vector<TensorType> t = reduceTypes(in, r, false);
   t[0].dtype = DType::I64;
   return t;
 }
@@ -532,7 +525,7 @@ std::vector<TensorType> epilogueRule(const std::vector<TensorType>& in, const At
 }
 
 constexpr ShapeRule ruleFor(OpKind k) {
-  switch (k) {  // elementwise ops: their rows in pointwise.cpp
+  switch (k) {  // elementwise ops and reductions: their rows in pointwise.cpp, reductions.cpp
     case OpKind::Constant: return constantRule;
     case OpKind::Transpose: case OpKind::TransposeInplace: return transposeRule;
     case OpKind::Unsqueeze: case OpKind::UnsqueezeInplace: return unsqueezeRule;
@@ -547,7 +540,6 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::CustomGrad: return customGradRule;
     case OpKind::AutogradFunction: return fromRegions;
     case OpKind::TInplace: return tRule;
-    case OpKind::Amax: case OpKind::Amin: return minmaxReduceRule;
     case OpKind::ArgMax: return argmaxRule;
     case OpKind::Bmm: return bmmRule;
     case OpKind::Conv2d: return conv2dRule;
@@ -572,8 +564,6 @@ constexpr ShapeRule ruleFor(OpKind k) {
     case OpKind::Permute: return permuteRule;
     case OpKind::RandMask: return randMaskRule;
     case OpKind::RandUniform: return randUniformRule;
-    case OpKind::Sum: case OpKind::Prod: return sumRule;
-    case OpKind::Mean: return meanRule;
     case OpKind::Mm: return mmRule;
     case OpKind::T: return tRule;
     case OpKind::View: return viewRule;
@@ -595,9 +585,10 @@ std::optional<OpKind> opFromName(const std::string& name) {
     if (name == o.name) return o.kind;
   return std::nullopt;
 }
-/// The op's shape rule: its pointwise row's, or its case above.
+/// The op's shape rule: its pointwise or reduction row's, or its case above.
 ShapeRule shapeRuleOf(OpKind k) {
   if (const PointwiseRule* p = pointwiseRule(k)) return p->types;
+  if (const ReductionRule* r = reductionRule(k)) return r->types;
   return ruleFor(k);
 }
 

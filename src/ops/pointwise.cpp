@@ -327,6 +327,8 @@ const std::array<int16_t, kNumOps>& rowIndex() {
     for (size_t i = 0; i < std::size(kRows); ++i) {
       size_t k = static_cast<size_t>(kRows[i].op);
       AOTC_CHECK(ix[k] < 0, "pointwise.cpp: two rows for ", opName(kRows[i].op));
+      AOTC_CHECK(opInfo(kRows[i].op).category == OpCategory::Pointwise, "pointwise.cpp: ", opName(kRows[i].op),
+                 " is not pointwise in ops.def");
       ix[k] = static_cast<int16_t>(i);
     }
     return ix;

@@ -7,6 +7,7 @@
 
 #include "aotc/ops/ops.h"
 #include "aotc/ops/pointwise.h"
+#include "aotc/ops/reductions.h"
 
 namespace aotc {
 
@@ -50,10 +51,9 @@ Outs pointwise(const Ins& in, const std::vector<TensorType>& ot, F f) {
   return {std::move(o)};
 }
 
-enum class Red { Sum, Mean, Max, Min, Prod };
-
-Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot, Red kind) {
-  const bool mean = kind == Red::Mean;
+/// A reduction row's reference (Note [Reduction rows]).
+Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot, const ReductionRule& r) {
+  const bool mean = r.mean;
   const HostTensor& x = *in[0];
   Ints dims = reductionDims(attrs, static_cast<int64_t>(x.sizes.size()));
   HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
@@ -62,18 +62,13 @@ Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot
   for (int64_t d : dims) kept[d] = 1;
   Ints kstr = TensorType::contiguousStrides(kept);
   Ints coord(x.sizes.size(), 0);
-  double init = kind == Red::Max ? -INFINITY : kind == Red::Min ? INFINITY : kind == Red::Prod ? 1.0 : 0.0;
-  std::vector<double> acc(o.data.size(), init);
+  std::vector<double> acc(o.data.size(), r.init);
   for (int64_t e = 0; e < x.numel(); ++e) {
     int64_t off = 0;
     for (size_t d = 0; d < x.sizes.size(); ++d)
       if (kept[d] != 1) off += coord[d] * kstr[d];
     double& a = acc[static_cast<size_t>(off)];
-    double v = x.data[static_cast<size_t>(e)];
-    if (kind == Red::Max) a = (std::isnan(v) || v > a) ? v : a;
-    else if (kind == Red::Min) a = (std::isnan(v) || v < a) ? v : a;
-    else if (kind == Red::Prod) a *= v;
-    else a += v;
+    a = r.combine(a, x.data[static_cast<size_t>(e)]);
     for (size_t d = x.sizes.size(); d-- > 0;) {
       if (++coord[d] < x.sizes[d]) break;
       coord[d] = 0;
@@ -540,7 +535,7 @@ HostTensor expandTo(const HostTensor& x, const Ints& sizes) {
 }
 
 constexpr Kernel kernelFor(OpKind k) {
-  switch (k) {  // elementwise ops: their rows in pointwise.cpp
+  switch (k) {  // elementwise ops and reductions: their rows in pointwise.cpp, reductions.cpp
     case OpKind::Constant:
       return [](const Ins&, const Attrs& a, const std::vector<TensorType>& ot) -> Outs {
         HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
@@ -565,10 +560,6 @@ constexpr Kernel kernelFor(OpKind k) {
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Diagonal, in, a); };
     case OpKind::SelectScatter:
       return [](const Ins& in, const Attrs& a, const std::vector<TensorType>&) { return scatterKernel(OpKind::Select, in, a); };
-    case OpKind::Amax:
-      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Max); };
-    case OpKind::Amin:
-      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Min); };
     case OpKind::ArgMax: return argmaxKernel;
     case OpKind::Bmm: return bmmKernel;
     case OpKind::Conv2d: return conv2dKernel;
@@ -623,12 +614,6 @@ constexpr Kernel kernelFor(OpKind k) {
         for (int64_t i = 0; i < attrInt(a, "num_outputs"); ++i) o.push_back(*in[static_cast<size_t>(attrInt(a, "num_args") + i)]);
         return o;
       };
-    case OpKind::Sum:
-      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Sum); };
-    case OpKind::Mean:
-      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Mean); };
-    case OpKind::Prod:
-      return [](const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) { return reduce(in, a, ot, Red::Prod); };
     case OpKind::Mm: return mm;
     case OpKind::T:
       return [](const Ins& in, const Attrs&, const std::vector<TensorType>&) -> Outs { return {transpose2d(*in[0])}; };
@@ -650,11 +635,12 @@ constexpr Kernel kernelFor(OpKind k) {
 
 }  // namespace
 
-bool hasReferenceKernel(OpKind k) { return pointwiseRule(k) || kernelFor(k) != nullptr; }
+bool hasReferenceKernel(OpKind k) { return pointwiseRule(k) || reductionRule(k) || kernelFor(k) != nullptr; }
 
 std::vector<HostTensor> referenceEval(OpKind op, const std::vector<const HostTensor*>& ins, const Attrs& attrs,
                                       const std::vector<TensorType>& out_types) {
   if (const PointwiseRule* p = pointwiseRule(op)) return pointwise(ins, out_types, p->reference);
+  if (const ReductionRule* r = reductionRule(op)) return reduce(ins, attrs, out_types, *r);
   Kernel k = kernelFor(op);
   AOTC_CHECK(k, "no reference kernel for ", opName(op));
   return k(ins, attrs, out_types);

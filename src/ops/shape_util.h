@@ -14,5 +14,8 @@ namespace aotc::detail {
 [[noreturn]] void shapeError(const std::string& msg);
 /// All operands broadcast together; the result has dtype `out`.
 std::vector<TensorType> broadcastRule(const std::vector<TensorType>& in, DType out);
+/// A reduction over attrs' `dim` (empty: all) with `keepdim`: floating
+/// inputs keep their dtype, integers give int64; `mean` refuses integers.
+std::vector<TensorType> reduceTypes(const std::vector<TensorType>& in, const Attrs& a, bool mean);
 
 }  // namespace aotc::detail

@@ -20,6 +20,7 @@
 #include "aotc/ir/host_tensor.h"
 #include "aotc/ops/ops.h"
 #include "aotc/ops/pointwise.h"
+#include "aotc/ops/reductions.h"
 
 namespace aotc {
 
@@ -227,21 +228,17 @@ struct Lowering {
 
   /// Note [Reductions]: every reduction the kernels compute, with its
   /// identity (floating and integer) and how two partial results combine
-  /// (empty: +).  Inlining, row groups and the reduction kernel all read this
-  /// one table, so a new reduction is one row here.
+  /// (empty: +), from its row (Note [Reduction rows]).  Inlining, row groups
+  /// and the reduction kernel all read it.
   struct ReduceSpec {
     const char* init;
     const char* initInt;
     const char* combine;
   };
   static std::optional<ReduceSpec> reduceSpec(OpKind k) {
-    switch (k) {
-      case OpKind::Sum: case OpKind::Mean: return ReduceSpec{"0", "0", ""};
-      case OpKind::Prod: return ReduceSpec{"1", "1", "aotc_mul"};
-      case OpKind::Amax: return ReduceSpec{"-AOTC_INF", "(-9223372036854775807LL - 1)", "aotc_max"};
-      case OpKind::Amin: return ReduceSpec{"AOTC_INF", "9223372036854775807LL", "aotc_min"};
-      default: return std::nullopt;
-    }
+    const ReductionRule* r = reductionRule(k);
+    if (!r) return std::nullopt;
+    return ReduceSpec{r->cudaInit, r->cudaInitInt, r->cudaCombine};
   }
   static bool isReduction(OpKind k) { return reduceSpec(k).has_value(); }
 

@@ -199,6 +199,19 @@ def inputs():
         f.write(struct.pack("<Q", len(h)) + h + x.tobytes())
 
 
+def huge_constant():
+    """A Constant whose dims promise 2^36 elements but hold 25 values: refused
+    before anything is allocated (found by scripts/fuzz onnx, which asked for
+    147 GB)."""
+    t = helper.make_tensor("value", TensorProto.FLOAT, [5, 5], [0.5] * 25)
+    t.dims[:] = [1 << 18, 1 << 18]  # make_tensor checks the count; a damaged file does not
+    g = helper.make_graph([helper.make_node("Constant", [], ["y"], name="huge", value=t)], "huge_constant", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1 << 18, 1 << 18])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with open(os.path.join(HERE, "huge_constant.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
 if __name__ == "__main__":
     mlp()
     unsupported()
@@ -207,5 +220,6 @@ if __name__ == "__main__":
     cycle()
     bad_weight()
     scalar_split()
+    huge_constant()
     int_types()
     inputs()

@@ -33,7 +33,6 @@ ValueId GradCtx::savedValue(size_t k, ValueId dflt) { return saved_ ? saved_(fwd
 namespace {
 
 using R = std::vector<ValueId>;
-Ints sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }  // a copy: builders grow the value table
 
 /// The user's backward (regions[0] of custom_grad), inlined: its saved
 /// inputs bind to the node's saved operands, its tangents to GO (zeros where
@@ -79,11 +78,11 @@ constexpr GradRule ruleFor(OpKind k) {
                 g.op(OpKind::Mm, {g.op(OpKind::T, {g.I(0)}), g.GO(0)})};
       };
     case OpKind::T: return [](GradCtx& g) -> R { return {g.op(OpKind::T, {g.GO(0)})}; };
-    case OpKind::View: return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), sz(g, g.I(0)))}; };
-    case OpKind::Expand: return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0)))}; };
+    case OpKind::View: return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), g.sizes(g.I(0)))}; };
+    case OpKind::Expand: return [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), g.sizes(g.I(0)))}; };
     case OpKind::Transpose: return [](GradCtx& g) -> R { return {g.op(OpKind::Transpose, {g.GO(0)}, g.attrs())}; };
     case OpKind::Unsqueeze: case OpKind::Squeeze:
-      return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), sz(g, g.I(0)))}; };
+      return [](GradCtx& g) -> R { return {g.reshape(g.GO(0), g.sizes(g.I(0)))}; };
     case OpKind::Slice:
       return [](GradCtx& g) -> R {
         return {g.op(OpKind::SliceScatter, {g.zeros(g.type(g.I(0))), g.contiguous(g.GO(0))}, g.attrs())};
@@ -113,8 +112,8 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::Conv2d:
       return [](GradCtx& g) -> R {
         Attrs ai = g.attrs(), aw = g.attrs();
-        ai["input_size"] = sz(g, g.I(0));
-        aw["weight_size"] = sz(g, g.I(1));
+        ai["input_size"] = g.sizes(g.I(0));
+        aw["weight_size"] = g.sizes(g.I(1));
         ValueId go = g.contiguous(g.GO(0));
         return {g.op(OpKind::Conv2dBackwardInput, {go, g.contiguous(g.I(1))}, ai),
                 g.op(OpKind::Conv2dBackwardWeight, {go, g.contiguous(g.I(0))}, aw)};
@@ -126,7 +125,7 @@ constexpr GradRule ruleFor(OpKind k) {
         Attrs ac = g.attrs(), aw = g.attrs();
         ac.erase("input_size");
         aw.erase("input_size");
-        aw["weight_size"] = sz(g, g.I(1));
+        aw["weight_size"] = g.sizes(g.I(1));
         ValueId go = g.contiguous(g.GO(0));
         return {g.op(OpKind::Conv2d, {go, g.contiguous(g.I(1))}, ac),
                 g.op(OpKind::Conv2dBackwardWeight, {g.contiguous(g.I(0)), go}, aw)};
@@ -134,18 +133,18 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::MaxPool2d:
       return [](GradCtx& g) -> R {
         Attrs a = g.attrs();
-        a["input_size"] = sz(g, g.I(0));
+        a["input_size"] = g.sizes(g.I(0));
         return {g.op(OpKind::MaxPool2dBackward, {g.contiguous(g.GO(0)), g.O(1)}, a)};
       };
     case OpKind::AvgPool2d:
       return [](GradCtx& g) -> R {
         Attrs a = g.attrs();
-        a["input_size"] = sz(g, g.I(0));
+        a["input_size"] = g.sizes(g.I(0));
         return {g.op(OpKind::AvgPool2dBackward, {g.contiguous(g.GO(0))}, a)};
       };
     case OpKind::AdaptiveAvgPool2d:
       return [](GradCtx& g) -> R {
-        return {g.op(OpKind::AdaptiveAvgPool2dBackward, {g.contiguous(g.GO(0))}, Attrs{{"input_size", sz(g, g.I(0))}})};
+        return {g.op(OpKind::AdaptiveAvgPool2dBackward, {g.contiguous(g.GO(0))}, Attrs{{"input_size", g.sizes(g.I(0))}})};
       };
     // z = conv2d_backward_weight(g, x): <z, GO> = <conv2d(x, GO), g> = <x, conv2d_backward_input(g, GO)>.
     case OpKind::Conv2dBackwardWeight:
@@ -153,7 +152,7 @@ constexpr GradRule ruleFor(OpKind k) {
         Attrs ac = g.attrs(), ai = g.attrs();
         ac.erase("weight_size");
         ai.erase("weight_size");
-        ai["input_size"] = sz(g, g.I(1));
+        ai["input_size"] = g.sizes(g.I(1));
         ValueId go = g.contiguous(g.GO(0));
         return {g.op(OpKind::Conv2d, {g.contiguous(g.I(1)), go}, ac),
                 g.op(OpKind::Conv2dBackwardInput, {g.contiguous(g.I(0)), go}, ai)};
@@ -169,12 +168,12 @@ constexpr GradRule ruleFor(OpKind k) {
       };
     case OpKind::AdaptiveAvgPool2dBackward:
       return [](GradCtx& g) -> R {
-        Ints o = sz(g, g.I(0));
+        Ints o = g.sizes(g.I(0));
         return {g.op(OpKind::AdaptiveAvgPool2d, {g.contiguous(g.GO(0))}, Attrs{{"output_size", Ints{o[2], o[3]}}})};
       };
     case OpKind::MaxPool2dBackward:
       return [](GradCtx& g) -> R {
-        Ints o = sz(g, g.I(0)), in = sz(g, g.O(0));
+        Ints o = g.sizes(g.I(0)), in = g.sizes(g.O(0));
         ValueId flatGo = g.reshape(g.contiguous(g.GO(0)), {in[0], in[1], in[2] * in[3]});
         ValueId flatIdx = g.reshape(g.contiguous(g.I(1)), {o[0], o[1], o[2] * o[3]});
         ValueId picked = g.op(OpKind::Gather, {flatGo, flatIdx}, Attrs{{"dim", int64_t{2}}});
@@ -194,12 +193,12 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::Scatter:
       return [](GradCtx& g) -> R {
         ValueId gs = g.op(OpKind::Scatter, {g.contiguous(g.GO(0)), g.I(1), g.zeros(g.type(g.I(2)))}, g.attrs());
-        Ints s = sz(g, g.I(2));
+        Ints s = g.sizes(g.I(2));
         ValueId gsrc = g.op(OpKind::Gather, {g.GO(0), g.I(1)}, g.attrs());
         // src may be larger than index: its other elements get no gradient.
-        if (sz(g, gsrc) != s) {
+        if (g.sizes(gsrc) != s) {
           Ints p;
-          Ints is = sz(g, g.I(1));
+          Ints is = g.sizes(g.I(1));
           for (size_t d = 0; d < s.size(); ++d) p.insert(p.begin(), {0, s[d] - is[d]});
           gsrc = g.op(OpKind::Pad, {gsrc}, Attrs{{"pad", p}, {"value", 0.0}});
         }
@@ -222,10 +221,10 @@ constexpr GradRule ruleFor(OpKind k) {
     case OpKind::Cat:
       return [](GradCtx& g) -> R {
         R r;
-        int64_t d = wrapDim(attrInt(g.attrs(), "dim"), static_cast<int64_t>(sz(g, g.O(0)).size()));
+        int64_t d = wrapDim(attrInt(g.attrs(), "dim"), static_cast<int64_t>(g.sizes(g.O(0)).size()));
         int64_t at = 0;
         for (size_t i = 0; i < g.node().inputs.size(); ++i) {
-          int64_t n = sz(g, g.I(static_cast<int>(i)))[static_cast<size_t>(d)];
+          int64_t n = g.sizes(g.I(static_cast<int>(i)))[static_cast<size_t>(d)];
           r.push_back(g.op(OpKind::Slice, {g.GO(0)}, Attrs{{"dim", d}, {"start", at}, {"end", at + n}, {"step", int64_t{1}}}));
           at += n;
         }

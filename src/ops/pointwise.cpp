@@ -6,7 +6,6 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/ops/pointwise.h"
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -21,8 +20,6 @@ using detail::shapeError;
 using K = OpKind;
 using R = std::vector<ValueId>;
 using Rhs = SampleRange;
-
-Ints sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }  // a copy: builders grow the value table
 
 // ---- dtype rules (ATen's): the result of broadcasting every operand.
 std::vector<TensorType> same(const std::vector<TensorType>& in, const Attrs&) {
@@ -80,7 +77,7 @@ int64_t asInt(double v) { return static_cast<int64_t>(v); }
 
 // ---- gradient helpers
 /// A binary op's gradients, each summed back to its operand's shape.
-R toOperands(GradCtx& g, ValueId ga, ValueId gb) { return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(gb, sz(g, g.I(1)))}; }
+R toOperands(GradCtx& g, ValueId ga, ValueId gb) { return {g.sumTo(ga, g.sizes(g.I(0))), g.sumTo(gb, g.sizes(g.I(1)))}; }
 /// Piecewise-constant ops: zero gradient (ATen: zeros_like(grad)).
 R zeroGrad(GradCtx& g) { return {g.zeros(g.type(g.I(0)))}; }
 /// maximum/minimum: the winner takes the gradient; ties split it equally
@@ -125,17 +122,17 @@ const PointwiseRule kRows[] = {
   // Arithmetic.  add/sub carry `alpha` and mul/div have in-place and
   // rounding-mode forms: the FX front end spells those itself.
   {K::Add, promoted, [](const double* a) { return a[0] + a[1]; }, "({0} + {1})",
-   [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.GO(0), sz(g, g.I(1)))}; }, {}, {}},
+   [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), g.sizes(g.I(0))), g.sumTo(g.GO(0), g.sizes(g.I(1)))}; }, {}, {}},
   {K::Sub, promoted, [](const double* a) { return a[0] - a[1]; }, "({0} - {1})",
-   [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), sz(g, g.I(0))), g.sumTo(g.neg(g.GO(0)), sz(g, g.I(1)))}; }, {}, {}},
+   [](GradCtx& g) -> R { return {g.sumTo(g.GO(0), g.sizes(g.I(0))), g.sumTo(g.neg(g.GO(0)), g.sizes(g.I(1)))}; }, {}, {}},
   {K::Mul, promoted, [](const double* a) { return a[0] * a[1]; }, "({0} * {1})",
    [](GradCtx& g) -> R {
-     return {g.sumTo(g.mul(g.GO(0), g.I(1)), sz(g, g.I(0))), g.sumTo(g.mul(g.GO(0), g.I(0)), sz(g, g.I(1)))};
+     return {g.sumTo(g.mul(g.GO(0), g.I(1)), g.sizes(g.I(0))), g.sumTo(g.mul(g.GO(0), g.I(0)), g.sizes(g.I(1)))};
    }, {"aten.mul.Tensor", "aten.mul.Scalar"}, {-2, 2, false, Rhs::Column}},
   {K::Div, floating, [](const double* a) { return a[0] / a[1]; }, "({0} / {1})",
    [](GradCtx& g) -> R {
      ValueId ga = g.div(g.GO(0), g.I(1));
-     return {g.sumTo(ga, sz(g, g.I(0))), g.sumTo(g.neg(g.mul(ga, g.O(0))), sz(g, g.I(1)))};
+     return {g.sumTo(ga, g.sizes(g.I(0))), g.sumTo(g.neg(g.mul(ga, g.O(0))), g.sizes(g.I(1)))};
    }, {"aten.div.Tensor", "aten.div.Scalar"}, {0.5, 2}},
   {K::Neg, same, [](const double* a) { return -a[0]; }, "(-{0})",
    [](GradCtx& g) -> R { return {g.neg(g.GO(0))}; }, {"aten.neg.default"}, {}},
@@ -304,8 +301,8 @@ const PointwiseRule kRows[] = {
   {K::Where, whereTypes, [](const double* a) { return a[0] != 0 ? a[1] : a[2]; }, "({0} ? {1} : {2})",
    [](GradCtx& g) -> R {
      ValueId zero = g.scalarLike(0.0, g.GO(0));
-     return {kNoValue, g.sumTo(g.op(OpKind::Where, {g.I(0), g.GO(0), zero}), sz(g, g.I(1))),
-             g.sumTo(g.op(OpKind::Where, {g.I(0), zero, g.GO(0)}), sz(g, g.I(2)))};
+     return {kNoValue, g.sumTo(g.op(OpKind::Where, {g.I(0), g.GO(0), zero}), g.sizes(g.I(1))),
+             g.sumTo(g.op(OpKind::Where, {g.I(0), zero, g.GO(0)}), g.sizes(g.I(2)))};
    }, {}, {}},
   {K::Clone, same, [](const double* a) { return a[0]; }, "{0}",
    [](GradCtx& g) -> R { return {g.GO(0)}; }, {"aten.clone.default", "aten.lift_fresh_copy.default"}, {}},
@@ -319,30 +316,13 @@ const PointwiseRule kRows[] = {
 };
 // clang-format on
 
-/// Row index per op (-1: not elementwise).
-const std::array<int16_t, kNumOps>& rowIndex() {
-  static const std::array<int16_t, kNumOps> index = [] {
-    std::array<int16_t, kNumOps> ix;
-    ix.fill(-1);
-    for (size_t i = 0; i < std::size(kRows); ++i) {
-      size_t k = static_cast<size_t>(kRows[i].op);
-      AOTC_CHECK(ix[k] < 0, "pointwise.cpp: two rows for ", opName(kRows[i].op));
-      AOTC_CHECK(opInfo(kRows[i].op).category == OpCategory::Pointwise, "pointwise.cpp: ", opName(kRows[i].op),
-                 " is not pointwise in ops.def");
-      ix[k] = static_cast<int16_t>(i);
-    }
-    return ix;
-  }();
-  return index;
-}
-
 }  // namespace
 
 std::span<const PointwiseRule> pointwiseRules() { return kRows; }
 
 const PointwiseRule* pointwiseRule(OpKind k) {
-  int16_t i = rowIndex()[static_cast<size_t>(k)];
-  return i < 0 ? nullptr : &kRows[static_cast<size_t>(i)];
+  static const detail::RowIndex<PointwiseRule> index(kRows, OpCategory::Pointwise, "pointwise.cpp");
+  return index.find(k);
 }
 
 std::string pointwiseCuda(const PointwiseRule& r, const std::vector<std::string>& operands) {

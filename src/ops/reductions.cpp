@@ -6,7 +6,6 @@
 #include "aotc/ops/reductions.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <vector>
 
@@ -21,11 +20,9 @@ using detail::shapeError;
 using K = OpKind;
 using R = std::vector<ValueId>;
 
-Ints sz(GradCtx& g, ValueId v) { return g.type(v).sizes; }  // a copy: builders grow the value table
-
 /// Shape of a reduction's output with keepdim=true.
 Ints keptShape(GradCtx& g) {
-  Ints s = sz(g, g.I(0));
+  Ints s = g.sizes(g.I(0));
   for (int64_t d : reductionDims(g.attrs(), static_cast<int64_t>(s.size()))) s[d] = 1;
   return s;
 }
@@ -45,7 +42,7 @@ double plus(double a, double v) { return a + v; }
 
 /// amax/amin: the gradient goes to every element equal to the result, split evenly.
 R extremumGrad(GradCtx& g) {
-  Ints in = sz(g, g.I(0));
+  Ints in = g.sizes(g.I(0));
   ValueId out = g.expand(g.reshape(g.O(0), keptShape(g)), in);
   ValueId mask = g.op(OpKind::Eq, {g.I(0), out});
   ValueId m = g.op(OpKind::Cast, {mask}, Attrs{{"dtype", std::string(dtypeName(g.type(g.GO(0)).dtype))}});
@@ -60,13 +57,13 @@ const std::vector<ReductionRule>& rows() {
   // clang-format off
   static const std::vector<ReductionRule> kRows = {
     {K::Sum, sumTypes, 0.0, plus, false, "0", "0", "",
-     [](GradCtx& g) -> R { return {g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)))}; },
+     [](GradCtx& g) -> R { return {g.expand(g.reshape(g.GO(0), keptShape(g)), g.sizes(g.I(0)))}; },
      {{2, 3}, {1}, false}},
     {K::Mean, meanTypes, 0.0, plus, true, "0", "0", "",
      [](GradCtx& g) -> R {
        double n = static_cast<double>(std::max<int64_t>(g.type(g.I(0)).numel(), 1)) /
                   static_cast<double>(std::max<int64_t>(g.type(g.O(0)).numel(), 1));
-       ValueId e = g.expand(g.reshape(g.GO(0), keptShape(g)), sz(g, g.I(0)));
+       ValueId e = g.expand(g.reshape(g.GO(0), keptShape(g)), g.sizes(g.I(0)));
        return {g.div(e, g.scalarLike(n, g.GO(0)))};
      },
      {{2, 3, 2}, {0, 2}, true}},
@@ -78,7 +75,7 @@ const std::vector<ReductionRule>& rows() {
        // two or more, 0 everywhere.  x_i = 0 never divides (the divisor is
        // x with its zeros replaced by 1), so no NaN reaches a second order.
        if (!isFloating(g.type(g.I(0)).dtype)) return {kNoValue};
-       Ints in = sz(g, g.I(0));
+       Ints in = g.sizes(g.I(0));
        const std::string dt(dtypeName(g.type(g.GO(0)).dtype));
        Attrs red{{"dim", reductionDims(g.attrs(), static_cast<int64_t>(in.size()))}, {"keepdim", true}};
        ValueId zero = g.scalarLike(0.0, g.I(0));
@@ -106,29 +103,13 @@ const std::vector<ReductionRule>& rows() {
   return kRows;
 }
 
-const std::array<int16_t, kNumOps>& rowIndex() {
-  static const std::array<int16_t, kNumOps> index = [] {
-    std::array<int16_t, kNumOps> ix;
-    ix.fill(-1);
-    for (size_t i = 0; i < rows().size(); ++i) {
-      size_t k = static_cast<size_t>(rows()[i].op);
-      AOTC_CHECK(ix[k] < 0, "reductions.cpp: two rows for ", opName(rows()[i].op));
-      AOTC_CHECK(opInfo(rows()[i].op).category == OpCategory::Reduction, "reductions.cpp: ", opName(rows()[i].op),
-                 " is not a reduction in ops.def");
-      ix[k] = static_cast<int16_t>(i);
-    }
-    return ix;
-  }();
-  return index;
-}
-
 }  // namespace
 
 std::span<const ReductionRule> reductionRules() { return rows(); }
 
 const ReductionRule* reductionRule(OpKind k) {
-  int16_t i = rowIndex()[static_cast<size_t>(k)];
-  return i < 0 ? nullptr : &rows()[static_cast<size_t>(i)];
+  static const detail::RowIndex<ReductionRule> index(rows(), OpCategory::Reduction, "reductions.cpp");
+  return index.find(k);
 }
 
 }  // namespace aotc

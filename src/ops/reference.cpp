@@ -53,7 +53,6 @@ Outs pointwise(const Ins& in, const std::vector<TensorType>& ot, F f) {
 
 /// A reduction row's reference (Note [Reduction rows]).
 Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot, const ReductionRule& r) {
-  const bool mean = r.mean;
   const HostTensor& x = *in[0];
   Ints dims = reductionDims(attrs, static_cast<int64_t>(x.sizes.size()));
   HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
@@ -76,7 +75,7 @@ Outs reduce(const Ins& in, const Attrs& attrs, const std::vector<TensorType>& ot
   }
   double n = 1;
   for (int64_t d : dims) n *= static_cast<double>(x.sizes[d]);
-  for (size_t i = 0; i < acc.size(); ++i) o.data[i] = roundTo(o.dtype, mean ? acc[i] / n : acc[i]);
+  for (size_t i = 0; i < acc.size(); ++i) o.data[i] = roundTo(o.dtype, r.mean ? acc[i] / n : acc[i]);
   return {std::move(o)};
 }
 

@@ -28,6 +28,8 @@ class Builder {
   bool noGrad() const { return noGrad_; }
   [[noreturn]] void fail(const std::string& msg) const { throw UserError(loc_, msg); }
   const TensorType& type(ValueId v) const { return g_.type(v); }
+  /// v's sizes, copied: building nodes grows the value table `type` points into.
+  Ints sizes(ValueId v) const { return g_.type(v).sizes; }
 
   ValueId op(OpKind k, std::vector<ValueId> ins, Attrs a = {});
   std::vector<ValueId> ops(OpKind k, std::vector<ValueId> ins, Attrs a, std::vector<Graph> regions = {});

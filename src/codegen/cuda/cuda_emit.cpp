@@ -228,19 +228,9 @@ struct Lowering {
 
   /// Note [Reductions]: every reduction the kernels compute, with its
   /// identity (floating and integer) and how two partial results combine
-  /// (empty: +), from its row (Note [Reduction rows]).  Inlining, row groups
+  /// (empty: +), is its row (Note [Reduction rows]).  Inlining, row groups
   /// and the reduction kernel all read it.
-  struct ReduceSpec {
-    const char* init;
-    const char* initInt;
-    const char* combine;
-  };
-  static std::optional<ReduceSpec> reduceSpec(OpKind k) {
-    const ReductionRule* r = reductionRule(k);
-    if (!r) return std::nullopt;
-    return ReduceSpec{r->cudaInit, r->cudaInitInt, r->cudaCombine};
-  }
-  static bool isReduction(OpKind k) { return reduceSpec(k).has_value(); }
+  static bool isReduction(OpKind k) { return reductionRule(k) != nullptr; }
 
   static bool inlinableConstant(const Node& n) {
     return n.op == OpKind::Constant && (!hasAttr(n.attrs, "shape") || attrInts(n.attrs, "shape").empty());
@@ -623,12 +613,12 @@ struct Lowering {
       const char* ct = computeType(g.type(v).dtype);
       std::string r = "r" + std::to_string(reg++);
       if (isReduction(n.op)) {
-        const ReduceSpec rs = reduceSpec(n.op).value();
+        const ReductionRule& rs = *reductionRule(n.op);
         x.indent = "    ";
         std::string e = emitValue(n.inputs[0], G.shape, c, x);
-        body << "  " << ct << " " << r << ";\n  {\n  double acc = " << rs.init << ";\n";
+        body << "  " << ct << " " << r << ";\n  {\n  double acc = " << rs.cudaInit << ";\n";
         body << rowLoop() << takeCode();
-        const std::string combine = rs.combine;
+        const std::string combine = rs.cudaCombine;
         if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
         else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
         if (perThread) {
@@ -961,7 +951,7 @@ struct Lowering {
     // Note [Reduction precision]: floating reductions accumulate in double:
     // BatchNorm statistics over few elements feed ill-conditioned backwards.
     const char* acc = isFloating(ot.dtype) ? "double" : "long long";
-    const ReduceSpec rs = reduceSpec(n.op).value();
+    const ReductionRule& rs = *reductionRule(n.op);
     ExprCtx x;
     noteNode(x, n);
     x.indent = "    ";
@@ -983,12 +973,12 @@ struct Lowering {
       if (keptSizes[d] != 1) os << "    c[" << d << "] = r % " << keptSizes[d] << "; r /= " << keptSizes[d] << ";\n";
       else if (!std::binary_search(dims.begin(), dims.end(), d)) os << "    c[" << d << "] = 0;\n";
     os << "  }\n";
-    os << "  " << acc << " acc = " << (isFloating(ot.dtype) ? rs.init : rs.initInt) << ";\n";
+    os << "  " << acc << " acc = " << (isFloating(ot.dtype) ? rs.cudaInit : rs.cudaInitInt) << ";\n";
     os << reduceLoopHead(blockReduce, nred);
     for (size_t k = redDims.size(); k-- > 0;)
       os << "    c[" << redDims[k] << "] = q % " << it.sizes[redDims[k]] << "; q /= " << it.sizes[redDims[k]] << ";\n";
     os << x.code.str();
-    const std::string combine = rs.combine;
+    const std::string combine = rs.cudaCombine;
     if (!combine.empty()) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n  }\n";
     else os << "    acc += (" << acc << ")" << v << ";\n  }\n";
     if (blockReduce) {

@@ -13,6 +13,8 @@
 #include <limits>
 #include <fstream>
 #include <map>
+#include <numbers>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -173,6 +175,19 @@ class Converter : public Builder {
     return names_ && it != names_->end() ? it->second : name;
   }
   void setNames(const std::map<std::string, std::string>* n) { names_ = n; }
+  /// The values held as complex (re, im) pairs (Note [Complex values]).
+  void setComplex(std::set<ValueId>* s) { complex_ = s; }
+  /// Storage that an as_strided gather copied (Note [as_strided as a gather]).
+  void setSnapshots(std::set<ValueId>* s) { snapshots_ = s; }
+  /// Whether the graph recorded a layout for `v` other than the IR's.
+  void setLayout(const std::map<ValueId, Ints>* l) { layout_ = l; }
+  bool recordedLayout(ValueId v) const { return layout_ && layout_->count(v); }
+  void markSnapshot(ValueId v) {
+    if (!snapshots_) fail("as_strided that moves elements is not supported here");
+    snapshots_->insert(v);
+  }
+  std::set<ValueId>* complexValues() const { return complex_; }
+  bool isComplex(ValueId v) const { return complex_ && complex_->count(v); }
   const json& node() const { return node_; }
   const Env& env() const { return env_; }
 
@@ -181,6 +196,9 @@ class Converter : public Builder {
   const Env& env_;
   bool inBackward_ = false;
   const std::map<std::string, std::string>* names_ = nullptr;
+  std::set<ValueId>* complex_ = nullptr;
+  std::set<ValueId>* snapshots_ = nullptr;
+  const std::map<ValueId, Ints>* layout_ = nullptr;
 };
 
 using V = std::vector<ValueId>;
@@ -363,6 +381,32 @@ DType dtypeArg(Converter& c, size_t i, const char* kw, DType dflt) {
   auto p = d->is_object() && d->contains("dtype") ? dtypeFromTorchName((*d)["dtype"].get<std::string>()) : std::nullopt;
   if (!p) c.fail("unsupported dtype argument " + d->dump());
   return *p;
+}
+
+/// The cosine-sum windows (hann, hamming, blackman) and bartlett, as
+/// torch.signal computes them: w[n] = sum_i a_i cos(2 pi i n / N) with N = L
+/// when periodic (the default), L - 1 otherwise; a window of length 1 is [1].
+/// `nargs` counts the positional arguments before the keyword-only dtype.
+V window(Converter& c, std::vector<double> coef, bool bartlett, size_t nargs) {
+  int64_t len = c.integer(0, "window_length");
+  if (len < 0) c.fail(cat("window_length must be non-negative, got ", len));
+  bool periodic = nargs > 1 ? c.boolean(1, "periodic", true) : true;
+  if (nargs > 2) coef[0] = c.number(2, "alpha");
+  if (nargs > 3) coef[1] = -c.number(3, "beta");
+  DType d = dtypeArg(c, nargs, "dtype", DType::F32);
+  if (!isFloating(d)) c.fail(cat("a window of dtype ", dtypeName(d), " (it must be floating)"));
+  if (len <= 1) return {constantLike(c, 1.0, TensorType::contiguous(d, {len}))};
+  const double n = static_cast<double>(periodic ? len : len - 1);
+  ValueId i = c.cast(iota(c, len), DType::F64);
+  ValueId w;
+  if (bartlett) {
+    w = c.sub(c.scalar(1.0, DType::F64), c.op(OpKind::Abs, {c.sub(c.scaled(i, 2.0 / n), c.scalar(1.0, DType::F64))}));
+  } else {
+    w = c.scalar(coef[0], DType::F64);
+    for (size_t k = 1; k < coef.size(); ++k)
+      w = c.add(w, c.scaled(c.op(OpKind::Cos, {c.scaled(i, 2.0 * std::numbers::pi * static_cast<double>(k) / n)}), coef[k]));
+  }
+  return {c.cast(w, d)};
 }
 
 /// aten.arange's overloads: `n_bounds` positional numbers (end; start, end;
@@ -679,6 +723,33 @@ V sdpa(Converter& c) {
 /// emit): every element keeps its place, so it is the value itself.  General
 /// as_strided reinterprets storage, which the IR's value semantics cannot
 /// express: refused.
+/// The value whose storage `v` shares: up through views, aliases and
+/// in-place ops (before functionalization an in-place result is its self).
+ValueId storageRoot(const Graph& g, ValueId v) {
+  for (;;) {
+    int32_t n = g.values[static_cast<size_t>(v)].node;
+    if (n < 0) return v;
+    const Node& nd = g.nodes[static_cast<size_t>(n)];
+    OpCategory k = opInfo(nd.op).category;
+    if (nd.inputs.empty() ||
+        (k != OpCategory::View && k != OpCategory::Alias && k != OpCategory::Mutation && k != OpCategory::MetaMutation))
+      return v;
+    v = nd.inputs[0];
+  }
+}
+
+// Note [as_strided as a gather]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// as_strided that only restrides size-1 dims is the tensor itself.  One that
+// moves elements (stft's and unfold's overlapping frames) reads storage
+// offset + sum_d i_d * stride_d; when the source is contiguous in the IR and
+// in the graph's recorded layout, storage index j is the source's element
+// j - offset(source), so the result is index_select of the flattened source
+// at a computed index, provided every index falls inside the source (else
+// the read reaches storage aotc cannot see, and is refused).  The result is
+// a copy where eager has a view, which differs only when the storage or the
+// result is written afterwards: convertBody refuses any later data mutation
+// of the source's storage or of the result (snapshot roots).
 V asStrided(Converter& c) {
   ValueId x = c.tensor(0, "self");
   const TensorType t = c.type(x);
@@ -686,8 +757,68 @@ V asStrided(Converter& c) {
   int64_t offset = c.has(3, "storage_offset") ? c.integer(3, "storage_offset") : t.offset;
   bool same = size == t.sizes && stride.size() == t.strides.size() && offset == t.offset;
   for (size_t d = 0; same && d < size.size(); ++d) same = size[d] == 1 || stride[d] == t.strides[d];
-  if (!same) c.fail("as_strided that moves elements is not supported (only restriding size-1 dims)");
-  return {x};
+  if (same) return {x};
+  if (size.size() != stride.size()) c.fail("as_strided: size and stride have different lengths");
+  if (c.node().at("target") == "aten.as_strided_.default")
+    c.fail("as_strided_ that moves elements is not supported (it changes the tensor's own layout)");
+  const char* why = nullptr;
+  if (t.strides != TensorType::contiguous(t.dtype, t.sizes).strides) why = "its source is not contiguous";
+  if (c.recordedLayout(x)) why = "its source's recorded layout is not the IR's";
+  int64_t hi = offset, numel = 1;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] < 0 || stride[d] < 0) c.fail("as_strided: negative size or stride");
+    numel = mulSize(numel, size[d]);
+    if (size[d] > 0) hi = addSize(hi, mulSize(size[d] - 1, stride[d]));
+  }
+  if (numel > 0 && (offset < t.offset || hi >= t.offset + t.numel())) why = "it reads storage outside its source";
+  if (why)
+    c.fail(cat("as_strided that moves elements is supported as a gather from a contiguous source; here ", why));
+  if (numel == 0) return {constantLike(c, 0.0, TensorType::contiguous(t.dtype, size))};
+  // index = (offset - offset(source)) + sum_d iota(size_d) * stride_d, broadcast.
+  const int64_t r = static_cast<int64_t>(size.size());
+  ValueId idx = c.scalar(static_cast<double>(offset - t.offset), DType::I64);
+  for (int64_t d = 0; d < r; ++d) {
+    Ints shape(static_cast<size_t>(r), 1);
+    shape[static_cast<size_t>(d)] = size[static_cast<size_t>(d)];
+    idx = c.add(idx, c.scaled(c.reshape(iota(c, size[static_cast<size_t>(d)]), shape), static_cast<double>(stride[static_cast<size_t>(d)])));
+  }
+  ValueId flat = c.reshape(x, {t.numel()});
+  ValueId y = c.reshape(c.op(OpKind::IndexSelect, {flat, c.reshape(idx, {numel})}, Attrs{{"dim", int64_t{0}}}), size);
+  c.markSnapshot(storageRoot(c.graph(), x));
+  c.markSnapshot(y);
+  return {y};
+}
+
+/// unfold(dim, size, step): windows w of `size` elements at w * step along
+/// `dim`, as a new last dim.  A view in eager: a gather here, guarded as
+/// as_strided's (Note [as_strided as a gather]).
+V unfoldOp(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  const TensorType t = c.type(x);
+  const int64_t r = t.rank();
+  int64_t dim = wrapDim(c.integer(1, "dimension"), std::max<int64_t>(r, 1));
+  int64_t size = c.integer(2, "size"), step = c.integer(3, "step");
+  int64_t len = r == 0 ? 1 : t.sizes[static_cast<size_t>(dim)];
+  if (size < 0 || size > len) c.fail(cat("unfold: size ", size, " exceeds the dim's ", len));
+  if (step <= 0) c.fail(cat("unfold: step must be positive, got ", step));
+  if (r == 0) return {c.reshape(x, {size})};
+  const int64_t windows = (len - size) / step + 1;
+  ValueId idx = c.add(c.scaled(c.reshape(iota(c, windows), {windows, 1}), static_cast<double>(step)), c.reshape(iota(c, size), {1, size}));
+  ValueId g = c.op(OpKind::IndexSelect, {x, c.reshape(idx, {windows * size})}, Attrs{{"dim", dim}});
+  Ints shape = t.sizes;
+  shape[static_cast<size_t>(dim)] = windows;
+  shape.insert(shape.begin() + dim + 1, size);
+  ValueId y = c.reshape(g, shape);
+  if (dim + 1 != r) {
+    Ints perm;
+    for (int64_t d = 0; d <= r; ++d)
+      if (d != dim + 1) perm.push_back(d);
+    perm.push_back(dim + 1);
+    y = c.op(OpKind::Permute, {y}, Attrs{{"dims", perm}});
+  }
+  c.markSnapshot(storageRoot(c.graph(), x));
+  c.markSnapshot(storageRoot(c.graph(), y));
+  return {y};
 }
 
 // ---------------------------------------------------------------- Core ATen breadth
@@ -2035,6 +2166,7 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.alias.default",
        [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {c.op(OpKind::View, {x}, Attrs{{"size", c.type(x).sizes}})}; }},
       {"aten.as_strided.default", asStrided},
+      {"aten.unfold.default", unfoldOp},
       {"aten.as_strided_.default", asStrided},
       {"aten.empty_like.default", [](Converter& c) -> V { return {likeConstant(c, 0.0)}; }},
       {"aten.empty.memory_format", [](Converter& c) -> V { return {filled(c, 0.0, 1)}; }},
@@ -2052,6 +2184,16 @@ const std::map<std::string, ConvertFn>& converters() {
       // default float dtype (ATen's rule), unless dtype= says otherwise.
       {"aten.arange.start_step", [](Converter& c) { return arange(c, 3); }},
       {"aten.arange.start", [](Converter& c) { return arange(c, 2); }},
+      {"aten.hann_window.default", [](Converter& c) { return window(c, {0.5, -0.5}, false, 1); }},
+      {"aten.hann_window.periodic", [](Converter& c) { return window(c, {0.5, -0.5}, false, 2); }},
+      {"aten.hamming_window.default", [](Converter& c) { return window(c, {0.54, -0.46}, false, 1); }},
+      {"aten.hamming_window.periodic", [](Converter& c) { return window(c, {0.54, -0.46}, false, 2); }},
+      {"aten.hamming_window.periodic_alpha", [](Converter& c) { return window(c, {0.54, -0.46}, false, 3); }},
+      {"aten.hamming_window.periodic_alpha_beta", [](Converter& c) { return window(c, {0.54, -0.46}, false, 4); }},
+      {"aten.blackman_window.default", [](Converter& c) { return window(c, {0.42, -0.5, 0.08}, false, 1); }},
+      {"aten.blackman_window.periodic", [](Converter& c) { return window(c, {0.42, -0.5, 0.08}, false, 2); }},
+      {"aten.bartlett_window.default", [](Converter& c) { return window(c, {}, true, 1); }},
+      {"aten.bartlett_window.periodic", [](Converter& c) { return window(c, {}, true, 2); }},
       {"aten.arange.default", [](Converter& c) { return arange(c, 1); }},
       {"aten.copy_.default",
        [](Converter& c) -> V { return {c.op(OpKind::CopyInplace, {c.tensor(0, "self"), c.tensor(1, "src")})}; }},
@@ -2257,11 +2399,6 @@ const std::map<std::string, ConvertFn>& converters() {
       {"aten.argsort.default", [](Converter& c) -> V { return {sortOp(c, 1, 2)[1]}; }},
       {"aten.argsort.stable", [](Converter& c) -> V { return {sortOp(c, 2, 3)[1]}; }},
       {"aten.nonzero.default", dataDependent},
-      {"aten._fft_r2c.default",
-       [](Converter& c) -> V {
-         c.fail("complex tensors are not supported: _fft_r2c (torch.fft.rfft/stft) returns a complex result, and aotc's "
-                "dtypes are real; compute the spectrum as a matrix product with a DFT basis (a real [n, 2*(n/2+1)] weight)");
-       }},
       {"aten.resize_.default",
        [](Converter& c) -> V {
          // A resize to the tensor's own shape (what out= wrappers do) is a
@@ -2374,8 +2511,10 @@ bool isShapeComputation(const std::string& target) {
   return k.count(target) > 0;
 }
 
+bool complexTarget(const std::string& target);
+
 bool knownTarget(const std::string& target, int depth = 0) {
-  if (converters().count(target) || isShapeComputation(target)) return true;
+  if (converters().count(target) || isShapeComputation(target) || complexTarget(target)) return true;
   if (depth > 2) return false;
   if (spelling::inplaceBase(target) || spelling::outBase(target) || spelling::copyBase(target)) return true;
   for (const std::string& e : spelling::foreachElement(target))
@@ -2398,7 +2537,10 @@ V copyInto(Converter& c, ValueId dst, ValueId result, const char* what) {
   return {c.op(OpKind::CopyInplace, {dst, result})};
 }
 
+std::optional<V> convertComplex(Converter& c, const std::string& target);
+
 V convertTarget(Converter& c, const std::string& target, int depth = 0) {
+  if (std::optional<V> r = convertComplex(c, target)) return *r;
   auto it = converters().find(target);
   if (it != converters().end()) return it->second(c);
   if (auto f = spelling::inplaceBase(target)) {
@@ -2449,12 +2591,327 @@ V convertTarget(Converter& c, const std::string& target, int depth = 0) {
       Converter ce(c.graph(), e, c.loc(), c.env(), c.noGrad());
       ce.setInBackward(c.inBackward());
       ce.setNames(c.names());
+      ce.setComplex(c.complexValues());
       V r = convertTarget(ce, elem, depth + 1);
       if (!inplace) out.insert(out.end(), r.begin(), r.end());
     }
     return out;
   }
   c.fail("unsupported op " + target);
+}
+
+// Note [Complex values]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A complex tensor is held as real (re, im) pairs (Note [Complex tensors as
+// pairs] in aotc/ops/decompose.h); the Converter's complex set names the
+// values that are pairs.  Only the rules below may read one: every other op
+// given a complex tensor is refused naming it (treating its pairs as a real
+// tensor would be a wrong answer), and a complex graph result is refused too
+// (aotc's results are real: return torch.view_as_real(z)).  A rule's dims
+// count the complex tensor's dims, so they are wrapped against its rank before
+// they reach the pair tensor, whose extra dim is always last.  Meta records
+// complex64 for f32 pairs and complex128 for f64 pairs.
+namespace cplx {
+
+struct Rule {
+  bool always;  ///< applies to real arguments too (it makes a complex value)
+  bool result;  ///< its results are complex pairs
+  std::function<V(Converter&)> fn;
+};
+
+bool mentions(const json& a, const Converter& c) {
+  if (a.is_object() && a.contains("node") && a["node"].is_string()) {
+    auto it = c.env().find(a["node"].get<std::string>());
+    if (it == c.env().end()) return false;
+    for (ValueId v : it->second)
+      if (v != kNoValue && c.isComplex(v)) return true;
+    return false;
+  }
+  if (a.is_array() || a.is_object())
+    for (const json& x : a)
+      if (mentions(x, c)) return true;
+  return false;
+}
+
+/// The complex tensor argument i, and its complex rank.
+ValueId complexArg(Converter& c, size_t i, const char* kw) {
+  ValueId z = c.tensor(i, kw);
+  if (!c.isComplex(z)) c.fail(cat("argument ", i, " must be a complex tensor here"));
+  return z;
+}
+int64_t rankOf(Converter& c, ValueId z) { return c.type(z).rank() - (c.isComplex(z) ? 1 : 0); }
+
+ValueId part(Converter& c, ValueId z, int64_t i) {
+  return c.op(OpKind::Select, {z}, Attrs{{"dim", c.type(z).rank() - 1}, {"index", i}});
+}
+ValueId pairOf(Converter& c, ValueId re, ValueId im) {
+  int64_t r = c.type(re).rank();
+  return c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {re}, Attrs{{"dim", r}}), c.op(OpKind::Unsqueeze, {im}, Attrs{{"dim", r}})},
+              Attrs{{"dim", r}});
+}
+/// A real operand as pairs with a zero imaginary part.
+ValueId asPairs(Converter& c, ValueId x) { return c.isComplex(x) ? x : pairOf(c, x, c.zeros(c.type(x))); }
+/// A real operand shaped to multiply pairs elementwise.
+ValueId perPair(Converter& c, ValueId x) { return c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", c.type(x).rank()}}); }
+
+/// The same node with the complex dims in `dimArgs` wrapped to their
+/// non-negative spelling, converted by the real rule: on pairs, a
+/// non-negative dim names the same dim, and the pair dim stays last.
+V wrappedDims(Converter& c, const std::string& target, std::vector<std::pair<size_t, const char*>> dimArgs, int64_t extra = 0) {
+  ValueId z = complexArg(c, 0, "self");
+  const int64_t r = rankOf(c, z) + extra;
+  json node = c.node();
+  for (auto [i, kw] : dimArgs) {
+    json* a = i < node["args"].size() ? &node["args"][i]
+              : (node.contains("kwargs") && node["kwargs"].contains(kw) ? &node["kwargs"][kw] : nullptr);
+    if (!a || a->is_null()) continue;
+    auto wrap = [&](json& d) {
+      if (!d.is_number_integer()) c.fail(cat("argument ", i, " must be a dim, got ", d.dump()));
+      d = wrapDim(c.checkedInt(d, i), std::max<int64_t>(r, 1));
+    };
+    if (a->is_array())
+      for (json& d : *a) wrap(d);
+    else
+      wrap(*a);
+  }
+  Converter inner(c.graph(), node, c.loc(), c.env(), c.noGrad());
+  inner.setInBackward(c.inBackward());
+  inner.setNames(c.names());
+  return converters().at(target)(inner);
+}
+
+/// Complex dims for a reduction: the listed ones wrapped, or all of them.
+Ints reductionDims(Converter& c, ValueId z) {
+  const int64_t r = rankOf(c, z);
+  Ints dims = c.ints(1, "dim", Ints{});
+  if (dims.empty())
+    for (int64_t d = 0; d < r; ++d) dims.push_back(d);
+  for (int64_t& d : dims) d = wrapDim(d, std::max<int64_t>(r, 1));
+  return dims;
+}
+
+/// fft's normalization enum: 0 none, 1 by 1/sqrt(n), 2 by 1/n, n the
+/// product of the signal sizes.
+ValueId normalized(Converter& c, ValueId v, int64_t mode, int64_t n) {
+  if (mode < 0 || mode > 2) c.fail(cat("normalization must be 0, 1 or 2, got ", mode));
+  if (mode == 0) return v;
+  return c.scaled(v, mode == 1 ? 1.0 / std::sqrt(static_cast<double>(n)) : 1.0 / static_cast<double>(n));
+}
+Ints fftDims(Converter& c, int64_t rank) {
+  Ints dims = c.ints(1, "dim");
+  if (dims.empty()) c.fail("a Fourier transform over no dims");
+  for (int64_t& d : dims) d = wrapDim(d, std::max<int64_t>(rank, 1));
+  if (std::set<int64_t>(dims.begin(), dims.end()).size() != dims.size()) c.fail("a dim is listed twice");
+  return dims;
+}
+
+V r2c(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  if (c.isComplex(x)) c.fail("_fft_r2c takes a real tensor; this one is complex");
+  if (c.type(x).dtype != DType::F32 && c.type(x).dtype != DType::F64)
+    c.fail(cat("_fft_r2c of ", dtypeName(c.type(x).dtype), ": aotc holds complex64 and complex128 only (f32 or f64 input)"));
+  Ints dims = fftDims(c, c.type(x).rank());
+  int64_t n = 1;
+  for (int64_t d : dims) n = mulSize(n, c.type(x).sizes[static_cast<size_t>(d)]);
+  // ATen: one-sided r2c over the last listed dim, then c2c over the others.
+  ValueId z = dftRealToComplex(c, x, dims.back(), c.boolean(3, "onesided", true));
+  for (size_t i = 0; i + 1 < dims.size(); ++i) z = dftComplexToComplex(c, z, dims[i], true);
+  return {normalized(c, z, c.integer(2, "normalization"), n)};
+}
+
+V c2c(Converter& c) {
+  ValueId z = complexArg(c, 0, "self");
+  Ints dims = fftDims(c, rankOf(c, z));
+  int64_t n = 1;
+  for (int64_t d : dims) n = mulSize(n, c.type(z).sizes[static_cast<size_t>(d)]);
+  bool forward = c.boolean(3, "forward", true);
+  for (int64_t d : dims) z = dftComplexToComplex(c, z, d, forward);
+  return {normalized(c, z, c.integer(2, "normalization"), n)};
+}
+
+V c2r(Converter& c) {
+  ValueId z = complexArg(c, 0, "self");
+  Ints dims = fftDims(c, rankOf(c, z));
+  int64_t last = c.integer(3, "last_dim_size");
+  if (last <= 0) c.fail(cat("last_dim_size must be positive, got ", last));
+  int64_t n = last;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    n = mulSize(n, c.type(z).sizes[static_cast<size_t>(dims[i])]);
+    z = dftComplexToComplex(c, z, dims[i], false);
+  }
+  return {normalized(c, dftComplexToReal(c, z, dims.back(), last), c.integer(2, "normalization"), n)};
+}
+
+/// |z|, computed in f64 for narrower dtypes so re^2 + im^2 neither
+/// overflows nor underflows where |z| does not; its gradient at 0 is 0, as
+/// ATen's (grad * sgn(z)), not the NaN of sqrt'(0).
+V absOf(Converter& c) {
+  ValueId z = complexArg(c, 0, "self");
+  const DType d = c.type(z).dtype, w = DType::F64;
+  ValueId re = c.cast(part(c, z, 0), w), im = c.cast(part(c, z, 1), w);
+  ValueId s = c.add(c.mul(re, re), c.mul(im, im));
+  ValueId zero = c.op(OpKind::Eq, {s, c.scalar(0.0, w)});
+  ValueId safe = c.op(OpKind::Where, {zero, c.scalar(1.0, w), s});
+  return {c.cast(c.op(OpKind::Where, {zero, c.scalar(0.0, w), c.op(OpKind::Sqrt, {safe})}), d)};
+}
+
+/// atan2(im, re), 0 at z = 0 with a zero gradient there (ATen's angle_backward).
+V angleOf(Converter& c) {
+  ValueId z = complexArg(c, 0, "self");
+  ValueId re = part(c, z, 0), im = part(c, z, 1);
+  ValueId zero = c.op(OpKind::LogicalAnd, {c.op(OpKind::Eq, {re, c.scalarLike(0.0, re)}), c.op(OpKind::Eq, {im, c.scalarLike(0.0, im)})});
+  ValueId re1 = c.op(OpKind::Where, {zero, c.scalarLike(1.0, re), re});
+  ValueId im0 = c.op(OpKind::Where, {zero, c.scalarLike(0.0, im), im});
+  return {c.op(OpKind::Atan2, {im0, re1})};
+}
+
+/// The second operand of a binary op: a tensor, or a real Python number.
+ValueId other(Converter& c, ValueId self) { return c.operand(1, "other", self); }
+
+V mulOf(Converter& c) {
+  ValueId a = c.tensor(0, "self"), b = other(c, a);
+  if (!c.isComplex(a)) std::swap(a, b);
+  if (!c.isComplex(b)) return {c.mul(a, perPair(c, b))};
+  ValueId ar = part(c, a, 0), ai = part(c, a, 1), br = part(c, b, 0), bi = part(c, b, 1);
+  ValueId re = c.sub(c.mul(ar, br), c.mul(ai, bi));
+  ValueId im = c.add(c.mul(ar, bi), c.mul(ai, br));
+  return {pairOf(c, re, im)};
+}
+
+V divOf(Converter& c) {
+  if (c.has(2, "rounding_mode")) c.fail("div with a rounding mode is not defined for complex tensors");
+  ValueId a = c.tensor(0, "self"), b = other(c, a);
+  if (!c.isComplex(b)) return {c.div(a, perPair(c, b))};
+  a = asPairs(c, a);
+  // a / b = a conj(b) / |b|^2.
+  ValueId ar = part(c, a, 0), ai = part(c, a, 1), br = part(c, b, 0), bi = part(c, b, 1);
+  ValueId den = c.add(c.mul(br, br), c.mul(bi, bi));
+  ValueId re = c.div(c.add(c.mul(ar, br), c.mul(ai, bi)), den);
+  ValueId im = c.div(c.sub(c.mul(ai, br), c.mul(ar, bi)), den);
+  return {pairOf(c, re, im)};
+}
+
+V addOf(Converter& c, double sign) {
+  ValueId a = asPairs(c, c.tensor(0, "self"));
+  ValueId b = asPairs(c, other(c, a));  // a Python number too: (x, 0)
+  return {c.add(a, c.scaled(b, sign * c.number(2, "alpha", 1.0)))};
+}
+
+V reduceOf(Converter& c, OpKind k) {
+  ValueId z = complexArg(c, 0, "self");
+  c.requireNone(3, "dtype", "dtype=");
+  return {c.op(k, {z}, Attrs{{"dim", reductionDims(c, z)}, {"keepdim", c.boolean(2, "keepdim", false)}})};
+}
+
+V viewOf(Converter& c) {
+  ValueId z = complexArg(c, 0, "self");
+  Ints size = inferViewSize(c.ints(1, "size"), c.type(z).numel() / 2);
+  size.push_back(2);
+  return {reshapeTo(c, z, size)};
+}
+
+V permuteOf(Converter& c) {
+  ValueId z = complexArg(c, 0, "self");
+  const int64_t r = rankOf(c, z);
+  Ints dims = c.ints(1, "dims");
+  for (int64_t& d : dims) d = wrapDim(d, std::max<int64_t>(r, 1));
+  dims.push_back(r);
+  return {c.op(OpKind::Permute, {z}, Attrs{{"dims", dims}})};
+}
+
+const std::map<std::string, Rule>& rules() {
+  using P = std::vector<std::pair<size_t, const char*>>;
+  auto dimsAt = [](std::string target, P dims, int64_t extra = 0) {
+    return Rule{false, true, [target, dims, extra](Converter& c) { return wrappedDims(c, target, dims, extra); }};
+  };
+  static const std::map<std::string, Rule> table{
+      {"aten._fft_r2c.default", {true, true, r2c}},
+      {"aten._fft_c2c.default", {false, true, c2c}},
+      {"aten._fft_c2r.default", {false, false, c2r}},
+      {"aten.view_as_real.default",
+       {false, false, [](Converter& c) -> V { ValueId z = complexArg(c, 0, "self"); return {c.op(OpKind::View, {z}, Attrs{{"size", c.type(z).sizes}})}; }}},
+      {"aten.view_as_complex.default",
+       {true, true,
+        [](Converter& c) -> V {
+          ValueId x = c.tensor(0, "self");
+          const TensorType t = c.type(x);
+          if (c.isComplex(x)) c.fail("view_as_complex takes a real tensor; this one is complex");
+          if (t.dtype != DType::F32 && t.dtype != DType::F64)
+            c.fail(cat("view_as_complex: aotc holds complex64 and complex128 only (f32 or f64 pairs), got ", dtypeName(t.dtype)));
+          if (t.rank() == 0 || t.sizes.back() != 2) c.fail(cat("view_as_complex needs a last dim of size 2, got ", t.str()));
+          return {c.op(OpKind::View, {x}, Attrs{{"size", t.sizes}})};
+        }}},
+      {"aten.real.default", {false, false, [](Converter& c) -> V { return {part(c, complexArg(c, 0, "self"), 0)}; }}},
+      {"aten.imag.default", {false, false, [](Converter& c) -> V { return {part(c, complexArg(c, 0, "self"), 1)}; }}},
+      {"aten.abs.default", {false, false, absOf}},
+      {"aten.angle.default", {false, false, angleOf}},
+      {"aten.mul.Tensor", {false, true, mulOf}},
+      {"aten.mul.Scalar", {false, true, mulOf}},
+      {"aten.div.Tensor", {false, true, divOf}},
+      {"aten.div.Scalar", {false, true, divOf}},
+      {"aten.add.Tensor", {false, true, [](Converter& c) { return addOf(c, 1.0); }}},
+      {"aten.sub.Tensor", {false, true, [](Converter& c) { return addOf(c, -1.0); }}},
+      {"aten.neg.default", {false, true, [](Converter& c) -> V { return {c.neg(complexArg(c, 0, "self"))}; }}},
+      {"aten.sum.dim_IntList", {false, true, [](Converter& c) { return reduceOf(c, OpKind::Sum); }}},
+      {"aten.mean.dim", {false, true, [](Converter& c) { return reduceOf(c, OpKind::Mean); }}},
+      {"aten.view.default", {false, true, viewOf}},
+      {"aten.reshape.default", {false, true, viewOf}},
+      {"aten._unsafe_view.default", {false, true, viewOf}},
+      {"aten.permute.default", {false, true, permuteOf}},
+      {"aten.select.int", dimsAt("aten.select.int", P{{1, "dim"}})},
+      {"aten.slice.Tensor", dimsAt("aten.slice.Tensor", P{{1, "dim"}})},
+      {"aten.transpose.int", dimsAt("aten.transpose.int", P{{1, "dim0"}, {2, "dim1"}})},
+      {"aten.transpose_.default", dimsAt("aten.transpose_.default", P{{1, "dim0"}, {2, "dim1"}})},
+      {"aten.unsqueeze.default", dimsAt("aten.unsqueeze.default", P{{1, "dim"}}, 1)},
+      {"aten.unsqueeze_.default", dimsAt("aten.unsqueeze_.default", P{{1, "dim"}}, 1)},
+      {"aten.squeeze.default", dimsAt("aten.squeeze.default", P{})},
+      {"aten.squeeze.dim", dimsAt("aten.squeeze.dim", P{{1, "dim"}})},
+      {"aten.squeeze.dims", dimsAt("aten.squeeze.dims", P{{1, "dim"}})},
+      {"aten.squeeze_.default", dimsAt("aten.squeeze_.default", P{})},
+      {"aten.squeeze_.dim", dimsAt("aten.squeeze_.dim", P{{1, "dim"}})},
+      {"aten.squeeze_.dims", dimsAt("aten.squeeze_.dims", P{{1, "dim"}})},
+      {"aten.clone.default", dimsAt("aten.clone.default", P{})},
+      {"aten.detach.default", dimsAt("aten.detach.default", P{})},
+      {"aten.alias.default", dimsAt("aten.alias.default", P{})},
+  };
+  return table;
+}
+
+/// The ops that take complex tensors, for the refusal message.
+std::string ruleList() {
+  std::set<std::string> ops;
+  for (const auto& [t, r] : rules()) {
+    auto p = spelling::parse(t);
+    ops.insert(p ? p->name.substr(5) : t);
+  }
+  std::string s;
+  for (const std::string& o : ops) s += (s.empty() ? "" : ", ") + o;
+  return s;
+}
+
+}  // namespace cplx
+
+bool complexTarget(const std::string& target) { return cplx::rules().count(target) > 0; }
+
+std::optional<V> convertComplex(Converter& c, const std::string& target) {
+  auto it = cplx::rules().find(target);
+  bool always = it != cplx::rules().end() && it->second.always;
+  std::string reads;
+  if (c.complexValues() && !c.complexValues()->empty())
+    for (size_t i = 0; i < c.node().at("args").size() && reads.empty(); ++i)
+      if (cplx::mentions(c.node()["args"][i], c)) reads = cat("argument ", i);
+  if (reads.empty() && c.node().contains("kwargs"))
+    for (const auto& [k, a] : c.node()["kwargs"].items())
+      if (reads.empty() && cplx::mentions(a, c)) reads = "argument " + k;
+  if (reads.empty() && !always) return std::nullopt;
+  if (it == cplx::rules().end())
+    c.fail(cat(reads, " is a complex tensor, which aotc holds as real (re, im) pairs and reads only in: ", cplx::ruleList()));
+  V out = it->second.fn(c);
+  if (it->second.result) {
+    if (!c.complexValues()) c.fail("complex values are not supported here");
+    for (ValueId v : out) c.complexValues()->insert(v);
+  }
+  return out;
 }
 
 std::string readFile(const std::string& path) {
@@ -2589,9 +3046,15 @@ json evalShapeComputation(Converter& c, const std::string& target, const std::ma
     return op == "floordiv" ? q : m;
   }
   ValueId v = c.tensor(0, "self");
-  const TensorType t = c.type(v);
+  TensorType t = c.type(v);
   Ints strides = t.strides;
   if (auto it = layout.find(v); it != layout.end() && it->second.size() == t.sizes.size()) strides = it->second;
+  if (c.isComplex(v)) {  // Note [Complex values]: sizes and strides in complex elements
+    t.sizes.pop_back();
+    strides.pop_back();
+    for (int64_t& s : strides) s /= 2;
+    t.offset /= 2;
+  }
   if (target == "aten.sym_numel.default") return t.numel();
   if (target == "aten.sym_storage_offset.default") return t.offset;
   if (target == "aten.sym_is_contiguous.default") {
@@ -2610,13 +3073,25 @@ json evalShapeComputation(Converter& c, const std::string& target, const std::ma
   return target == "aten.sym_size.int" ? t.sizes[static_cast<size_t>(d)] : strides[static_cast<size_t>(d)];
 }
 
+/// A complex result's meta against its pairs: complex64 is f32 pairs,
+/// complex128 f64 pairs, and the sizes are the pairs' without the last dim.
+void checkComplexMeta(const json& meta, const TensorType& pairs, const SourceLoc& loc) {
+  std::string dt = meta.is_object() && meta.contains("dtype") && meta["dtype"].is_string() ? meta["dtype"].get<std::string>() : "";
+  const DType want = dt == "complex64" ? DType::F32 : dt == "complex128" ? DType::F64 : DType::Bool;
+  Ints sizes(pairs.sizes.begin(), pairs.sizes.end() - 1);
+  if (want == DType::Bool || want != pairs.dtype || !meta.contains("shape") || meta["shape"] != json(sizes))
+    throw UserError(loc, cat("shape mismatch: the graph records ", meta.dump(), ", the op gives a ",
+                             pairs.dtype == DType::F64 ? "complex128" : "complex64", json(sizes).dump(), " tensor"));
+}
+
 /// Converts FX nodes into `g`, binding their names in `env`.
 void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path, bool backward,
-                 const std::map<std::string, std::string>* userNames = nullptr) {
+                 std::set<ValueId>& complex, const std::map<std::string, std::string>* userNames = nullptr) {
   std::set<std::string> names;
   for (auto& [k, v] : env) names.insert(k);
   std::map<std::string, json> scalars;  // Note [Shape computations]
   std::map<ValueId, Ints> layout;       // strides the graph recorded
+  std::set<ValueId> snapshots;          // Note [as_strided as a gather]
   json substituted;
   for (auto& node : nodes) {
     const json* np = &node;
@@ -2653,6 +3128,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
     bool noGrad = n.contains("grad_enabled") && n["grad_enabled"].is_boolean() && !n["grad_enabled"].get<bool>();
     if (isShapeComputation(target)) {
       Converter c(g, n, loc, env, noGrad);
+      c.setComplex(&complex);
       try {
         scalars[name] = evalShapeComputation(c, target, layout);
       } catch (const json::exception& e) {
@@ -2663,7 +3139,10 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
     Converter c(g, n, loc, env, noGrad);
     c.setInBackward(backward);
     c.setNames(userNames);
-    const size_t firstNew = g.values.size();
+    c.setComplex(&complex);
+    c.setSnapshots(&snapshots);
+    c.setLayout(&layout);
+    const size_t firstNew = g.values.size(), firstNode = g.nodes.size();
     std::vector<ValueId> outs;
     try {
       outs = convertTarget(c, target);
@@ -2676,12 +3155,27 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
         if (x.loc.file.empty() && x.loc.node.empty()) x.loc = loc;
       throw UserError(d);
     }
+    // Note [as_strided as a gather]: what a gather copied is not written later.
+    if (!snapshots.empty())
+      for (size_t k = firstNode; k < g.nodes.size(); ++k) {
+        const Node& nd = g.nodes[k];
+        OpCategory cat = opInfo(nd.op).category;
+        if (cat != OpCategory::Mutation && cat != OpCategory::Custom) continue;
+        for (size_t i = 0; i < nd.inputs.size() && (i == 0 || cat == OpCategory::Custom); ++i)
+          if (snapshots.count(storageRoot(g, nd.inputs[i])))
+            throw UserError(loc, "writes a tensor that an earlier as_strided read as a gather (a copy, where eager has a view "
+                                 "that would see this write); aotc does not support that (Note [as_strided as a gather])");
+      }
     if (n.contains("meta")) {
       const json& meta = n["meta"];
       std::vector<json> metas = meta.is_array() ? std::vector<json>(meta.begin(), meta.end()) : std::vector<json>{meta};
       if (metas.size() != outs.size()) throw UserError(loc, cat("meta lists ", metas.size(), " results, the op has ", outs.size()));
       for (size_t i = 0; i < outs.size(); ++i) {
         if (metas[i].is_null() || outs[i] == kNoValue) continue;
+        if (complex.count(outs[i])) {  // Note [Complex values]
+          checkComplexMeta(metas[i], g.type(outs[i]), loc);
+          continue;
+        }
         TensorType want = parseTensorType(metas[i], loc, "meta");
         const TensorType& got = g.type(outs[i]);
         // Only a layout that differs from the IR's needs keeping.
@@ -2700,7 +3194,8 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
   }
 }
 
-std::vector<GraphOutput> convertOutputs(const json& outputs, const Env& env, const std::string& path, OutputRole role) {
+std::vector<GraphOutput> convertOutputs(const json& outputs, const Env& env, const std::string& path, OutputRole role,
+                                        const std::set<ValueId>& complex) {
   std::vector<GraphOutput> res;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const json& o = outputs[i];
@@ -2711,6 +3206,10 @@ std::vector<GraphOutput> convertOutputs(const json& outputs, const Env& env, con
     if (it == env.end() || it->second.size() != 1)
       throw UserError(SourceLoc{path, cat("output ", i), ""},
                       "refers to '" + o["node"].get<std::string>() + "', which is undefined or has several results");
+    if (complex.count(it->second[0]))
+      throw UserError(SourceLoc{path, cat("output ", i), ""},
+                      "'" + o["node"].get<std::string>() + "' is a complex tensor; aotc's results are real "
+                      "(return torch.view_as_real of it)");
     res.push_back(GraphOutput{it->second[0], role, role == OutputRole::Grad ? std::to_string(i) : "", std::nullopt, {}});
   }
   return res;
@@ -2741,8 +3240,9 @@ Graph convertRegion(const json& region, const std::string& path, const std::stri
     }
     env[n] = {g.addInput(n, parseTensorType(in, loc, "region input"), role, false)};
   }
-  convertBody(g, region["nodes"], env, path, backward, names);
-  g.outputs = convertOutputs(region["outputs"], env, path, backward ? OutputRole::Grad : OutputRole::User);
+  std::set<ValueId> complex;
+  convertBody(g, region["nodes"], env, path, backward, complex, names);
+  g.outputs = convertOutputs(region["outputs"], env, path, backward ? OutputRole::Grad : OutputRole::User, complex);
   return g;
 }
 
@@ -2885,8 +3385,9 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
       for (auto& a : aliases)
         if (!names.insert(a).second) throw UserError(SourceLoc{path, input, "input"}, "alias '" + a + "' names another input");
   }
-  convertBody(m.graph, nodes, env, path, false);
-  m.graph.outputs = convertOutputs(outputs, env, path, OutputRole::User);
+  std::set<ValueId> complex;
+  convertBody(m.graph, nodes, env, path, false, complex);
+  m.graph.outputs = convertOutputs(outputs, env, path, OutputRole::User, complex);
   if (doc.contains("output_paths")) {
     const json& p = doc["output_paths"];
     if (!p.is_array() || p.size() != outputs.size())

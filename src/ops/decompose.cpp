@@ -2,6 +2,7 @@
 #include "aotc/ops/decompose.h"
 
 #include <algorithm>
+#include <numbers>
 
 namespace aotc::decomp {
 
@@ -535,6 +536,110 @@ ValueId adaptiveAvg3d(Builder& c, ValueId x, const Ints& out) {
   ValueId y = adaptiveAvg2d(c, planes(c, x, n5), {out[1], out[2]});
   ValueId z = adaptiveAvg2d(c, depthMajor(c, y, n5), {out[0], out[1] * out[2]});
   return pool3dOutput(c, z, n5, out[0], out[1], out[2]);
+}
+
+}  // namespace aotc::decomp
+
+namespace aotc::decomp {
+
+// Note [Complex tensors as pairs] (decompose.h).
+namespace {
+/// x with dim `from` moved to position `to`.
+ValueId moveDim(Builder& c, ValueId x, int64_t from, int64_t to) {
+  if (from == to) return x;
+  Ints perm;
+  for (int64_t i = 0; i < c.type(x).rank(); ++i)
+    if (i != from) perm.push_back(i);
+  perm.insert(perm.begin() + to, from);
+  return c.op(OpKind::Permute, {x}, Attrs{{"dims", perm}});
+}
+
+/// [a, b] stacked along a new last dim.
+ValueId pairOf(Builder& c, ValueId a, ValueId b) {
+  int64_t r = c.type(a).rank();
+  return c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {a}, Attrs{{"dim", r}}), c.op(OpKind::Unsqueeze, {b}, Attrs{{"dim", r}})},
+              Attrs{{"dim", r}});
+}
+
+/// The angles 2*pi*((j*k) mod n)/n, j < rows, k < cols, as f64 [rows, cols]:
+/// the product is taken in int64 and reduced mod n first, so the angle is
+/// exact however large j*k grows.
+ValueId dftAngles(Builder& c, int64_t rows, int64_t cols, int64_t n, const char* what) {
+  if (n <= 0) c.fail(cat(what, ": a transform over ", n, " points"));
+  if (mulSize(rows, cols) > kMaxIndexMap / 4)
+    c.fail(cat(what, ": a transform over ", n, " points needs a ", rows, " x ", cols,
+               " basis; aotc computes Fourier transforms as matrix products (Note [Complex tensors as pairs]) and "
+               "takes bases of up to 2^22 entries"));
+  ValueId j = c.reshape(iota(c, rows), {rows, 1});
+  ValueId k = c.reshape(iota(c, cols), {1, cols});
+  ValueId m = c.op(OpKind::Remainder, {c.op(OpKind::Mul, {j, k}), c.scalar(static_cast<double>(n), DType::I64)});
+  return c.scaled(c.cast(m, DType::F64), 2.0 * std::numbers::pi / static_cast<double>(n));
+}
+
+void requireFloating(Builder& c, ValueId x, const char* what) {
+  if (!isFloating(c.type(x).dtype)) c.fail(cat(what, " needs a floating tensor, got ", dtypeName(c.type(x).dtype)));
+}
+}  // namespace
+
+ValueId dftRealToComplex(Builder& c, ValueId x, int64_t dim, bool onesided) {
+  requireFloating(c, x, "_fft_r2c");
+  const TensorType t = c.type(x);
+  const int64_t r = t.rank(), n = t.sizes[static_cast<size_t>(dim)], k = onesided ? n / 2 + 1 : n;
+  ValueId a = dftAngles(c, n, k, n, "_fft_r2c");
+  // W[j, k] = (cos, -sin): x @ W gives (Re, Im) of X[k] side by side.
+  ValueId w = c.cast(c.reshape(pairOf(c, c.op(OpKind::Cos, {a}), c.neg(c.op(OpKind::Sin, {a}))), {n, 2 * k}), t.dtype);
+  ValueId y = matmul(c, moveDim(c, x, dim, r - 1), w);
+  Ints ys = c.type(y).sizes;
+  ys.back() = k;
+  ys.push_back(2);
+  return moveDim(c, c.reshape(y, ys), r - 1, dim);
+}
+
+ValueId dftComplexToComplex(Builder& c, ValueId z, int64_t dim, bool forward) {
+  const TensorType t = c.type(z);
+  const int64_t r = t.rank() - 1, n = t.sizes[static_cast<size_t>(dim)];
+  ValueId a = dftAngles(c, n, n, n, "_fft_c2c");
+  // (re + i im)(cos + i s sin), s = -1 forward: a [2n, 2n] real map whose
+  // row (j, re) is (cos, s sin) and row (j, im) is (-s sin, cos), per k.
+  ValueId cs = c.op(OpKind::Cos, {a}), sn = c.scaled(c.op(OpKind::Sin, {a}), forward ? -1.0 : 1.0);
+  ValueId fromRe = pairOf(c, cs, sn), fromIm = pairOf(c, c.neg(sn), cs);  // [n, n, 2] each
+  ValueId m = c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {fromRe}, Attrs{{"dim", int64_t{1}}}),
+                                  c.op(OpKind::Unsqueeze, {fromIm}, Attrs{{"dim", int64_t{1}}})},
+                   Attrs{{"dim", int64_t{1}}});  // [n, 2, n, 2]
+  ValueId zm = moveDim(c, z, dim, r - 1);
+  Ints flat = c.type(zm).sizes;
+  flat.pop_back();
+  flat.back() = 2 * n;
+  ValueId y = matmul(c, c.reshape(zm, flat), c.cast(c.reshape(m, {2 * n, 2 * n}), t.dtype));
+  Ints ys = c.type(y).sizes;
+  ys.back() = n;
+  ys.push_back(2);
+  return moveDim(c, c.reshape(y, ys), r - 1, dim);
+}
+
+ValueId dftComplexToReal(Builder& c, ValueId z, int64_t dim, int64_t n) {
+  const TensorType t = c.type(z);
+  const int64_t r = t.rank() - 1;
+  const int64_t k = std::min(t.sizes[static_cast<size_t>(dim)], n / 2 + 1);
+  if (k < t.sizes[static_cast<size_t>(dim)])
+    z = c.op(OpKind::Slice, {z}, Attrs{{"dim", dim}, {"start", int64_t{0}}, {"end", k}, {"step", int64_t{1}}});
+  ValueId a = dftAngles(c, k, n, n, "_fft_c2r");
+  // w_k: 1 for k = 0 and k = n/2 (even n), 2 for the bins that stand for
+  // their conjugate twin too.
+  ValueId kk = c.reshape(iota(c, k), {k, 1});
+  ValueId once = c.op(OpKind::LogicalOr, {c.op(OpKind::Eq, {kk, c.scalar(0, DType::I64)}),
+                                          c.op(OpKind::Eq, {c.scaled(kk, 2.0), c.scalar(static_cast<double>(n), DType::I64)})});
+  ValueId w = c.op(OpKind::Where, {once, c.scalar(1.0, DType::F64), c.scalar(2.0, DType::F64)});
+  ValueId fromRe = c.mul(w, c.op(OpKind::Cos, {a})), fromIm = c.neg(c.mul(w, c.op(OpKind::Sin, {a})));  // [k, n]
+  ValueId m = c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {fromRe}, Attrs{{"dim", int64_t{1}}}),
+                                  c.op(OpKind::Unsqueeze, {fromIm}, Attrs{{"dim", int64_t{1}}})},
+                   Attrs{{"dim", int64_t{1}}});  // [k, 2, n]
+  ValueId zm = moveDim(c, z, dim, r - 1);
+  Ints flat = c.type(zm).sizes;
+  flat.pop_back();
+  flat.back() = 2 * k;
+  ValueId y = matmul(c, c.reshape(zm, flat), c.cast(c.reshape(m, {2 * k, n}), t.dtype));
+  return moveDim(c, y, r - 1, dim);
 }
 
 }  // namespace aotc::decomp

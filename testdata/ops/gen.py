@@ -625,6 +625,23 @@ def core_respelled(x, y, w, b):
 add("core_respelled", (core_respelled, (rn2(2, 3, 7, rg=True), rn2(3, 4, rg=True), rn2(3, rg=True), rn2(3, rg=True))))
 
 
+# Complex values as (re, im) pairs (Note [Complex tensors as pairs]): the
+# spectra torch.fft, stft and spectral filters give, read back as real
+# tensors; windows; as_strided's overlapping frames as a gather.
+def spectra(x, img, filt, sig):
+    y = torch.fft.rfft(x, norm="ortho")
+    z = torch.stft(sig, 8, hop_length=3, window=torch.hann_window(8), return_complex=True)
+    f2 = torch.fft.rfft2(img)
+    back = torch.fft.irfft2(f2 * filt, s=img.shape[-2:])
+    full = torch.fft.fft(x, dim=0)
+    inv = torch.fft.ifft(torch.fft.fft(img, dim=-1) / 2.0 - full[:1, :1] * 3.0, dim=-2, norm="forward")
+    frames = sig.unfold(-1, 5, 2)
+    return (y.abs(), torch.view_as_real(y), z.abs().pow(2), back, full.real, full.imag, torch.view_as_real(inv),
+            y.angle(), (y * y).sum(-1).abs(), frames * 2, torch.hamming_window(6, periodic=False) + torch.blackman_window(5)[0],
+            torch.bartlett_window(7))
+add("spectra", (spectra, (rn2(6, 5, rg=True), rn2(2, 4, 6, rg=True), rn2(4, 4, rg=True), rn2(2, 20, rg=True))))
+
+
 def respell_core(outdir):
     """core_respelled as a 2.x trace spells it: avg_pool1d and
     adaptive_avg_pool1d as themselves (1.13 lifts them to 2-D between an

@@ -151,3 +151,29 @@ std::pair<ValueId, ValueId> maxPool3d(Builder& c, ValueId x, Pool3d p);
 /// adaptive_avg_pool3d to `out` (3 values).
 ValueId adaptiveAvg3d(Builder& c, ValueId x, const Ints& out);
 }  // namespace aotc::decomp
+
+namespace aotc::decomp {
+// Note [Complex tensors as pairs]: aotc's dtypes are real.  A complex tensor
+// (what _fft_r2c returns) is held as its real view, view_as_real's layout: a
+// real tensor of the complex tensor's sizes plus a trailing dim of 2 (real,
+// imaginary), complex64 as f32 pairs and complex128 as f64 pairs.  The FX
+// front end tracks which values are pairs and lets only the ops that have a
+// pair rule touch them (src/frontend/fx.cpp, Note [Complex values]).  A
+// discrete Fourier transform along one dim is a real linear map on pairs, so
+// it is a matrix product with its basis, cos and sin of 2*pi*((j*k) mod n)/n
+// computed in f64 from integer products (exact angles) and rounded to the
+// dtype once: O(n^2) per transform instead of an FFT's O(n log n), but exact
+// to the dtype's rounding, differentiable by the matmul's own gradient, and
+// lowered to cuBLAS.  `dim` counts the complex (or real) tensor's dims.
+
+/// Real x -> pairs: X[k] = sum_j x[j] e^{-2 pi i jk/n} along `dim`, for
+/// k < n/2+1 when `onesided`, else k < n.
+ValueId dftRealToComplex(Builder& c, ValueId x, int64_t dim, bool onesided);
+/// Pairs -> pairs: X[k] = sum_j z[j] e^{-+2 pi i jk/n} (forward: minus).
+ValueId dftComplexToComplex(Builder& c, ValueId z, int64_t dim, bool forward);
+/// Pairs -> real: the inverse transform of a one-sided Hermitian signal,
+/// x[j] = sum_k w_k (Re Z[k] cos - Im Z[k] sin)(2 pi jk/n) with w_0 = 1,
+/// w_{n/2} = 1 for even n, 2 otherwise; rows past n/2 are not read, and the
+/// imaginary parts of Z[0] (and Z[n/2]) drop out, as in ATen's c2r.
+ValueId dftComplexToReal(Builder& c, ValueId z, int64_t dim, int64_t n);
+}  // namespace aotc::decomp

@@ -90,6 +90,16 @@ class ExportTest(unittest.TestCase):
             schema = json.load(f)
         jsonschema.validators.validator_for(schema)(schema).validate(doc)
 
+    def test_schema_complex_meta(self):
+        """A complex intermediate (torch.fft) records complex64 in its meta."""
+        import jsonschema
+        doc = self.export(lambda x: torch.view_as_real(torch.fft.rfft(x)), (torch.randn(2, 8),))
+        metas = [n["meta"]["dtype"] for n in doc["nodes"] if n["target"] == "aten._fft_r2c.default"]
+        self.assertEqual(metas, ["complex64"])
+        with open(os.path.join(HERE, "..", "schemas", "fx_graph.schema.json")) as f:
+            schema = json.load(f)
+        jsonschema.validators.validator_for(schema)(schema).validate(doc)
+
     def test_function(self):
         def f(a, b):
             return torch.mm(a, b).relu()

@@ -2805,7 +2805,7 @@ V reduceOf(Converter& c, OpKind k) {
 
 V viewOf(Converter& c) {
   ValueId z = complexArg(c, 0, "self");
-  Ints size = inferViewSize(c.ints(1, "size"), c.type(z).numel() / 2);
+  Ints size = inferViewSize(c.has(1, "size") ? c.ints(1, "size") : c.ints(1, "shape"), c.type(z).numel() / 2);
   size.push_back(2);
   return {reshapeTo(c, z, size)};
 }

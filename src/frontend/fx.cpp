@@ -400,7 +400,8 @@ V window(Converter& c, std::vector<double> coef, bool bartlett, size_t nargs) {
   ValueId i = c.cast(iota(c, len), DType::F64);
   ValueId w;
   if (bartlett) {
-    w = c.sub(c.scalar(1.0, DType::F64), c.op(OpKind::Abs, {c.sub(c.scaled(i, 2.0 / n), c.scalar(1.0, DType::F64))}));
+    w = bin(c, OpKind::Sub, {c.scalar(1.0, DType::F64),
+                             c.op(OpKind::Abs, {bin(c, OpKind::Sub, {c.scaled(i, 2.0 / n), c.scalar(1.0, DType::F64)})})});
   } else {
     w = c.scalar(coef[0], DType::F64);
     for (size_t k = 1; k < coef.size(); ++k)
@@ -803,7 +804,8 @@ V unfoldOp(Converter& c) {
   if (step <= 0) c.fail(cat("unfold: step must be positive, got ", step));
   if (r == 0) return {c.reshape(x, {size})};
   const int64_t windows = (len - size) / step + 1;
-  ValueId idx = c.add(c.scaled(c.reshape(iota(c, windows), {windows, 1}), static_cast<double>(step)), c.reshape(iota(c, size), {1, size}));
+  ValueId idx = bin(c, OpKind::Add, {c.scaled(c.reshape(iota(c, windows), {windows, 1}), static_cast<double>(step)),
+                                     c.reshape(iota(c, size), {1, size})});
   ValueId g = c.op(OpKind::IndexSelect, {x, c.reshape(idx, {windows * size})}, Attrs{{"dim", dim}});
   Ints shape = t.sizes;
   shape[static_cast<size_t>(dim)] = windows;
@@ -2749,7 +2751,7 @@ V absOf(Converter& c) {
   ValueId z = complexArg(c, 0, "self");
   const DType d = c.type(z).dtype, w = DType::F64;
   ValueId re = c.cast(part(c, z, 0), w), im = c.cast(part(c, z, 1), w);
-  ValueId s = c.add(c.mul(re, re), c.mul(im, im));
+  ValueId s = bin(c, OpKind::Add, {c.mul(re, re), c.mul(im, im)});
   ValueId zero = c.op(OpKind::Eq, {s, c.scalar(0.0, w)});
   ValueId safe = c.op(OpKind::Where, {zero, c.scalar(1.0, w), s});
   return {c.cast(c.op(OpKind::Where, {zero, c.scalar(0.0, w), c.op(OpKind::Sqrt, {safe})}), d)};
@@ -2773,8 +2775,8 @@ V mulOf(Converter& c) {
   if (!c.isComplex(a)) std::swap(a, b);
   if (!c.isComplex(b)) return {c.mul(a, perPair(c, b))};
   ValueId ar = part(c, a, 0), ai = part(c, a, 1), br = part(c, b, 0), bi = part(c, b, 1);
-  ValueId re = c.sub(c.mul(ar, br), c.mul(ai, bi));
-  ValueId im = c.add(c.mul(ar, bi), c.mul(ai, br));
+  ValueId re = bin(c, OpKind::Sub, {c.mul(ar, br), c.mul(ai, bi)});
+  ValueId im = bin(c, OpKind::Add, {c.mul(ar, bi), c.mul(ai, br)});
   return {pairOf(c, re, im)};
 }
 
@@ -2785,9 +2787,9 @@ V divOf(Converter& c) {
   a = asPairs(c, a);
   // a / b = a conj(b) / |b|^2.
   ValueId ar = part(c, a, 0), ai = part(c, a, 1), br = part(c, b, 0), bi = part(c, b, 1);
-  ValueId den = c.add(c.mul(br, br), c.mul(bi, bi));
-  ValueId re = c.div(c.add(c.mul(ar, br), c.mul(ai, bi)), den);
-  ValueId im = c.div(c.sub(c.mul(ai, br), c.mul(ar, bi)), den);
+  ValueId den = bin(c, OpKind::Add, {c.mul(br, br), c.mul(bi, bi)});
+  ValueId re = c.div(bin(c, OpKind::Add, {c.mul(ar, br), c.mul(ai, bi)}), den);
+  ValueId im = c.div(bin(c, OpKind::Sub, {c.mul(ai, br), c.mul(ar, bi)}), den);
   return {pairOf(c, re, im)};
 }
 

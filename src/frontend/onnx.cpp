@@ -940,7 +940,8 @@ Outs stftOp(Node& c) {
   }
   if (len <= 0 || len > t.sizes[1]) c.fail(cat("STFT: the frame length must be between 1 and the signal's ", t.sizes[1], ", got ", len));
   const int64_t frames = (t.sizes[1] - len) / step + 1, comps = t.sizes[2];
-  ValueId idx = c.add(c.scaled(c.reshape(iota(c, frames), {frames, 1}), static_cast<double>(step)), c.reshape(iota(c, len), {1, len}));
+  ValueId idx = bin(c, OpKind::Add, {c.scaled(c.reshape(iota(c, frames), {frames, 1}), static_cast<double>(step)),
+                                     c.reshape(iota(c, len), {1, len})});
   ValueId f = c.reshape(c.op(OpKind::IndexSelect, {x, c.reshape(idx, {frames * len})}, Attrs{{"dim", int64_t{1}}}),
                         {t.sizes[0], frames, len, comps});
   if (window) f = c.mul(f, c.reshape(*window, {1, 1, len, 1}));

@@ -587,7 +587,9 @@ ValueId dftRealToComplex(Builder& c, ValueId x, int64_t dim, bool onesided) {
   const int64_t r = t.rank(), n = t.sizes[static_cast<size_t>(dim)], k = onesided ? n / 2 + 1 : n;
   ValueId a = dftAngles(c, n, k, n, "_fft_r2c");
   // W[j, k] = (cos, -sin): x @ W gives (Re, Im) of X[k] side by side.
-  ValueId w = c.cast(c.reshape(pairOf(c, c.op(OpKind::Cos, {a}), c.neg(c.op(OpKind::Sin, {a}))), {n, 2 * k}), t.dtype);
+  ValueId cs = c.op(OpKind::Cos, {a});
+  ValueId sn = c.neg(c.op(OpKind::Sin, {a}));
+  ValueId w = c.cast(c.reshape(pairOf(c, cs, sn), {n, 2 * k}), t.dtype);
   ValueId y = matmul(c, moveDim(c, x, dim, r - 1), w);
   Ints ys = c.type(y).sizes;
   ys.back() = k;
@@ -610,7 +612,8 @@ ValueId dftComplexToComplex(Builder& c, ValueId z, int64_t dim, bool forward) {
   Ints flat = c.type(zm).sizes;
   flat.pop_back();
   flat.back() = 2 * n;
-  ValueId y = matmul(c, c.reshape(zm, flat), c.cast(c.reshape(m, {2 * n, 2 * n}), t.dtype));
+  ValueId lhs = c.reshape(zm, flat);
+  ValueId y = matmul(c, lhs, c.cast(c.reshape(m, {2 * n, 2 * n}), t.dtype));
   Ints ys = c.type(y).sizes;
   ys.back() = n;
   ys.push_back(2);
@@ -638,7 +641,8 @@ ValueId dftComplexToReal(Builder& c, ValueId z, int64_t dim, int64_t n) {
   Ints flat = c.type(zm).sizes;
   flat.pop_back();
   flat.back() = 2 * k;
-  ValueId y = matmul(c, c.reshape(zm, flat), c.cast(c.reshape(m, {2 * k, n}), t.dtype));
+  ValueId lhs = c.reshape(zm, flat);
+  ValueId y = matmul(c, lhs, c.cast(c.reshape(m, {2 * k, n}), t.dtype));
   return moveDim(c, y, r - 1, dim);
 }
 

@@ -188,6 +188,17 @@ class Converter : public Builder {
   }
   std::set<ValueId>* complexValues() const { return complex_; }
   bool isComplex(ValueId v) const { return complex_ && complex_->count(v); }
+  /// A converter for `node` (which must outlive it) that shares this one's
+  /// graph, location, environment and per-body state.
+  Converter sub(const json& node) {
+    Converter s(graph(), node, loc(), env_, noGrad());
+    s.inBackward_ = inBackward_;
+    s.names_ = names_;
+    s.complex_ = complex_;
+    s.snapshots_ = snapshots_;
+    s.layout_ = layout_;
+    return s;
+  }
   const json& node() const { return node_; }
   const Env& env() const { return env_; }
 
@@ -804,9 +815,7 @@ V unfoldOp(Converter& c) {
   if (step <= 0) c.fail(cat("unfold: step must be positive, got ", step));
   if (r == 0) return {c.reshape(x, {size})};
   const int64_t windows = (len - size) / step + 1;
-  ValueId idx = bin(c, OpKind::Add, {c.scaled(c.reshape(iota(c, windows), {windows, 1}), static_cast<double>(step)),
-                                     c.reshape(iota(c, size), {1, size})});
-  ValueId g = c.op(OpKind::IndexSelect, {x, c.reshape(idx, {windows * size})}, Attrs{{"dim", dim}});
+  ValueId g = c.op(OpKind::IndexSelect, {x, c.reshape(frameIndex(c, windows, size, step), {windows * size})}, Attrs{{"dim", dim}});
   Ints shape = t.sizes;
   shape[static_cast<size_t>(dim)] = windows;
   shape.insert(shape.begin() + dim + 1, size);
@@ -2590,10 +2599,7 @@ V convertTarget(Converter& c, const std::string& target, int depth = 0) {
       if (e.contains("kwargs"))
         for (auto& [k, a] : e["kwargs"].items())
           if (a.is_array()) a = json(a[i]);
-      Converter ce(c.graph(), e, c.loc(), c.env(), c.noGrad());
-      ce.setInBackward(c.inBackward());
-      ce.setNames(c.names());
-      ce.setComplex(c.complexValues());
+      Converter ce = c.sub(e);
       V r = convertTarget(ce, elem, depth + 1);
       if (!inplace) out.insert(out.end(), r.begin(), r.end());
     }
@@ -2635,7 +2641,7 @@ bool mentions(const json& a, const Converter& c) {
   return false;
 }
 
-/// The complex tensor argument i, and its complex rank.
+/// The complex tensor argument i.
 ValueId complexArg(Converter& c, size_t i, const char* kw) {
   ValueId z = c.tensor(i, kw);
   if (!c.isComplex(z)) c.fail(cat("argument ", i, " must be a complex tensor here"));
@@ -2645,11 +2651,6 @@ int64_t rankOf(Converter& c, ValueId z) { return c.type(z).rank() - (c.isComplex
 
 ValueId part(Converter& c, ValueId z, int64_t i) {
   return c.op(OpKind::Select, {z}, Attrs{{"dim", c.type(z).rank() - 1}, {"index", i}});
-}
-ValueId pairOf(Converter& c, ValueId re, ValueId im) {
-  int64_t r = c.type(re).rank();
-  return c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {re}, Attrs{{"dim", r}}), c.op(OpKind::Unsqueeze, {im}, Attrs{{"dim", r}})},
-              Attrs{{"dim", r}});
 }
 /// A real operand as pairs with a zero imaginary part.
 ValueId asPairs(Converter& c, ValueId x) { return c.isComplex(x) ? x : pairOf(c, x, c.zeros(c.type(x))); }
@@ -2676,9 +2677,8 @@ V wrappedDims(Converter& c, const std::string& target, std::vector<std::pair<siz
     else
       wrap(*a);
   }
-  Converter inner(c.graph(), node, c.loc(), c.env(), c.noGrad());
-  inner.setInBackward(c.inBackward());
-  inner.setNames(c.names());
+  Converter inner = c.sub(node);
+  inner.setComplex(nullptr);  // the real rule sees the pairs as they are
   return converters().at(target)(inner);
 }
 
@@ -2898,13 +2898,14 @@ bool complexTarget(const std::string& target) { return cplx::rules().count(targe
 std::optional<V> convertComplex(Converter& c, const std::string& target) {
   auto it = cplx::rules().find(target);
   bool always = it != cplx::rules().end() && it->second.always;
-  std::string reads;
-  if (c.complexValues() && !c.complexValues()->empty())
+  std::string reads;  // the first argument that is (or holds) a complex tensor
+  if (c.complexValues() && !c.complexValues()->empty()) {
     for (size_t i = 0; i < c.node().at("args").size() && reads.empty(); ++i)
       if (cplx::mentions(c.node()["args"][i], c)) reads = cat("argument ", i);
-  if (reads.empty() && c.node().contains("kwargs"))
-    for (const auto& [k, a] : c.node()["kwargs"].items())
-      if (reads.empty() && cplx::mentions(a, c)) reads = "argument " + k;
+    if (c.node().contains("kwargs"))
+      for (const auto& [k, a] : c.node()["kwargs"].items())
+        if (reads.empty() && cplx::mentions(a, c)) reads = "argument " + k;
+  }
   if (reads.empty() && !always) return std::nullopt;
   if (it == cplx::rules().end())
     c.fail(cat(reads, " is a complex tensor, which aotc holds as real (re, im) pairs and reads only in: ", cplx::ruleList()));

@@ -908,9 +908,7 @@ Outs dftOp(Node& c) {
   if (!complex && !inverse) {
     y = dftRealToComplex(c, sig, axis, onesided);
   } else {
-    if (!complex) sig = c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {sig}, Attrs{{"dim", rank - 1}}),
-                                           c.op(OpKind::Unsqueeze, {c.zeros(c.type(sig))}, Attrs{{"dim", rank - 1}})},
-                             Attrs{{"dim", rank - 1}});
+    if (!complex) sig = pairOf(c, sig, c.zeros(c.type(sig)));
     y = dftComplexToComplex(c, sig, axis, !inverse);
     if (inverse) y = c.scaled(y, 1.0 / static_cast<double>(n));
   }
@@ -940,9 +938,8 @@ Outs stftOp(Node& c) {
   }
   if (len <= 0 || len > t.sizes[1]) c.fail(cat("STFT: the frame length must be between 1 and the signal's ", t.sizes[1], ", got ", len));
   const int64_t frames = (t.sizes[1] - len) / step + 1, comps = t.sizes[2];
-  ValueId idx = bin(c, OpKind::Add, {c.scaled(c.reshape(iota(c, frames), {frames, 1}), static_cast<double>(step)),
-                                     c.reshape(iota(c, len), {1, len})});
-  ValueId f = c.reshape(c.op(OpKind::IndexSelect, {x, c.reshape(idx, {frames * len})}, Attrs{{"dim", int64_t{1}}}),
+  ValueId f = c.reshape(c.op(OpKind::IndexSelect, {x, c.reshape(frameIndex(c, frames, len, step), {frames * len})},
+                             Attrs{{"dim", int64_t{1}}}),
                         {t.sizes[0], frames, len, comps});
   if (window) f = c.mul(f, c.reshape(*window, {1, 1, len, 1}));
   auto [sig, complex] = signalOf(c, f, "STFT");

@@ -554,11 +554,10 @@ ValueId moveDim(Builder& c, ValueId x, int64_t from, int64_t to) {
   return c.op(OpKind::Permute, {x}, Attrs{{"dims", perm}});
 }
 
-/// [a, b] stacked along a new last dim.
-ValueId pairOf(Builder& c, ValueId a, ValueId b) {
-  int64_t r = c.type(a).rank();
-  return c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {a}, Attrs{{"dim", r}}), c.op(OpKind::Unsqueeze, {b}, Attrs{{"dim", r}})},
-              Attrs{{"dim", r}});
+/// [a, b] stacked along a new dim `dim`.
+ValueId stack2(Builder& c, ValueId a, ValueId b, int64_t dim) {
+  return c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {a}, Attrs{{"dim", dim}}), c.op(OpKind::Unsqueeze, {b}, Attrs{{"dim", dim}})},
+              Attrs{{"dim", dim}});
 }
 
 /// The angles 2*pi*((j*k) mod n)/n, j < rows, k < cols, as f64 [rows, cols]:
@@ -576,56 +575,64 @@ ValueId dftAngles(Builder& c, int64_t rows, int64_t cols, int64_t n, const char*
   return c.scaled(c.cast(m, DType::F64), 2.0 * std::numbers::pi / static_cast<double>(n));
 }
 
+/// The linear map `basis` (f64) applied along dim `dim` of x (its complex
+/// dim when `pairsIn`): that dim is moved last and, for pairs, flattened
+/// with the components as (j, re), (j, im), so a basis of rows x (outLen
+/// times 2 when `pairsOut`) maps it; the result's dim goes back in place.
+ValueId alongDim(Builder& c, ValueId x, int64_t dim, bool pairsIn, ValueId basis, int64_t outLen, bool pairsOut) {
+  const TensorType t = c.type(x);
+  const int64_t r = t.rank() - (pairsIn ? 1 : 0);
+  ValueId w = c.cast(basis, t.dtype);
+  ValueId xm = moveDim(c, x, dim, r - 1);
+  Ints flat = c.type(xm).sizes;
+  if (pairsIn) {
+    flat.pop_back();
+    flat.back() *= 2;
+  }
+  ValueId lhs = c.reshape(xm, flat);
+  ValueId y = matmul(c, lhs, w);
+  Ints ys = c.type(y).sizes;
+  ys.back() = outLen;
+  if (pairsOut) ys.push_back(2);
+  return moveDim(c, c.reshape(y, ys), r - 1, dim);
+}
+
 void requireFloating(Builder& c, ValueId x, const char* what) {
   if (!isFloating(c.type(x).dtype)) c.fail(cat(what, " needs a floating tensor, got ", dtypeName(c.type(x).dtype)));
 }
 }  // namespace
 
+ValueId pairOf(Builder& c, ValueId re, ValueId im) { return stack2(c, re, im, c.type(re).rank()); }
+
+ValueId frameIndex(Builder& c, int64_t frames, int64_t len, int64_t step) {
+  return bin(c, OpKind::Add, {c.scaled(c.reshape(iota(c, frames), {frames, 1}), static_cast<double>(step)),
+                              c.reshape(iota(c, len), {1, len})});
+}
+
 ValueId dftRealToComplex(Builder& c, ValueId x, int64_t dim, bool onesided) {
   requireFloating(c, x, "_fft_r2c");
-  const TensorType t = c.type(x);
-  const int64_t r = t.rank(), n = t.sizes[static_cast<size_t>(dim)], k = onesided ? n / 2 + 1 : n;
+  const int64_t n = c.type(x).sizes[static_cast<size_t>(dim)], k = onesided ? n / 2 + 1 : n;
   ValueId a = dftAngles(c, n, k, n, "_fft_r2c");
   // W[j, k] = (cos, -sin): x @ W gives (Re, Im) of X[k] side by side.
   ValueId cs = c.op(OpKind::Cos, {a});
   ValueId sn = c.neg(c.op(OpKind::Sin, {a}));
-  ValueId w = c.cast(c.reshape(pairOf(c, cs, sn), {n, 2 * k}), t.dtype);
-  ValueId y = matmul(c, moveDim(c, x, dim, r - 1), w);
-  Ints ys = c.type(y).sizes;
-  ys.back() = k;
-  ys.push_back(2);
-  return moveDim(c, c.reshape(y, ys), r - 1, dim);
+  return alongDim(c, x, dim, false, c.reshape(pairOf(c, cs, sn), {n, 2 * k}), k, true);
 }
 
 ValueId dftComplexToComplex(Builder& c, ValueId z, int64_t dim, bool forward) {
-  const TensorType t = c.type(z);
-  const int64_t r = t.rank() - 1, n = t.sizes[static_cast<size_t>(dim)];
+  const int64_t n = c.type(z).sizes[static_cast<size_t>(dim)];
   ValueId a = dftAngles(c, n, n, n, "_fft_c2c");
   // (re + i im)(cos + i s sin), s = -1 forward: a [2n, 2n] real map whose
   // row (j, re) is (cos, s sin) and row (j, im) is (-s sin, cos), per k.
   ValueId cs = c.op(OpKind::Cos, {a}), sn = c.scaled(c.op(OpKind::Sin, {a}), forward ? -1.0 : 1.0);
   ValueId fromRe = pairOf(c, cs, sn), fromIm = pairOf(c, c.neg(sn), cs);  // [n, n, 2] each
-  ValueId m = c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {fromRe}, Attrs{{"dim", int64_t{1}}}),
-                                  c.op(OpKind::Unsqueeze, {fromIm}, Attrs{{"dim", int64_t{1}}})},
-                   Attrs{{"dim", int64_t{1}}});  // [n, 2, n, 2]
-  ValueId zm = moveDim(c, z, dim, r - 1);
-  Ints flat = c.type(zm).sizes;
-  flat.pop_back();
-  flat.back() = 2 * n;
-  ValueId lhs = c.reshape(zm, flat);
-  ValueId y = matmul(c, lhs, c.cast(c.reshape(m, {2 * n, 2 * n}), t.dtype));
-  Ints ys = c.type(y).sizes;
-  ys.back() = n;
-  ys.push_back(2);
-  return moveDim(c, c.reshape(y, ys), r - 1, dim);
+  ValueId m = stack2(c, fromRe, fromIm, 1);                                // [n, 2, n, 2]
+  return alongDim(c, z, dim, true, c.reshape(m, {2 * n, 2 * n}), n, true);
 }
 
 ValueId dftComplexToReal(Builder& c, ValueId z, int64_t dim, int64_t n) {
-  const TensorType t = c.type(z);
-  const int64_t r = t.rank() - 1;
-  const int64_t k = std::min(t.sizes[static_cast<size_t>(dim)], n / 2 + 1);
-  if (k < t.sizes[static_cast<size_t>(dim)])
-    z = c.op(OpKind::Slice, {z}, Attrs{{"dim", dim}, {"start", int64_t{0}}, {"end", k}, {"step", int64_t{1}}});
+  const int64_t size = c.type(z).sizes[static_cast<size_t>(dim)], k = std::min(size, n / 2 + 1);
+  if (k < size) z = c.op(OpKind::Slice, {z}, Attrs{{"dim", dim}, {"start", int64_t{0}}, {"end", k}, {"step", int64_t{1}}});
   ValueId a = dftAngles(c, k, n, n, "_fft_c2r");
   // w_k: 1 for k = 0 and k = n/2 (even n), 2 for the bins that stand for
   // their conjugate twin too.
@@ -634,16 +641,8 @@ ValueId dftComplexToReal(Builder& c, ValueId z, int64_t dim, int64_t n) {
                                           c.op(OpKind::Eq, {c.scaled(kk, 2.0), c.scalar(static_cast<double>(n), DType::I64)})});
   ValueId w = c.op(OpKind::Where, {once, c.scalar(1.0, DType::F64), c.scalar(2.0, DType::F64)});
   ValueId fromRe = c.mul(w, c.op(OpKind::Cos, {a})), fromIm = c.neg(c.mul(w, c.op(OpKind::Sin, {a})));  // [k, n]
-  ValueId m = c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {fromRe}, Attrs{{"dim", int64_t{1}}}),
-                                  c.op(OpKind::Unsqueeze, {fromIm}, Attrs{{"dim", int64_t{1}}})},
-                   Attrs{{"dim", int64_t{1}}});  // [k, 2, n]
-  ValueId zm = moveDim(c, z, dim, r - 1);
-  Ints flat = c.type(zm).sizes;
-  flat.pop_back();
-  flat.back() = 2 * k;
-  ValueId lhs = c.reshape(zm, flat);
-  ValueId y = matmul(c, lhs, c.cast(c.reshape(m, {2 * k, n}), t.dtype));
-  return moveDim(c, y, r - 1, dim);
+  ValueId m = stack2(c, fromRe, fromIm, 1);                                                             // [k, 2, n]
+  return alongDim(c, z, dim, true, c.reshape(m, {2 * k, n}), n, false);
 }
 
 }  // namespace aotc::decomp

@@ -166,6 +166,12 @@ namespace aotc::decomp {
 // to the dtype's rounding, differentiable by the matmul's own gradient, and
 // lowered to cuBLAS.  `dim` counts the complex (or real) tensor's dims.
 
+/// (re, im) stacked along a new last dim: a complex tensor's pairs.
+ValueId pairOf(Builder& c, ValueId re, ValueId im);
+/// The [frames, len] int64 index w * step + i of `frames` windows of `len`
+/// elements every `step` (unfold's and stft's overlapping frames).
+ValueId frameIndex(Builder& c, int64_t frames, int64_t len, int64_t step);
+
 /// Real x -> pairs: X[k] = sum_j x[j] e^{-2 pi i jk/n} along `dim`, for
 /// k < n/2+1 when `onesided`, else k < n.
 ValueId dftRealToComplex(Builder& c, ValueId x, int64_t dim, bool onesided);

@@ -12,8 +12,11 @@
 //              finite differences and codegen_test compiles through NVRTC
 //              (every differentiable op that computes; ops without gradients
 //              are compiled by codegen_test's forward-only list)
-//   cuda       the CUDA code generator lowers it: its sample's forward and
-//              backward programs generate kernels, and the op is in them
+//   cuda       the CUDA code generator lowers it: its row names a lowering
+//              (Note [Op rows]; elementwise ops and reductions are fused),
+//              its sample's forward and backward programs generate kernels
+//              and the op is in them, and an op without a gradient that
+//              runs its own kernel has a sample codegen_test compiles
 // and fails once, naming every gap, so a newcomer sees all that a new row
 // still needs.
 //===----------------------------------------------------------------------===//
@@ -28,6 +31,7 @@
 #include "aotc/ops/gradients.h"
 #include "aotc/ops/ops.h"
 #include "aotc/ops/reference.h"
+#include "aotc/ops/rules.h"
 #include "aotc/passes/passes.h"
 #include "aotc/text/text.h"
 #include "ops/op_samples.h"
@@ -94,7 +98,12 @@ TEST(OpTable, EveryRowHasEveryRule) {
     if (computes && !hasReferenceKernel(k)) missing.push_back("reference");
     if (info.grad == GradKind::Diff && !gradRule(k)) missing.push_back("gradient");
     if (info.grad == GradKind::Diff && computes && !sampled.count(k) && !kInternal.count(k)) missing.push_back("sample");
-    if (opRunsKernel(k) && info.grad == GradKind::Diff && !lowered.count(k)) missing.push_back("cuda");
+    const OpRule* row = opRule(k);
+    bool noLowering = row && computes && !kInternal.count(k) && row->cuda == Lowering::None;
+    bool ownKernelUnsampled = row && info.grad != GradKind::Diff && (row->cuda == Lowering::Element || row->cuda == Lowering::Fill) &&
+                              row->samples.empty();
+    if ((opRunsKernel(k) && info.grad == GradKind::Diff && !lowered.count(k)) || noLowering || ownKernelUnsampled)
+      missing.push_back("cuda");
     if (!missing.empty()) {
       gaps += std::string("\n  ") + info.name + " lacks:";
       for (const auto& m : missing) gaps += " " + m;

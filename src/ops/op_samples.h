@@ -12,16 +12,13 @@
 #include "aotc/ops/ops.h"
 #include "aotc/ops/pointwise.h"
 #include "aotc/ops/reductions.h"
+#include "aotc/ops/rules.h"
 
 namespace aotc {
 
 inline namespace samples_ns {
 
-struct In {
-  DType dtype;
-  Ints sizes;
-  std::vector<double> fixed;  ///< data for integer/bool inputs
-};
+using In = SampleOperand;  ///< fixed: data for integer/bool inputs
 
 struct Sample {
   OpKind op;
@@ -39,50 +36,15 @@ inline std::vector<Sample> samples() {
   using K = OpKind;
   Attrs none;
   std::vector<Sample> v = {
+      // The two elementwise rows whose sample is not their row default: a
+      // bool condition, a dtype attribute.
       {K::Where, {B({2, 3}, {1, 0, 1, 0, 0, 1}), F({2, 3}), F({3})}, none},
-      {K::Mm, {F({2, 3}), F({3, 4})}, none},
-      {K::T, {F({2, 3})}, none},
-      {K::View, {F({2, 3})}, Attrs{{"size", Ints{3, 2}}}},
-      {K::Expand, {F({3, 1})}, Attrs{{"size", Ints{2, 3, 4}}}},
-      {K::Transpose, {F({2, 3, 4})}, Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}},
-      {K::Unsqueeze, {F({2, 3})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Squeeze, {F({2, 1, 3})}, Attrs{{"dim", Ints{1}}}},
-      {K::Slice, {F({2, 5})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{5}}, {"step", int64_t{2}}}},
-      {K::Select, {F({2, 4})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{-2}}}},
-      {K::SliceScatter, {F({2, 4}), F({2, 2})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{4}}, {"step", int64_t{2}}}},
-      {K::SelectScatter, {F({2, 4}), F({2})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{1}}}},
-      {K::Diagonal, {F({3, 4})}, Attrs{{"offset", int64_t{1}}}},
-      {K::DiagonalScatter, {F({2, 3, 4}), F({2, 2})}, Attrs{{"offset", int64_t{-1}}, {"dim1", int64_t{1}}, {"dim2", int64_t{2}}}},
       {K::Cast, {F({2, 3})}, Attrs{{"dtype", std::string("f64")}}},
-      {K::Bmm, {F({2, 2, 3}), F({2, 3, 2})}, none},
-      {K::Conv2d, {F({1, 4, 5, 5}), F({2, 2, 3, 3})},
-       Attrs{{"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}}},
-      {K::Conv2dBackwardInput, {F({1, 4, 3, 3}), F({4, 1, 3, 3})},
-       Attrs{{"input_size", Ints{1, 2, 6, 5}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}}},
-      {K::Conv2dBackwardWeight, {F({1, 4, 3, 3}), F({1, 2, 6, 5})},
-       Attrs{{"weight_size", Ints{4, 1, 3, 3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}}},
-      {K::MaxPool2dBackward, {F({1, 1, 2, 2}), I({1, 1, 2, 2}, {5, 3, 12, 15})},
-       Attrs{{"input_size", Ints{1, 1, 4, 4}}, {"kernel", Ints{2}}, {"stride", Ints{2}}}},
-      {K::AvgPool2dBackward, {F({1, 2, 3, 3})},
-       Attrs{{"input_size", Ints{1, 2, 5, 5}}, {"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}},
-      {K::AdaptiveAvgPool2dBackward, {F({1, 2, 3, 4})}, Attrs{{"input_size", Ints{1, 2, 5, 7}}}},
-      {K::MaxPool2d, {F({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}},
-      {K::AvgPool2d, {F({1, 2, 5, 5})},
-       Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}},
-      {K::AdaptiveAvgPool2d, {F({1, 2, 5, 7})}, Attrs{{"output_size", Ints{3, 4}}}},
-      {K::IndexSelect, {F({4, 3}), I({3}, {2, 0, 2})}, Attrs{{"dim", int64_t{0}}}},
-      {K::IndexAdd, {F({4, 3}), I({2}, {1, 3}), F({2, 3})}, Attrs{{"dim", int64_t{0}}}},
-      {K::Gather, {F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0})}, Attrs{{"dim", int64_t{1}}}},
-      {K::ScatterAdd, {F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0}), F({3, 2})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Scatter, {F({3, 4}), I({3, 2}, {0, 3, 1, 2, 2, 0}), F({3, 3})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Cumsum, {F({2, 4})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Cumsum, {F({3, 2})}, Attrs{{"dim", int64_t{0}}, {"reverse", true}}},
-      {K::Sort, {F({2, 5})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Sort, {F({4, 2})}, Attrs{{"dim", int64_t{0}}, {"descending", true}}},
-      {K::Cat, {F({2, 3}), F({2, 1})}, Attrs{{"dim", int64_t{1}}}},
-      {K::Pad, {F({2, 3})}, Attrs{{"pad", Ints{1, 2, 0, -1}}, {"value", 0.5}}},
-      {K::Permute, {F({2, 3, 4})}, Attrs{{"dims", Ints{2, 0, 1}}}},
   };
+  // Every differentiable op's row gives its samples (Note [Op rows]).
+  for (const OpRule* r : opRules())
+    if (opInfo(r->op).grad == GradKind::Diff)
+      for (const OpSample& s : r->samples) v.push_back(Sample{r->op, s.inputs, s.attrs});
   // Every differentiable elementwise op's row gives its sample (Note
   // [Pointwise rows]) unless it is listed above.
   for (const PointwiseRule& r : pointwiseRules()) {

@@ -14,13 +14,28 @@
 
 #include "aotc/ops/pointwise.h"
 #include "aotc/ops/reductions.h"
-#include "shape_util.h"
+#include "aotc/ops/rules.h"
+#include "rule_util.h"
 
 namespace aotc {
 
 namespace detail {
 
 [[noreturn]] void shapeError(const std::string& msg) { throw UserError(SourceLoc{}, msg); }
+
+std::string shapeStr(const Ints& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+Ints attrPair(const Attrs& a, const char* k, int64_t dflt) {
+  if (!hasAttr(a, k)) return {dflt, dflt};
+  Ints v = attrInts(a, k);
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) shapeError(std::string(k) + " must have 1 or 2 values");
+  return v;
+}
 
 }  // namespace detail
 
@@ -42,12 +57,8 @@ const std::array<OpInfo, kNumOps> kOps = {{
 }};
 
 using detail::shapeError;
+using detail::shapeStr;
 
-std::string shapeStr(const Ints& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-  return o + "]";
-}
 
 int rank(DType d) {
   switch (d) {
@@ -85,8 +96,6 @@ DType promote(DType a, DType b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
-std::vector<TensorType> one(TensorType t) { return {std::move(t)}; }
-
 }  // namespace
 
 std::vector<TensorType> detail::broadcastRule(const std::vector<TensorType>& in, DType out) {
@@ -119,463 +128,6 @@ namespace {
 using detail::broadcastRule;
 using detail::reduceTypes;
 
-std::vector<TensorType> constantRule(const std::vector<TensorType>&, const Attrs& a) {
-  DType d = DType::F32;
-  if (hasAttr(a, "dtype")) {
-    auto p = parseDType(attrString(a, "dtype"));
-    if (!p) shapeError("constant: unknown dtype");
-    d = *p;
-  }
-  Ints shape = hasAttr(a, "shape") ? attrInts(a, "shape") : Ints{};
-  for (int64_t s : shape)
-    if (s < 0) shapeError("constant: negative size in " + shapeStr(shape));
-  attrFloat(a, "value");
-  return one(TensorType::contiguous(d, shape));
-}
-
-std::vector<TensorType> mmRule(const std::vector<TensorType>& in, const Attrs&) {
-  if (in[0].rank() != 2 || in[1].rank() != 2)
-    shapeError("mm: both operands must be 2-D, got " + shapeStr(in[0].sizes) + " and " + shapeStr(in[1].sizes));
-  if (in[0].sizes[1] != in[1].sizes[0])
-    shapeError("mm: shapes " + shapeStr(in[0].sizes) + " and " + shapeStr(in[1].sizes) + " cannot be multiplied");
-  if (in[0].dtype != in[1].dtype)
-    shapeError("mm: dtypes differ: " + std::string(dtypeName(in[0].dtype)) + " and " + dtypeName(in[1].dtype));
-  return one(TensorType::contiguous(in[0].dtype, {in[0].sizes[0], in[1].sizes[1]}));
-}
-
-std::vector<TensorType> tRule(const std::vector<TensorType>& in, const Attrs&) {
-  TensorType t = in[0];
-  if (t.rank() > 2) shapeError("t: expects a tensor of at most 2 dims, got " + shapeStr(t.sizes));
-  if (t.rank() == 2) {
-    std::swap(t.sizes[0], t.sizes[1]);
-    std::swap(t.strides[0], t.strides[1]);
-  }
-  return one(t);
-}
-
-std::vector<TensorType> viewRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints size = inferViewSize(attrInts(a, "size"), in[0].numel());
-  auto st = viewStrides(in[0].sizes, in[0].strides, size);
-  if (!st) shapeError("view size " + shapeStr(size) + " is not compatible with input size " + shapeStr(in[0].sizes) +
-                      " and strides; use reshape");
-  TensorType t = in[0];
-  t.sizes = size;
-  t.strides = *st;
-  return one(t);
-}
-
-std::vector<TensorType> expandRule(const std::vector<TensorType>& in, const Attrs& a) {
-  const Ints& size = attrInts(a, "size");
-  const TensorType& x = in[0];
-  if (size.size() < x.sizes.size())
-    shapeError("expand: target " + shapeStr(size) + " has fewer dims than input " + shapeStr(x.sizes));
-  TensorType t = x;
-  size_t lead = size.size() - x.sizes.size();
-  t.sizes.assign(size.size(), 0);
-  t.strides.assign(size.size(), 0);
-  for (size_t i = 0; i < size.size(); ++i) {
-    if (i < lead) {
-      if (size[i] < 0) shapeError("expand: -1 is not allowed in a new leading dim");
-      t.sizes[i] = size[i];
-      continue;
-    }
-    int64_t xs = x.sizes[i - lead], want = size[i] == -1 ? xs : size[i];
-    if (xs != want && xs != 1)
-      shapeError("expand: cannot expand " + shapeStr(x.sizes) + " to " + shapeStr(size));
-    t.sizes[i] = want;
-    t.strides[i] = (xs == want) ? x.strides[i - lead] : 0;
-  }
-  return one(t);
-}
-
-std::vector<TensorType> aliasRule(const std::vector<TensorType>& in, const Attrs&) { return one(in[0]); }
-
-std::vector<TensorType> transposeRule(const std::vector<TensorType>& in, const Attrs& a) {
-  TensorType t = in[0];
-  int64_t r = std::max<int64_t>(t.rank(), 1);
-  int64_t d0 = wrapDim(attrInt(a, "dim0"), r), d1 = wrapDim(attrInt(a, "dim1"), r);
-  if (t.rank() == 0) return one(t);
-  std::swap(t.sizes[d0], t.sizes[d1]);
-  std::swap(t.strides[d0], t.strides[d1]);
-  return one(t);
-}
-
-std::vector<TensorType> unsqueezeRule(const std::vector<TensorType>& in, const Attrs& a) {
-  TensorType t = in[0];
-  int64_t d = wrapDim(attrInt(a, "dim"), t.rank() + 1);
-  int64_t st = d < t.rank() ? t.sizes[d] * t.strides[d] : 1;
-  t.sizes.insert(t.sizes.begin() + d, 1);
-  t.strides.insert(t.strides.begin() + d, st);
-  return one(t);
-}
-
-std::vector<TensorType> squeezeRule(const std::vector<TensorType>& in, const Attrs& a) {
-  TensorType t = in[0];
-  Ints dims = hasAttr(a, "dim") ? attrInts(a, "dim") : Ints{};
-  std::vector<bool> drop(t.sizes.size(), false);
-  if (dims.empty()) {
-    for (size_t i = 0; i < t.sizes.size(); ++i) drop[i] = t.sizes[i] == 1;
-  } else {
-    for (int64_t d : dims) {
-      int64_t w = wrapDim(d, std::max<int64_t>(t.rank(), 1));
-      if (t.rank() > 0 && t.sizes[w] == 1) drop[w] = true;
-    }
-  }
-  TensorType o = t;
-  o.sizes.clear();
-  o.strides.clear();
-  for (size_t i = 0; i < t.sizes.size(); ++i)
-    if (!drop[i]) {
-      o.sizes.push_back(t.sizes[i]);
-      o.strides.push_back(t.strides[i]);
-    }
-  return one(o);
-}
-
-std::vector<TensorType> sliceRule(const std::vector<TensorType>& in, const Attrs& a) {
-  TensorType t = in[0];
-  if (t.rank() == 0) shapeError("slice() cannot be applied to a 0-dim tensor");
-  int64_t d = wrapDim(attrInt(a, "dim"), t.rank());
-  SliceBounds b = sliceBounds(a, t.sizes[d]);
-  t.offset = addSize(t.offset, mulSize(b.start, t.strides[d]));
-  t.sizes[d] = b.length;
-  t.strides[d] = mulSize(t.strides[d], b.step);
-  return one(t);
-}
-
-std::vector<TensorType> selectRule(const std::vector<TensorType>& in, const Attrs& a) {
-  TensorType t = in[0];
-  if (t.rank() == 0) shapeError("select() cannot be applied to a 0-dim tensor");
-  int64_t d = wrapDim(attrInt(a, "dim"), t.rank());
-  int64_t i = attrInt(a, "index");
-  if (i < -t.sizes[d] || i >= t.sizes[d])
-    shapeError("select: index " + std::to_string(i) + " out of range for dim of size " + std::to_string(t.sizes[d]));
-  if (i < 0) i += t.sizes[d];
-  t.offset = addSize(t.offset, mulSize(i, t.strides[d]));
-  t.sizes.erase(t.sizes.begin() + d);
-  t.strides.erase(t.strides.begin() + d);
-  return one(t);
-}
-
-/// diagonal(x, offset, dim1, dim2): the other dims, then the diagonal (a
-/// view: stride s1 + s2; ATen leaves the offset alone when it is empty).
-std::vector<TensorType> diagonalRule(const std::vector<TensorType>& in, const Attrs& a) {
-  TensorType t = in[0];
-  if (t.rank() < 2) shapeError("diagonal: the input must have at least 2 dims");
-  int64_t d1 = wrapDim(hasAttr(a, "dim1") ? attrInt(a, "dim1") : 0, t.rank());
-  int64_t d2 = wrapDim(hasAttr(a, "dim2") ? attrInt(a, "dim2") : 1, t.rank());
-  if (d1 == d2) shapeError("diagonal: dim1 and dim2 cannot be the same dim");
-  int64_t off = hasAttr(a, "offset") ? attrInt(a, "offset") : 0;
-  const int64_t n1 = t.sizes[static_cast<size_t>(d1)], n2 = t.sizes[static_cast<size_t>(d2)];
-  const int64_t s1 = t.strides[static_cast<size_t>(d1)], s2 = t.strides[static_cast<size_t>(d2)];
-  if (off > n2 || -off > n1) off = off > 0 ? n2 : -n1;  // empty either way; keeps the arithmetic small
-  int64_t len = std::max<int64_t>(off >= 0 ? std::min(n1, n2 - off) : std::min(n1 + off, n2), 0);
-  if (len > 0) t.offset = addSize(t.offset, off >= 0 ? mulSize(off, s2) : mulSize(-off, s1));
-  Ints sizes, strides;
-  for (int64_t d = 0; d < t.rank(); ++d)
-    if (d != d1 && d != d2) {
-      sizes.push_back(t.sizes[static_cast<size_t>(d)]);
-      strides.push_back(t.strides[static_cast<size_t>(d)]);
-    }
-  sizes.push_back(len);
-  strides.push_back(addSize(s1, s2));
-  t.sizes = sizes;
-  t.strides = strides;
-  return one(t);
-}
-
-template <ShapeRule ViewRule>
-std::vector<TensorType> scatterRule(const std::vector<TensorType>& in, const Attrs& a) {
-  TensorType base = TensorType::contiguous(in[0].dtype, in[0].sizes);
-  TensorType v = ViewRule({base}, a)[0];
-  if (v.sizes != in[1].sizes)
-    shapeError("scatter: source " + shapeStr(in[1].sizes) + " does not match the region " + shapeStr(v.sizes));
-  if (in[0].dtype != in[1].dtype) shapeError("scatter: dtypes differ");
-  return one(base);
-}
-
-std::vector<TensorType> keepGradRule(const std::vector<TensorType>& in, const Attrs&) {
-  if (in[0].sizes != in[1].sizes || in[0].dtype != in[1].dtype)
-    shapeError("keep_grad: " + in[0].str() + " and " + in[1].str() + " differ");
-  return one(in[1]);
-}
-
-std::vector<TensorType> customGradRule(const std::vector<TensorType>& in, const Attrs& a) {
-  int64_t na = attrInt(a, "num_args"), no = attrInt(a, "num_outputs");
-  if (na < 0 || no < 0 || na + no > static_cast<int64_t>(in.size())) shapeError("custom_grad: bad operand counts");
-  return std::vector<TensorType>(in.begin() + na, in.begin() + na + no);
-}
-
-
-
-std::vector<TensorType> argmaxRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (!hasAttr(a, "dim")) return one(TensorType::contiguous(DType::I64, {}));
-  Attrs r{{"dim", Ints{attrInt(a, "dim")}}, {"keepdim", attrBool(a, "keepdim", false)}};
-  std::vector<TensorType> t = reduceTypes(in, r, false);
-  t[0].dtype = DType::I64;
-  return t;
-}
-
-std::vector<TensorType> bmmRule(const std::vector<TensorType>& in, const Attrs&) {
-  if (in[0].rank() != 3 || in[1].rank() != 3 || in[0].sizes[0] != in[1].sizes[0] || in[0].sizes[2] != in[1].sizes[1])
-    shapeError("bmm: shapes " + shapeStr(in[0].sizes) + " and " + shapeStr(in[1].sizes) + " cannot be multiplied");
-  if (in[0].dtype != in[1].dtype) shapeError("bmm: dtypes differ");
-  return one(TensorType::contiguous(in[0].dtype, {in[0].sizes[0], in[0].sizes[1], in[1].sizes[2]}));
-}
-
-Ints pair(const Attrs& a, const char* k, int64_t dflt) {
-  if (!hasAttr(a, k)) return {dflt, dflt};
-  Ints v = attrInts(a, k);
-  if (v.size() == 1) v.push_back(v[0]);
-  if (v.size() != 2) shapeError(std::string(k) + " must have 1 or 2 values");
-  return v;
-}
-
-Ints convOut(const Ints& x, const Ints& w, const Attrs& a) {
-  Ints st = pair(a, "stride", 1), pd = pair(a, "padding", 0), dl = pair(a, "dilation", 1);
-  int64_t g = hasAttr(a, "groups") ? attrInt(a, "groups") : 1;
-  if (x.size() != 4 || w.size() != 4) shapeError("conv2d expects 4-D input and weight, got " + shapeStr(x) + " and " + shapeStr(w));
-  if (g <= 0 || x[1] != w[1] * g || w[0] % g != 0)
-    shapeError("conv2d: input " + shapeStr(x) + " and weight " + shapeStr(w) + " do not match for groups=" + std::to_string(g));
-  int64_t ho = windowOut(x[2], w[2], st[0], pd[0], dl[0], false), wo = windowOut(x[3], w[3], st[1], pd[1], dl[1], false);
-  if (ho <= 0 || wo <= 0) shapeError("conv2d: output size is empty for input " + shapeStr(x));
-  return {x[0], w[0], ho, wo};
-}
-
-std::vector<TensorType> conv2dRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[0].dtype != in[1].dtype) shapeError("conv2d: input and weight dtypes differ");
-  return one(TensorType::contiguous(in[0].dtype, convOut(in[0].sizes, in[1].sizes, a)));
-}
-std::vector<TensorType> conv2dBackInputRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints x = attrInts(a, "input_size");
-  if (convOut(x, in[1].sizes, a) != in[0].sizes) shapeError("conv2d_backward_input: grad does not match the convolution");
-  return one(TensorType::contiguous(in[0].dtype, x));
-}
-std::vector<TensorType> conv2dBackWeightRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints w = attrInts(a, "weight_size");
-  if (convOut(in[1].sizes, w, a) != in[0].sizes) shapeError("conv2d_backward_weight: grad does not match the convolution");
-  return one(TensorType::contiguous(in[0].dtype, w));
-}
-
-Ints poolOut(const Ints& x, const Attrs& a) {
-  if (x.size() != 4) shapeError("pooling expects a 4-D input, got " + shapeStr(x));
-  Window2d w = window2d(a);
-  int64_t ho = windowOut(x[2], w.kh, w.sh, w.ph, w.dh, w.ceil), wo = windowOut(x[3], w.kw, w.sw, w.pw, w.dw, w.ceil);
-  if (w.ph * 2 > w.kh || w.pw * 2 > w.kw) shapeError("pad should be at most half of the kernel size");
-  if (ho <= 0 || wo <= 0) shapeError("pooling output is empty for input " + shapeStr(x));
-  return {x[0], x[1], ho, wo};
-}
-std::vector<TensorType> maxPoolRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints o = poolOut(in[0].sizes, a);
-  return {TensorType::contiguous(in[0].dtype, o), TensorType::contiguous(DType::I64, o)};
-}
-std::vector<TensorType> maxPoolBackRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[1].dtype != DType::I64 || in[0].sizes != in[1].sizes) shapeError("max_pool2d_backward: indices do not match the grad");
-  return one(TensorType::contiguous(in[0].dtype, attrInts(a, "input_size")));
-}
-std::vector<TensorType> avgPoolRule(const std::vector<TensorType>& in, const Attrs& a) {
-  return one(TensorType::contiguous(in[0].dtype, poolOut(in[0].sizes, a)));
-}
-std::vector<TensorType> avgPoolBackRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints x = attrInts(a, "input_size");
-  if (poolOut(x, a) != in[0].sizes) shapeError("avg_pool2d_backward: grad does not match the pooling");
-  return one(TensorType::contiguous(in[0].dtype, x));
-}
-
-std::vector<TensorType> adaptivePoolRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints o = attrInts(a, "output_size");
-  if (in[0].rank() != 4 || o.size() != 2 || o[0] <= 0 || o[1] <= 0)
-    shapeError("adaptive_avg_pool2d expects a 4-D input and a 2-value positive output size");
-  return one(TensorType::contiguous(in[0].dtype, {in[0].sizes[0], in[0].sizes[1], o[0], o[1]}));
-}
-std::vector<TensorType> adaptivePoolBackRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints x = attrInts(a, "input_size");
-  if (x.size() != 4 || in[0].rank() != 4 || in[0].sizes[0] != x[0] || in[0].sizes[1] != x[1])
-    shapeError("adaptive_avg_pool2d_backward: grad does not match the input size");
-  return one(TensorType::contiguous(in[0].dtype, x));
-}
-
-std::vector<TensorType> indexSelectRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[1].rank() > 1 || (in[1].dtype != DType::I64 && in[1].dtype != DType::I32))
-    shapeError("index_select: index must be a 1-D integer tensor");
-  Ints s = in[0].sizes;
-  int64_t d = wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
-  if (!s.empty()) s[d] = in[1].numel();
-  return one(TensorType::contiguous(in[0].dtype, s));
-}
-std::vector<TensorType> indexAddRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints want = indexSelectRule({in[0], in[1]}, a)[0].sizes;
-  if (in[2].sizes != want) shapeError("index_add: source " + shapeStr(in[2].sizes) + " does not match " + shapeStr(want));
-  return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
-}
-std::vector<TensorType> gatherRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[1].dtype != DType::I64 || in[1].rank() != in[0].rank()) shapeError("gather: index must be int64 with the input's rank");
-  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
-  return one(TensorType::contiguous(in[0].dtype, in[1].sizes));
-}
-std::vector<TensorType> scatterAddRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[1].dtype != DType::I64 || in[1].sizes != in[2].sizes || in[1].rank() != in[0].rank())
-    shapeError("scatter_add: index and source must have the same shape, with the input's rank");
-  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
-  return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
-}
-std::vector<TensorType> scatterRule2(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[1].dtype != DType::I64 || in[1].rank() != in[0].rank() || in[2].rank() != in[0].rank())
-    shapeError("scatter: index and source must be int64 and have the input's rank");
-  for (int64_t d = 0; d < in[1].rank(); ++d)
-    if (in[1].sizes[static_cast<size_t>(d)] > in[2].sizes[static_cast<size_t>(d)])
-      shapeError("scatter: the index is larger than the source in dim " + std::to_string(d));
-  if (in[2].dtype != in[0].dtype) shapeError("scatter: source and input dtypes differ");
-  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
-  return one(TensorType::contiguous(in[0].dtype, in[0].sizes));
-}
-std::vector<TensorType> cumsumRule(const std::vector<TensorType>& in, const Attrs& a) {
-  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
-  return one(TensorType::contiguous(isFloating(in[0].dtype) ? in[0].dtype : DType::I64, in[0].sizes));
-}
-std::vector<TensorType> sortRule(const std::vector<TensorType>& in, const Attrs& a) {
-  wrapDim(attrInt(a, "dim"), std::max<int64_t>(in[0].rank(), 1));
-  if (in[0].dtype == DType::Bool) shapeError("sort of a bool tensor is not supported");
-  return {TensorType::contiguous(in[0].dtype, in[0].sizes), TensorType::contiguous(DType::I64, in[0].sizes)};
-}
-std::vector<TensorType> catRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in.empty()) shapeError("cat: expects at least one tensor");
-  Ints s = in[0].sizes;
-  if (s.empty()) shapeError("cat: zero-dimensional tensors cannot be concatenated");
-  int64_t d = wrapDim(attrInt(a, "dim"), static_cast<int64_t>(s.size()));
-  DType dt = in[0].dtype;
-  s[d] = 0;
-  for (auto& t : in) {
-    if (t.rank() != static_cast<int64_t>(s.size())) shapeError("cat: tensors must have the same rank");
-    for (size_t i = 0; i < s.size(); ++i)
-      if (static_cast<int64_t>(i) != d && t.sizes[i] != in[0].sizes[i])
-        shapeError("cat: sizes " + shapeStr(t.sizes) + " and " + shapeStr(in[0].sizes) + " differ outside dim " + std::to_string(d));
-    s[d] += t.sizes[d];
-    dt = promote(dt, t.dtype);
-  }
-  return one(TensorType::contiguous(dt, s));
-}
-std::vector<TensorType> padRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints p = attrInts(a, "pad");
-  Ints s = in[0].sizes;
-  if (p.size() % 2 || p.size() / 2 > s.size()) shapeError("pad: padding length must be even and at most twice the rank");
-  for (size_t i = 0; i < p.size() / 2; ++i) {
-    size_t d = s.size() - 1 - i;
-    s[d] = addSize(s[d], addSize(p[2 * i], p[2 * i + 1]));
-    if (s[d] < 0) shapeError("pad: resulting size is negative");
-  }
-  return one(TensorType::contiguous(in[0].dtype, s));
-}
-std::vector<TensorType> arangeRule(const std::vector<TensorType>&, const Attrs& a) {
-  double start = attrFloat(a, "start"), end = attrFloat(a, "end"), step = attrFloat(a, "step");
-  double n = std::ceil((end - start) / step);
-  if (!std::isfinite(start) || !std::isfinite(end) || step == 0 || !(n >= 0))
-    shapeError("arange: bad start/end/step");
-  if (n > static_cast<double>(kMaxExtent)) shapeError("arange: " + std::to_string(n) + " elements is more than 2^48");
-  auto d = parseDType(attrString(a, "dtype"));
-  if (!d) shapeError("arange: unknown dtype");
-  return one(TensorType::contiguous(*d, {static_cast<int64_t>(n)}));
-}
-std::vector<TensorType> permuteRule(const std::vector<TensorType>& in, const Attrs& a) {
-  Ints p = attrInts(a, "dims");
-  if (static_cast<int64_t>(p.size()) != in[0].rank()) shapeError("permute: dims must name every dim once");
-  TensorType t = in[0];
-  std::vector<bool> seen(p.size(), false);
-  for (size_t i = 0; i < p.size(); ++i) {
-    int64_t d = wrapDim(p[i], in[0].rank());
-    if (seen[d]) shapeError("permute: repeated dim");
-    seen[d] = true;
-    t.sizes[i] = in[0].sizes[d];
-    t.strides[i] = in[0].strides[d];
-  }
-  return one(t);
-}
-
-std::vector<TensorType> randMaskRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[0].dtype != DType::I64 || in[0].numel() != 1) shapeError("rand_mask: the seed must be one int64");
-  double p = attrFloat(a, "prob");
-  if (!(p >= 0 && p <= 1)) shapeError("rand_mask: probability must be in [0, 1]");
-  attrInt(a, "offset");
-  return one(TensorType::contiguous(DType::Bool, attrInts(a, "shape")));
-}
-
-std::vector<TensorType> randUniformRule(const std::vector<TensorType>& in, const Attrs& a) {
-  if (in[0].dtype != DType::I64 || in[0].numel() != 1) shapeError("rand_uniform: the seed must be one int64");
-  DType d = *parseDType(attrString(a, "dtype"));
-  if (!isFloating(d)) shapeError("rand_uniform: the dtype must be floating point");
-  attrInt(a, "offset");
-  return one(TensorType::contiguous(d, attrInts(a, "shape")));
-}
-
-std::vector<TensorType> fromRegions(const std::vector<TensorType>&, const Attrs&) {
-  shapeError("autograd_function: result types come from its forward region");
-}
-
-std::vector<TensorType> inplaceRule(const std::vector<TensorType>& in, const Attrs&) {
-  auto b = broadcastShapes(in[0].sizes, in[1].sizes);
-  if (!b || *b != in[0].sizes)
-    shapeError("in-place: source " + shapeStr(in[1].sizes) + " does not broadcast to destination " + shapeStr(in[0].sizes));
-  return one(in[0]);
-}
-
-std::vector<TensorType> epilogueRule(const std::vector<TensorType>& in, const Attrs&) {
-  if (in[0].sizes != in[1].sizes || in[0].dtype != in[1].dtype)
-    shapeError("epilogue_copy: value " + in[1].str() + " does not match input " + in[0].str());
-  return {};
-}
-
-constexpr ShapeRule ruleFor(OpKind k) {
-  switch (k) {  // elementwise ops and reductions: their rows in pointwise.cpp, reductions.cpp
-    case OpKind::Constant: return constantRule;
-    case OpKind::Transpose: case OpKind::TransposeInplace: return transposeRule;
-    case OpKind::Unsqueeze: case OpKind::UnsqueezeInplace: return unsqueezeRule;
-    case OpKind::Squeeze: case OpKind::SqueezeInplace: return squeezeRule;
-    case OpKind::Slice: return sliceRule;
-    case OpKind::Select: return selectRule;
-    case OpKind::SliceScatter: return scatterRule<sliceRule>;
-    case OpKind::SelectScatter: return scatterRule<selectRule>;
-    case OpKind::Diagonal: return diagonalRule;
-    case OpKind::DiagonalScatter: return scatterRule<diagonalRule>;
-    case OpKind::KeepGrad: return keepGradRule;
-    case OpKind::CustomGrad: return customGradRule;
-    case OpKind::AutogradFunction: return fromRegions;
-    case OpKind::TInplace: return tRule;
-    case OpKind::ArgMax: return argmaxRule;
-    case OpKind::Bmm: return bmmRule;
-    case OpKind::Conv2d: return conv2dRule;
-    case OpKind::Conv2dBackwardInput: return conv2dBackInputRule;
-    case OpKind::Conv2dBackwardWeight: return conv2dBackWeightRule;
-    case OpKind::MaxPool2d: return maxPoolRule;
-    case OpKind::MaxPool2dBackward: return maxPoolBackRule;
-    case OpKind::AvgPool2d: return avgPoolRule;
-    case OpKind::AvgPool2dBackward: return avgPoolBackRule;
-    case OpKind::AdaptiveAvgPool2d: return adaptivePoolRule;
-    case OpKind::AdaptiveAvgPool2dBackward: return adaptivePoolBackRule;
-    case OpKind::IndexSelect: return indexSelectRule;
-    case OpKind::IndexAdd: return indexAddRule;
-    case OpKind::Gather: return gatherRule;
-    case OpKind::ScatterAdd: return scatterAddRule;
-    case OpKind::Cumsum: return cumsumRule;
-    case OpKind::Scatter: return scatterRule2;
-    case OpKind::Sort: return sortRule;
-    case OpKind::Cat: return catRule;
-    case OpKind::Pad: return padRule;
-    case OpKind::Arange: return arangeRule;
-    case OpKind::Permute: return permuteRule;
-    case OpKind::RandMask: return randMaskRule;
-    case OpKind::RandUniform: return randUniformRule;
-    case OpKind::Mm: return mmRule;
-    case OpKind::T: return tRule;
-    case OpKind::View: return viewRule;
-    case OpKind::Expand: return expandRule;
-    case OpKind::Detach: return aliasRule;
-    case OpKind::AddInplace: case OpKind::MulInplace: case OpKind::CopyInplace: return inplaceRule;
-    case OpKind::EpilogueCopy: return epilogueRule;
-    default: break;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 const OpInfo& opInfo(OpKind k) { return kOps[static_cast<size_t>(k)]; }
@@ -585,11 +137,38 @@ std::optional<OpKind> opFromName(const std::string& name) {
     if (name == o.name) return o.kind;
   return std::nullopt;
 }
-/// The op's shape rule: its pointwise or reduction row's, or its case above.
+std::span<const OpRule* const> opRules() {
+  static const std::vector<const OpRule*> kAll = [] {
+    std::vector<const OpRule*> v;
+    for (auto family : {detail::viewRows, detail::windowRows, detail::gatherRows, detail::linalgRows, detail::creationRows,
+                        detail::internalRows})
+      for (const OpRule& r : family()) v.push_back(&r);
+    return v;
+  }();
+  return kAll;
+}
+
+const OpRule* opRule(OpKind k) {
+  static const std::array<const OpRule*, kNumOps> kIndex = [] {
+    std::array<const OpRule*, kNumOps> index{};
+    for (const OpRule* r : opRules()) {
+      AOTC_CHECK(!index[static_cast<size_t>(r->op)] && !pointwiseRule(r->op) && !reductionRule(r->op), "two rows for ",
+                 opName(r->op));
+      AOTC_CHECK((r->cuda == Lowering::Element) == (r->body != nullptr) && (r->cuda == Lowering::Expression) == (r->region != nullptr),
+                 opName(r->op), "'s row: its CUDA lowering and its text disagree");
+      index[static_cast<size_t>(r->op)] = r;
+    }
+    return index;
+  }();
+  return kIndex[static_cast<size_t>(k)];
+}
+
+/// The op's shape rule: its row's (Note [Op rows]).
 ShapeRule shapeRuleOf(OpKind k) {
   if (const PointwiseRule* p = pointwiseRule(k)) return p->types;
   if (const ReductionRule* r = reductionRule(k)) return r->types;
-  return ruleFor(k);
+  const OpRule* r = opRule(k);
+  return r ? r->types : nullptr;
 }
 
 bool hasShapeRule(OpKind k) { return shapeRuleOf(k) != nullptr; }
@@ -757,9 +336,9 @@ int64_t windowOut(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64
 }
 
 Window2d window2d(const Attrs& a) {
-  Ints k = pair(a, "kernel", 1);
-  Ints st = hasAttr(a, "stride") && !attrInts(a, "stride").empty() ? pair(a, "stride", 1) : k;
-  Ints pd = pair(a, "padding", 0), dl = pair(a, "dilation", 1);
+  Ints k = detail::attrPair(a, "kernel", 1);
+  Ints st = hasAttr(a, "stride") && !attrInts(a, "stride").empty() ? detail::attrPair(a, "stride", 1) : k;
+  Ints pd = detail::attrPair(a, "padding", 0), dl = detail::attrPair(a, "dilation", 1);
   return Window2d{k[0], k[1], st[0], st[1], pd[0], pd[1], dl[0], dl[1], attrBool(a, "ceil_mode", false)};
 }
 

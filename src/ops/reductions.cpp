@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "shape_util.h"
+#include "rule_util.h"
 
 namespace aotc {
 

@@ -29,7 +29,9 @@
 //===----------------------------------------------------------------------===//
 #include <optional>
 
+#include "aotc/ops/builder.h"
 #include "aotc/ops/ops.h"
+#include "aotc/ops/rules.h"
 #include "aotc/passes/passes.h"
 
 namespace aotc {
@@ -121,40 +123,13 @@ class Functionalizer {
     return v;
   }
 
-  ValueId reshapeTo(ValueId v, Ints sizes, const SourceLoc& loc) {  // by value: add() grows the value table
-    if (out_.type(v).sizes == sizes) return v;
-    if (!viewStrides(out_.type(v).sizes, out_.type(v).strides, sizes)) v = addOp(out_, OpKind::Clone, {v}, {}, loc);
-    return addOp(out_, OpKind::View, {v}, Attrs{{"size", sizes}}, loc);
-  }
-
-  /// The base's new value when the view `step` of `base` now holds `v`.
+  /// The base's new value when the view `step` of `base` now holds `v`:
+  /// the view's row's inverse (Note [Op rows]).
   ValueId inverse(const ViewStep& step, ValueId base, ValueId v, const SourceLoc& loc) {
-    switch (step.op) {
-      case OpKind::T: return addOp(out_, OpKind::T, {v}, {}, loc);
-      case OpKind::Transpose: return addOp(out_, OpKind::Transpose, {v}, step.attrs, loc);
-      case OpKind::View: case OpKind::Unsqueeze: case OpKind::Squeeze:
-        return reshapeTo(v, out_.type(base).sizes, loc);
-      case OpKind::Detach: return v;
-      case OpKind::Permute: {
-        const Ints& p = attrInts(step.attrs, "dims");
-        Ints inv(p.size());
-        for (size_t i = 0; i < p.size(); ++i) inv[static_cast<size_t>(wrapDim(p[i], static_cast<int64_t>(p.size())))] = static_cast<int64_t>(i);
-        return addOp(out_, OpKind::Permute, {v}, Attrs{{"dims", inv}}, loc);
-      }
-      case OpKind::Slice: return addOp(out_, OpKind::SliceScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
-      case OpKind::Select: return addOp(out_, OpKind::SelectScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
-      case OpKind::Diagonal: return addOp(out_, OpKind::DiagonalScatter, {contiguous(base, loc), contiguous(v, loc)}, step.attrs, loc);
-      case OpKind::Expand:
-        throw UserError(loc, "in-place update of an expanded view: several elements share one memory location "
-                             "(PyTorch rejects this too); clone() the expanded tensor first");
-      default: break;
-    }
-    AOTC_CHECK(false, "no inverse for view op ", opName(step.op));
-    return kNoValue;
-  }
-
-  ValueId contiguous(ValueId v, const SourceLoc& loc) {
-    return out_.type(v).isContiguous() ? v : addOp(out_, OpKind::Clone, {v}, {}, loc);
+    const OpRule* r = opRule(step.op);
+    AOTC_CHECK(r && r->inverse, "no inverse for view op ", opName(step.op));
+    Builder b(out_, loc);
+    return r->inverse(b, step.attrs, base, v);
   }
 
   /// Appends `step`, composing it with the last step where the two are one.

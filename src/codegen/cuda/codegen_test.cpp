@@ -10,6 +10,7 @@
 
 #include "aotc/codegen/codegen.h"
 #include "aotc/passes/passes.h"
+#include "aotc/ops/rules.h"
 #include "ops/op_samples.h"
 
 namespace aotc {
@@ -17,10 +18,11 @@ namespace {
 
 class CodegenCompiles : public ::testing::TestWithParam<DType> {};
 
-/// Ops without gradients, which the loss samples do not reach: compiled on
-/// their own by ForwardOnlyKernelsCompile.
+/// Elementwise ops without gradients, which the loss samples do not reach:
+/// compiled on their own by ForwardOnlyKernelsCompile, with every op row
+/// without a gradient that runs a kernel (its row's samples).
 const std::vector<OpKind> kForwardOnly = {OpKind::Le, OpKind::Ge, OpKind::Ne, OpKind::LogicalAnd, OpKind::LogicalOr,
-                                          OpKind::LogicalNot, OpKind::ArgMax, OpKind::IsNan, OpKind::IsInf,
+                                          OpKind::LogicalNot, OpKind::IsNan, OpKind::IsInf,
                                           OpKind::BitwiseAnd, OpKind::BitwiseOr, OpKind::BitwiseXor, OpKind::BitwiseNot};
 
 TEST_P(CodegenCompiles, EveryOpForwardAndBackward) {
@@ -52,15 +54,33 @@ TEST(Codegen, ForwardOnlyKernelsCompile) {
     for (int i = 0; i < arity; ++i)
       ins.push_back(g.addInput("x" + std::to_string(i), TensorType::contiguous(bitwise ? DType::I64 : DType::F32, {3, 4}),
                                InputRole::UserInput, false));
-    Attrs a;
-    if (k == OpKind::ArgMax) a = Attrs{{"dim", int64_t{1}}, {"keepdim", false}};
-    ValueId y = addOp(g, k, ins, a);
+    ValueId y = addOp(g, k, ins);
     g.outputs.push_back(GraphOutput{y, OutputRole::User, "", std::nullopt, {}});
     Partition p{g, Graph{}, {}};
     p.backward.name = "empty";
     for (auto& [name, ks] : generateCuda(p).kernels) all[name] = ks;
   }
-  ASSERT_EQ(all.size(), kForwardOnly.size());
+  size_t rows = 0;
+  for (const OpRule* r : opRules()) {
+    if (opInfo(r->op).grad == GradKind::Diff || (r->cuda != Lowering::Element && r->cuda != Lowering::Fill)) continue;
+    ASSERT_FALSE(r->samples.empty()) << opName(r->op) << " runs a kernel but its row has no sample";
+    for (const OpSample& s : r->samples) {
+      Graph g;
+      g.name = opName(r->op);
+      std::vector<ValueId> ins;
+      for (size_t i = 0; i < s.inputs.size(); ++i)
+        ins.push_back(g.addInput("x" + std::to_string(i), TensorType::contiguous(s.inputs[i].dtype == DType::F64 ? DType::F32 : s.inputs[i].dtype,
+                                                                                  s.inputs[i].sizes),
+                                 InputRole::UserInput, false));
+      for (ValueId y : addNode(g, r->op, ins, s.attrs)) g.outputs.push_back(GraphOutput{y, OutputRole::User, "", std::nullopt, {}});
+      Partition p{g, Graph{}, {}};
+      p.backward.name = "empty";
+      for (auto& [name, ks] : generateCuda(p).kernels) all[name] = ks;
+      ++rows;
+    }
+  }
+  EXPECT_GE(rows, 5u);  // argmax, constant, arange, rand_mask, rand_uniform
+  ASSERT_EQ(all.size(), kForwardOnly.size() + rows);
   EXPECT_NO_THROW(compileModules(groupKernels(all, 64), all, {"sm_80"}, 2));
 }
 

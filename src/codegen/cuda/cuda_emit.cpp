@@ -18,9 +18,11 @@
 #include "aotc/codegen/codegen.h"
 #include "aotc/codegen/prelude.h"
 #include "aotc/ir/host_tensor.h"
+#include "aotc/ops/kernel_text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/ops/pointwise.h"
 #include "aotc/ops/reductions.h"
+#include "aotc/ops/rules.h"
 
 namespace aotc {
 
@@ -28,40 +30,14 @@ const char* devicePrelude() { return kDevicePrelude; }
 
 namespace {
 
-constexpr int kBlock = 256;
+using ktext::at;
+using ktext::computeType;
+using ktext::coords;
+using ktext::literal;
+using ktext::storageType;
+using ktext::valueCast;
 
-const char* storageType(DType d) {
-  switch (d) {
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::I64: return "long long";
-    case DType::I32: return "int";
-    case DType::Bool: return "bool";
-    case DType::F16: return "__half";  // computed in float
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::I8: return "signed char";
-    case DType::I16: return "short";
-    case DType::U8: return "unsigned char";
-    case DType::U16: return "unsigned short";
-    case DType::U32: return "unsigned int";
-    case DType::U64: return "unsigned long long";
-  }
-  return "float";
-}
-const char* computeType(DType d) {
-  switch (d) {
-    case DType::F64: return "double";
-    case DType::I64: return "long long";
-    case DType::I32: return "int";
-    case DType::Bool: return "bool";
-    // The narrow integers compute in C++'s promoted int and are cast back to
-    // their type where each value is defined (valueCast), which wraps like
-    // the reference (Note [Integer wrap]).
-    case DType::I8: case DType::I16: case DType::U8: case DType::U16: case DType::U32: case DType::U64:
-      return storageType(d);
-    default: return "float";
-  }
-}
+constexpr int kBlock = 256;
 
 // Note [Half precision values]: float16 and bfloat16 values are computed in
 // float, but every value a node defines is rounded to its dtype where it is
@@ -69,36 +45,7 @@ const char* computeType(DType d) {
 // inlined copy of a value (full float precision) and its stored copy (rounded)
 // differ, and rules that compare values break: amax's gradient compares x
 // with max(x), found no tie in a bfloat16 program, and divided 0 by 0.
-/// The cast that gives a computed value its dtype's value: for the 16-bit
-/// types a round trip through the storage type, else the compute type.
-std::string valueCast(DType d) {
-  if (d == DType::F16 || d == DType::BF16) return std::string("(float)(") + storageType(d) + ")(float)";
-  return std::string("(") + computeType(d) + ")";
-}
-
-
-std::string literal(double v, DType d) {
-  std::ostringstream os;
-  os.precision(17);
-  if (!isFloating(d)) {
-    if (d == DType::Bool) return v != 0 ? "true" : "false";
-    v = roundTo(d, v);
-    if (d == DType::U64) {
-      os << static_cast<unsigned long long>(v >= 0x1p64 ? UINT64_MAX : static_cast<unsigned long long>(v)) << "ULL";
-      return os.str();
-    }
-    os << static_cast<long long>(v);
-    if (d == DType::I64) return v == -0x1p63 ? "(-9223372036854775807LL - 1)" : os.str() + "LL";
-    if (d == DType::I32) return os.str();
-    return std::string("(") + computeType(d) + ")" + os.str() + (isUnsigned(d) ? "U" : "");
-  }
-  if (std::isinf(v)) return v > 0 ? "(1.0/0.0)" : "(-1.0/0.0)";
-  if (std::isnan(v)) return "(0.0/0.0)";
-  os << v;
-  std::string s = os.str();
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return d == DType::F64 ? s : s + "f";
-}
+// valueCast (kernel_text.h) is that rounding.
 
 /// The expression an elementwise op computes from its operand expressions:
 /// its row's (Note [Pointwise rows]); an epilogue copy is the value itself.
@@ -223,7 +170,8 @@ struct Lowering {
   std::vector<bool> inlined;          ///< per node: computed inside its consumer
 
   static bool isScatterExpr(OpKind k) {
-    return k == OpKind::SliceScatter || k == OpKind::SelectScatter || k == OpKind::DiagonalScatter;
+    const OpRule* r = opRule(k);
+    return r && r->cuda == aotc::Lowering::Expression;
   }
 
   /// Note [Reductions]: every reduction the kernels compute, with its
@@ -622,12 +570,12 @@ struct Lowering {
         if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
         else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
         if (perThread) {
-          body << "  " << r << " = " << valueCast(g.type(v).dtype) << (n.op == OpKind::Mean ? "(acc / " + std::to_string(G.nred) + ".0)" : "acc") << ";\n  }\n";
+          body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + std::to_string(G.nred) + ".0)" : "acc") << ";\n  }\n";
           x.registers[v] = r;
           continue;
         }
         body << blockTree(block, combine);
-        body << "  " << r << " = " << valueCast(g.type(v).dtype) << (n.op == OpKind::Mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
+        body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
              << ";\n  __syncthreads();\n  }\n";
         x.registers[v] = r;
       } else if (G.rowLevel.count(v) && opInfo(n.op).category == OpCategory::Pointwise) {
@@ -783,41 +731,11 @@ struct Lowering {
   /// the region, so both loads stay in bounds and the choice is a select.
   std::string scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x) {
     const TensorType& ot = g.type(n.outputs[0]);
-    const int64_t rank = ot.rank();
     std::string base = emitValue(n.inputs[0], shape, c, x);
     std::string inside = "q" + std::to_string(x.tmp++);
-    std::vector<std::string> sc;
-    if (n.op == OpKind::DiagonalScatter) {
-      // Element (.., i, .., i + offset, ..) of the base is the source's
-      // (.., i) (offset >= 0; (i - offset, i) otherwise).
-      const size_t d1 = static_cast<size_t>(wrapDim(hasAttr(n.attrs, "dim1") ? attrInt(n.attrs, "dim1") : 0, rank));
-      const size_t d2 = static_cast<size_t>(wrapDim(hasAttr(n.attrs, "dim2") ? attrInt(n.attrs, "dim2") : 1, rank));
-      const int64_t off = hasAttr(n.attrs, "offset") ? attrInt(n.attrs, "offset") : 0;
-      x.code << x.indent << "bool " << inside << " = " << c[d2] << " - " << c[d1] << " == " << off << ";\n";
-      for (size_t d = 0; d < c.size(); ++d)
-        if (d != d1 && d != d2) sc.push_back(c[d]);
-      sc.push_back("(" + inside + " ? " + c[off >= 0 ? d1 : d2] + " : 0)");
-      std::string src = emitValue(n.inputs[1], g.type(n.inputs[1]).sizes, sc, x);
-      const char* ct = computeType(ot.dtype);
-      std::string var = "t" + std::to_string(x.tmp++);
-      x.code << x.indent << ct << " " << var << " = " << inside << " ? (" << ct << ")" << src << " : (" << ct << ")" << base << ";\n";
-      return var;
-    }
-    const size_t dim = static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(rank, 1)));
-    if (n.op == OpKind::SliceScatter) {
-      SliceBounds b = sliceBounds(n.attrs, ot.sizes[dim]);
-      x.code << x.indent << "bool " << inside << " = " << c[dim] << " >= " << b.start << " && " << c[dim] << " < " << b.end
-             << " && (" << c[dim] << " - " << b.start << ") % " << b.step << " == 0;\n";
-      sc = c;
-      sc[dim] = "(" + inside + " ? (" + c[dim] + " - " + std::to_string(b.start) + ") / " + std::to_string(b.step) + " : 0)";
-    } else {
-      int64_t idx = attrInt(n.attrs, "index");
-      if (idx < 0) idx += ot.sizes[dim];
-      x.code << x.indent << "bool " << inside << " = " << c[dim] << " == " << idx << ";\n";
-      for (size_t d = 0; d < c.size(); ++d)
-        if (d != dim) sc.push_back(c[d]);
-    }
-    std::string src = emitValue(n.inputs[1], g.type(n.inputs[1]).sizes, sc, x);
+    ScatterRegion region = opRule(n.op)->region(g, n, c, inside);
+    x.code << x.indent << "bool " << inside << " = " << region.inside << ";\n";
+    std::string src = emitValue(n.inputs[1], g.type(n.inputs[1]).sizes, region.source, x);
     const char* ct = computeType(ot.dtype);
     std::string var = "t" + std::to_string(x.tmp++);
     x.code << x.indent << ct << " " << var << " = " << inside << " ? (" << ct << ")" << src << " : (" << ct << ")" << base << ";\n";
@@ -986,23 +904,10 @@ struct Lowering {
       os << "  __shared__ " << acc << " part[" << kBlock << "];\n" << blockTree(kBlock, combine);
       os << "  if (threadIdx.x != 0) return;\n  acc = part[0];\n";
     }
-    if (n.op == OpKind::Mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
+    if (rs.mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
     os << "  out[" << (ot.offset ? std::to_string(ot.offset) + " + " : std::string()) << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
     leaves = x.leaves;
     return addKernel(os.str(), n, x.nodes);
-  }
-
-  /// Element `c[...]` of an operand with layout `t`: "(off + c0*s0 + ...)".
-  static std::string at(const TensorType& t, const std::vector<std::string>& c) {
-    std::string e = "(" + std::to_string(t.offset);
-    for (size_t d = 0; d < c.size(); ++d)
-      if (t.sizes[d] != 1 && t.strides[d] != 0) e += " + (" + c[d] + ") * " + std::to_string(t.strides[d]);
-    return e + ")";
-  }
-  static std::vector<std::string> coords(size_t rank, const char* var = "c") {
-    std::vector<std::string> v;
-    for (size_t d = 0; d < rank; ++d) v.push_back(std::string(var) + "[" + std::to_string(d) + "]");
-    return v;
   }
 
   /// A kernel with one thread per element of output 0 (dense): the header
@@ -1023,260 +928,6 @@ struct Lowering {
     for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
     os << body << "}\n";
     return addKernel(os.str(), n);
-  }
-
-  std::string argmaxKernel(const Node& n) {
-    const TensorType& it = g.type(n.inputs[0]);
-    const TensorType& ot = g.type(n.outputs[0]);
-    std::ostringstream b;
-    const char* ct = computeType(it.dtype);
-    if (!hasAttr(n.attrs, "dim")) {
-      Ints all = it.sizes;
-      b << "  " << ct << " best = 0; aotc_i64 bi = -1;\n";
-      b << "  for (aotc_i64 j = 0; j < " << it.numel() << "; ++j) {\n    aotc_i64 q = j, k[" << std::max<int64_t>(it.rank(), 1) << "];\n";
-      for (int64_t d = it.rank(); d-- > 0;) b << "    k[" << d << "] = q % " << it.sizes[d] << "; q /= " << it.sizes[d] << ";\n";
-      b << "    " << ct << " v = (" << ct << ")in0[" << at(it, coords(static_cast<size_t>(it.rank()), "k")) << "];\n";
-      b << "    if (bi < 0 || v > best || (v != v && best == best)) { best = v; bi = j; }\n  }\n";
-      b << "  out0[i] = bi;\n";
-      return elementKernel(n, b.str());
-    }
-    int64_t d = wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(it.rank(), 1));
-    bool keep = attrBool(n.attrs, "keepdim", false);
-    // Input coordinates from output coordinates.
-    std::vector<std::string> k;
-    for (int64_t q = 0, oc = 0; q < it.rank(); ++q) {
-      if (q == d) {
-        k.push_back("j");
-        if (keep) ++oc;
-      } else {
-        k.push_back("c[" + std::to_string(oc++) + "]");
-      }
-    }
-    (void)ot;
-    b << "  " << ct << " best = 0; aotc_i64 bi = -1;\n";
-    b << "  for (aotc_i64 j = 0; j < " << (it.rank() ? it.sizes[d] : 1) << "; ++j) {\n";
-    b << "    " << ct << " v = (" << ct << ")in0[" << at(it, k) << "];\n";
-    b << "    if (bi < 0 || v > best || (v != v && best == best)) { best = v; bi = j; }\n  }\n";
-    b << "  out0[i] = bi;\n";
-    return elementKernel(n, b.str());
-  }
-
-  std::string windowKernel(const Node& n) {
-    std::ostringstream b;
-    if (n.op == OpKind::AdaptiveAvgPool2d || n.op == OpKind::AdaptiveAvgPool2dBackward) {
-      // ATen's windows: [floor(i*in/out), ceil((i+1)*in/out)).
-      bool fw = n.op == OpKind::AdaptiveAvgPool2d;
-      const TensorType& x = fw ? g.type(n.inputs[0]) : g.type(n.outputs[0]);
-      const TensorType& y = fw ? g.type(n.outputs[0]) : g.type(n.inputs[0]);
-      const char* ct = computeType(g.type(n.outputs[0]).dtype);
-      auto win = [&](const std::string& oy, const std::string& ox) {
-        std::ostringstream d;
-        d << "    aotc_i64 hs = (" << oy << " * " << x.sizes[2] << ") / " << y.sizes[2] << ", he = ((" << oy << " + 1) * " << x.sizes[2]
-          << " + " << y.sizes[2] - 1 << ") / " << y.sizes[2] << ";\n";
-        d << "    aotc_i64 ws = (" << ox << " * " << x.sizes[3] << ") / " << y.sizes[3] << ", we = ((" << ox << " + 1) * " << x.sizes[3]
-          << " + " << y.sizes[3] - 1 << ") / " << y.sizes[3] << ";\n";
-        return d.str();
-      };
-      if (fw) {
-        b << "  {\n" << win("c[2]", "c[3]");
-        b << "    " << ct << " acc = 0;\n    for (aotc_i64 p = hs; p < he; ++p) for (aotc_i64 q = ws; q < we; ++q) acc += (" << ct << ")in0["
-          << at(x, {"c[0]", "c[1]", "p", "q"}) << "];\n";
-        b << "    out0[i] = acc / (" << ct << ")((he - hs) * (we - ws));\n  }\n";
-      } else {
-        // Per input element: every output window that contains it.
-        b << "  " << ct << " acc = 0;\n";
-        b << "  for (aotc_i64 oy = 0; oy < " << y.sizes[2] << "; ++oy) for (aotc_i64 ox = 0; ox < " << y.sizes[3] << "; ++ox) {\n";
-        b << win("oy", "ox");
-        b << "    if (c[2] >= hs && c[2] < he && c[3] >= ws && c[3] < we) acc += (" << ct << ")in0[" << at(y, {"c[0]", "c[1]", "oy", "ox"})
-          << "] / (" << ct << ")((he - hs) * (we - ws));\n  }\n";
-        b << "  out0[i] = acc;\n";
-      }
-      return elementKernel(n, b.str());
-    }
-    Window2d w = window2d(n.attrs);
-    if (n.op == OpKind::MaxPool2d) {
-      const TensorType& x = g.type(n.inputs[0]);
-      const char* ct = computeType(x.dtype);
-      b << "  aotc_i64 hs = c[2] * " << w.sh << " - " << w.ph << ", ws = c[3] * " << w.sw << " - " << w.pw << ";\n";
-      b << "  " << ct << " best = -AOTC_INF; aotc_i64 bi = -1;\n";
-      b << "  for (int p = 0; p < " << w.kh << "; ++p) for (int q = 0; q < " << w.kw << "; ++q) {\n";
-      b << "    aotc_i64 y = hs + p * " << w.dh << ", x = ws + q * " << w.dw << ";\n";
-      b << "    if (y < 0 || y >= " << x.sizes[2] << " || x < 0 || x >= " << x.sizes[3] << ") continue;\n";
-      b << "    " << ct << " v = (" << ct << ")in0[" << at(x, {"c[0]", "c[1]", "y", "x"}) << "];\n";
-      b << "    if (bi < 0 || v > best || v != v) { best = v; bi = y * " << x.sizes[3] << " + x; if (v != v) goto done; }\n  }\n";
-      b << "done:\n  out0[i] = best;\n  out1[i] = bi;\n";
-      return elementKernel(n, b.str());
-    }
-    if (n.op == OpKind::MaxPool2dBackward) {
-      // Per input element: the windows that can contain it, where it won.
-      const TensorType& go = g.type(n.inputs[0]);
-      const TensorType& ix = g.type(n.inputs[1]);
-      const TensorType& ot = g.type(n.outputs[0]);
-      const char* ct = computeType(ot.dtype);
-      b << "  " << ct << " acc = 0; aotc_i64 me = c[2] * " << ot.sizes[3] << " + c[3];\n";
-      b << "  aotc_i64 y0 = c[2] + " << w.ph << " - " << (w.kh - 1) * w.dh << ", x0 = c[3] + " << w.pw << " - " << (w.kw - 1) * w.dw << ";\n";
-      b << "  aotc_i64 oy0 = y0 <= 0 ? 0 : (y0 + " << w.sh - 1 << ") / " << w.sh << ", ox0 = x0 <= 0 ? 0 : (x0 + " << w.sw - 1 << ") / " << w.sw << ";\n";
-      b << "  for (aotc_i64 oy = oy0; oy <= (c[2] + " << w.ph << ") / " << w.sh << " && oy < " << go.sizes[2] << "; ++oy)\n";
-      b << "    for (aotc_i64 ox = ox0; ox <= (c[3] + " << w.pw << ") / " << w.sw << " && ox < " << go.sizes[3] << "; ++ox)\n";
-      b << "      if (in1[" << at(ix, {"c[0]", "c[1]", "oy", "ox"}) << "] == me) acc += (" << ct << ")in0[" << at(go, {"c[0]", "c[1]", "oy", "ox"}) << "];\n";
-      b << "  out0[i] = acc;\n";
-      return elementKernel(n, b.str());
-    }
-    // avg_pool2d and its backward: ATen's divisor rules.
-    bool incl = attrBool(n.attrs, "count_include_pad", true);
-    int64_t divisor = hasAttr(n.attrs, "divisor") ? attrInt(n.attrs, "divisor") : 0;
-    const TensorType& ot = g.type(n.outputs[0]);
-    const TensorType& xin = n.op == OpKind::AvgPool2d ? g.type(n.inputs[0]) : ot;
-    const char* ct = computeType(ot.dtype);
-    auto windowDiv = [&](const std::string& oy, const std::string& ox) {
-      std::ostringstream d;
-      d << "    aotc_i64 hs = " << oy << " * " << w.sh << " - " << w.ph << ", ws = " << ox << " * " << w.sw << " - " << w.pw << ";\n";
-      d << "    aotc_i64 he = min(hs + " << w.kh << ", (aotc_i64)" << xin.sizes[2] + w.ph << "), we = min(ws + " << w.kw
-        << ", (aotc_i64)" << xin.sizes[3] + w.pw << ");\n";
-      d << "    aotc_i64 padded = (he - hs) * (we - ws);\n";
-      d << "    hs = max(hs, (aotc_i64)0); ws = max(ws, (aotc_i64)0); he = min(he, (aotc_i64)" << xin.sizes[2]
-        << "); we = min(we, (aotc_i64)" << xin.sizes[3] << ");\n";
-      d << "    " << ct << " div = " << (divisor ? std::to_string(divisor) : incl ? "padded" : "(he - hs) * (we - ws)") << ";\n";
-      return d.str();
-    };
-    if (n.op == OpKind::AvgPool2d) {
-      b << "  {\n" << windowDiv("c[2]", "c[3]");
-      b << "    " << ct << " acc = 0;\n    for (aotc_i64 y = hs; y < he; ++y) for (aotc_i64 x = ws; x < we; ++x) acc += (" << ct << ")in0["
-        << at(xin, {"c[0]", "c[1]", "y", "x"}) << "];\n";
-      b << "    out0[i] = acc / div;\n  }\n";
-      return elementKernel(n, b.str());
-    }
-    const TensorType& go = g.type(n.inputs[0]);
-    b << "  " << ct << " acc = 0;\n";
-    b << "  aotc_i64 y0 = c[2] + " << w.ph << " - " << w.kh - 1 << ", x0 = c[3] + " << w.pw << " - " << w.kw - 1 << ";\n";
-    b << "  aotc_i64 oy0 = y0 <= 0 ? 0 : (y0 + " << w.sh - 1 << ") / " << w.sh << ", ox0 = x0 <= 0 ? 0 : (x0 + " << w.sw - 1 << ") / " << w.sw << ";\n";
-    b << "  for (aotc_i64 oy = oy0; oy <= (c[2] + " << w.ph << ") / " << w.sh << " && oy < " << go.sizes[2] << "; ++oy)\n";
-    b << "  for (aotc_i64 ox = ox0; ox <= (c[3] + " << w.pw << ") / " << w.sw << " && ox < " << go.sizes[3] << "; ++ox) {\n";
-    b << windowDiv("oy", "ox");
-    b << "    if (c[2] >= hs && c[2] < he && c[3] >= ws && c[3] < we) acc += (" << ct << ")in0[" << at(go, {"c[0]", "c[1]", "oy", "ox"}) << "] / div;\n  }\n";
-    b << "  out0[i] = acc;\n";
-    return elementKernel(n, b.str());
-  }
-
-  std::string gatherKernel(const Node& n) {
-    const TensorType& ot = g.type(n.outputs[0]);
-    const size_t r = static_cast<size_t>(ot.rank());
-    const char* ct = computeType(ot.dtype);
-    std::ostringstream b;
-    auto c = coords(r);
-    auto with = [&](size_t d, const std::string& v) {
-      auto k = c;
-      k[d] = v;
-      return k;
-    };
-    // The dim every op of this family works along (not Pad, which has none).
-    const size_t d = hasAttr(n.attrs, "dim") ? static_cast<size_t>(wrapDim(attrInt(n.attrs, "dim"), std::max<int64_t>(ot.rank(), 1))) : 0;
-    switch (n.op) {
-      case OpKind::IndexSelect: {
-        const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
-        b << "  aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{c[d]} : std::vector<std::string>{}) << "];\n";
-        b << "  k = aotc_checked_index(k, " << x.sizes[d] << ");\n";
-        b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
-        break;
-      }
-      case OpKind::IndexAdd: {
-        const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
-        b << "  " << ct << " acc = (" << ct << ")in0[" << at(base, c) << "];\n";
-        b << "  for (aotc_i64 j = 0; j < " << ix.numel() << "; ++j) {\n";
-        b << "    aotc_i64 k = in1[" << at(ix, ix.rank() ? std::vector<std::string>{"j"} : std::vector<std::string>{}) << "];\n";
-        b << "    if (aotc_checked_index(k, " << base.sizes[d] << ") == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
-        b << "  out0[i] = acc;\n";
-        break;
-      }
-      case OpKind::Gather: {
-        const TensorType &x = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]);
-        b << "  aotc_i64 k = aotc_checked_index(in1[" << at(ix, c) << "], " << x.sizes[d] << ");\n";
-        b << "  out0[i] = in0[" << at(x, with(d, "k")) << "];\n";
-        break;
-      }
-      case OpKind::ScatterAdd: {
-        const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
-        b << "  " << ct << " acc = (" << ct << ")in0[" << at(base, c) << "];\n  bool inside = true;\n";
-        for (size_t q = 0; q < r; ++q)
-          if (q != d) b << "  inside = inside && " << c[q] << " < " << ix.sizes[q] << ";\n";
-        b << "  if (inside) for (aotc_i64 j = 0; j < " << ix.sizes[d] << "; ++j) {\n";
-        b << "    aotc_i64 k = in1[" << at(ix, with(d, "j")) << "];\n";
-        b << "    if (" << "aotc_checked_index(k, " << base.sizes[d] << ")" << " == " << c[d] << ") acc += (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
-        b << "  out0[i] = acc;\n";
-        break;
-      }
-      case OpKind::Scatter: {
-        // The last index along dim that hits this element wins.
-        const TensorType &base = g.type(n.inputs[0]), &ix = g.type(n.inputs[1]), &src = g.type(n.inputs[2]);
-        b << "  " << ct << " val = (" << ct << ")in0[" << at(base, c) << "];\n  bool inside = true;\n";
-        for (size_t q = 0; q < r; ++q)
-          if (q != d) b << "  inside = inside && " << c[q] << " < " << ix.sizes[q] << ";\n";
-        b << "  if (inside) for (aotc_i64 j = 0; j < " << ix.sizes[d] << "; ++j) {\n";
-        b << "    aotc_i64 k = in1[" << at(ix, with(d, "j")) << "];\n";
-        b << "    if (" << "aotc_checked_index(k, " << base.sizes[d] << ")" << " == " << c[d] << ") val = (" << ct << ")in2[" << at(src, with(d, "j")) << "];\n  }\n";
-        b << "  out0[i] = val;\n";
-        break;
-      }
-      case OpKind::Cumsum: {
-        const TensorType& x = g.type(n.inputs[0]);
-        bool rev = attrBool(n.attrs, "reverse", false);
-        b << "  " << ct << " acc = 0;\n";
-        b << "  for (aotc_i64 j = " << (rev ? c[d] : "0") << "; j " << (rev ? "< " + std::to_string(x.sizes[d]) : "<= " + c[d])
-          << "; ++j) acc += (" << ct << ")in0[" << at(x, with(d, "j")) << "];\n";
-        b << "  out0[i] = acc;\n";
-        break;
-      }
-      case OpKind::Sort: {
-        // This thread's element goes to its rank: the number of elements
-        // that sort before it (ties by index: stable; NaN is the largest).
-        const TensorType& x = g.type(n.inputs[0]);
-        bool desc = attrBool(n.attrs, "descending", false);
-        b << "  " << ct << " v = (" << ct << ")in0[" << at(x, c) << "];\n  aotc_i64 rank = 0;\n";
-        b << "  for (aotc_i64 j = 0; j < " << x.sizes[d] << "; ++j) {\n";
-        b << "    " << ct << " u = (" << ct << ")in0[" << at(x, with(d, "j")) << "];\n";
-        std::string before = desc ? "(u > v || (u != u && v == v))" : "(u < v || (v != v && u == u))";
-        b << "    bool tie = (u == v) || (u != u && v != v);\n";
-        b << "    if (" << before << " || (tie && j < " << c[d] << ")) ++rank;\n  }\n";
-        b << "  out0[" << at(ot, with(d, "rank")) << "] = in0[" << at(x, c) << "];\n";
-        b << "  out1[" << at(ot, with(d, "rank")) << "] = " << c[d] << ";\n";
-        break;
-      }
-      case OpKind::Cat: {
-        int64_t start = 0;
-        for (size_t k = 0; k < n.inputs.size(); ++k) {
-          const TensorType& t = g.type(n.inputs[k]);
-          int64_t end = start + t.sizes[d];
-          b << "  " << (k ? "else if" : "if") << " (" << c[d] << " < " << end << ") out0[i] = (" << ct << ")in" << k << "["
-            << at(t, with(d, c[d] + " - " + std::to_string(start))) << "];\n";
-          start = end;
-        }
-        break;
-      }
-      case OpKind::Pad: {
-        const TensorType& x = g.type(n.inputs[0]);
-        Ints p = attrInts(n.attrs, "pad");
-        auto k = c;
-        std::string inside = "true";
-        for (size_t q = 0; q < p.size() / 2; ++q) {
-          size_t d = r - 1 - q;
-          k[d] = "(" + c[d] + " - " + std::to_string(p[2 * q]) + ")";
-          inside += " && " + k[d] + " >= 0 && " + k[d] + " < " + std::to_string(x.sizes[d]);
-        }
-        b << "  out0[i] = (" << inside << ") ? (" << ct << ")in0[" << at(x, k) << "] : (" << ct << ")"
-          << literal(attrFloat(n.attrs, "value"), ot.dtype) << ";\n";
-        break;
-      }
-      default: AOTC_CHECK(false, "no gather kernel for ", opName(n.op));
-    }
-    return elementKernel(n, b.str());
-  }
-
-  std::string arangeKernel(const Node& n) {
-    const TensorType& ot = g.type(n.outputs[0]);
-    std::ostringstream b;
-    b << "  out0[i] = (" << storageType(ot.dtype) << ")(" << literal(attrFloat(n.attrs, "start"), DType::F64) << " + (double)i * "
-      << literal(attrFloat(n.attrs, "step"), DType::F64) << ");\n";
-    return elementKernel(n, b.str());
   }
 
   /// A GEMM operand's cuBLAS layout: transposed or not, and buffer, offset,
@@ -1423,7 +1074,7 @@ struct Lowering {
         plan::Epilogue ep{g.values[dst].name, (n.tags & kMustBeInForward) ? plan::Phase::Forward : plan::Phase::Backward, {}};
         if (int32_t d = regionSource(n); d >= 0) {
           const Node& sc = g.nodes[static_cast<size_t>(d)];
-          OpKind view = sc.op == OpKind::SliceScatter ? OpKind::Slice : OpKind::Select;
+          OpKind view = *opRule(sc.op)->scatters;
           target = inferTypes(view, {target}, sc.attrs)[0];  // the region, over the caller's buffer
           c.inputs = {sc.inputs[1]};
           ep.region = plan::ViewOp{opName(view), sc.attrs};
@@ -1452,42 +1103,27 @@ struct Lowering {
         declare(o, plan::BufferKind::Alloc);
         root[o] = bufName[o];
       }
-      switch (info.category) {
-        case OpCategory::Pointwise:
-        case OpCategory::Scatter: {  // Note [Scatter expressions]
-          std::vector<ValueId> leaves;
-          int64_t threads = 0;
-          std::string k = pointwiseKernel(n, ot, leaves, threads);
-          launch(k, leaves, out, threads);
-          break;
-        }
-        case OpCategory::Reduction: {
-          std::vector<ValueId> leaves = n.inputs;
-          if (n.op == OpKind::ArgMax) {
-            launch(argmaxKernel(n), leaves, out, ot.numel());
-          } else {
-            std::string k = reductionKernel(n, leaves);
-            launch(k, leaves, out, reductionThreads(g.type(n.inputs[0]), n, ot));
-          }
-          break;
-        }
-        case OpCategory::Creation:
-          launch(n.op == OpKind::Arange ? arangeKernel(n) : constantKernel(n), {}, out, ot.numel());
-          break;
-        case OpCategory::Extern:
-          if (n.op == OpKind::Mm || n.op == OpKind::Bmm) gemm(n, n.op == OpKind::Bmm ? 1 : 0);
-          else conv(n);
-          break;
-        case OpCategory::Window: launchAll(windowKernel(n), n, ot.numel()); break;
-        case OpCategory::Gather: launchAll(gatherKernel(n), n, ot.numel()); break;
-        case OpCategory::Random: {
-          std::ostringstream b;
-          std::string u = "aotc_uniform((unsigned long long)in0[0], " + std::to_string(attrInt(n.attrs, "offset")) + "ull, (unsigned long long)i)";
-          if (n.op == OpKind::RandUniform) b << "  out0[i] = (" << storageType(ot.dtype) << ")(" << u << ");\n";
-          else b << "  out0[i] = " << u << " < " << literal(attrFloat(n.attrs, "prob"), DType::F32) << ";\n";
-          launchAll(elementKernel(n, b.str()), n, ot.numel());
-          break;
-        }
+      if (info.category == OpCategory::Pointwise || isScatterExpr(n.op)) {  // Note [Scatter expressions]
+        std::vector<ValueId> leaves;
+        int64_t threads = 0;
+        std::string k = pointwiseKernel(n, ot, leaves, threads);
+        launch(k, leaves, out, threads);
+        continue;
+      }
+      if (reductionRule(n.op)) {
+        std::vector<ValueId> leaves = n.inputs;
+        std::string k = reductionKernel(n, leaves);
+        launch(k, leaves, out, reductionThreads(g.type(n.inputs[0]), n, ot));
+        continue;
+      }
+      // Every other op: as its row says (Note [Op rows]).
+      const OpRule* row = opRule(n.op);
+      AOTC_CHECK(row, "cannot lower ", info.name);
+      switch (row->cuda) {
+        case aotc::Lowering::Element: launchAll(elementKernel(n, row->body(g, n)), n, ot.numel()); break;
+        case aotc::Lowering::Fill: launch(constantKernel(n), {}, out, ot.numel()); break;
+        case aotc::Lowering::Gemm: gemm(n, ot.rank() == 3 ? 1 : 0); break;
+        case aotc::Lowering::Conv: conv(n); break;
         default: AOTC_CHECK(false, "cannot lower ", info.name);
       }
     }

@@ -7,7 +7,8 @@
 // whose gradient is the user's backward region; keep_grad gives a mutation
 // autograd cannot see its gradient (the new value's gradient goes to the
 // old one); dce removes both after autodiff.  epilogue_copy writes a
-// mutated input back (Note [Epilogue copies]); the code generator lowers it
+// mutated input back (Note [Functionalization by storage] in functionalize.cpp,
+// and the forward/backward placement in aot-semantics.md); the code generator lowers it
 // as a copy kernel into the caller's buffer.
 //===----------------------------------------------------------------------===//
 #include "rule_util.h"

@@ -259,29 +259,15 @@ Expr min(const Expr& a, const Expr& b) {
 }
 
 int64_t Expr::eval(const Bindings& bind) const {
-  int64_t sum = 0;
-  for (const auto& [_, mc] : poly()) {
-    int64_t term = mc.second;
-    for (const auto& [__, ap] : mc.first) {
-      const Atom& at = *ap.first;
-      int64_t v = 0;
-      switch (at.kind) {
-        case Atom::Symbol: {
-          auto it = bind.find(at.name);
-          if (it == bind.end()) throw std::out_of_range("symbol '" + at.name + "' has no value");
-          v = it->second;
-          break;
-        }
-        case Atom::FloorDiv: v = floorDivInt(at.a.eval(bind), at.b.eval(bind)); break;
-        case Atom::Mod: v = modInt(at.a.eval(bind), at.b.eval(bind)); break;
-        case Atom::Max: v = std::max(at.a.eval(bind), at.b.eval(bind)); break;
-        case Atom::Min: v = std::min(at.a.eval(bind), at.b.eval(bind)); break;
-      }
-      for (int p = 0; p < ap.second; ++p) term = mulChecked(term, v);
-    }
-    sum = addChecked(sum, term);
+  // Every symbol replaced by its value leaves a constant: the same checked
+  // arithmetic and folding as the rewrites, so eval and simplify cannot disagree.
+  std::map<std::string, Expr, std::less<>> values;
+  for (const std::string& name : symbols()) {
+    auto it = bind.find(name);
+    if (it == bind.end()) throw std::out_of_range("symbol '" + name + "' has no value");
+    values.emplace(name, Expr(it->second));
   }
-  return sum;
+  return *substitute(values).constant();
 }
 
 Expr Expr::substitute(const std::map<std::string, Expr, std::less<>>& s) const {

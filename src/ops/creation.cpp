@@ -105,28 +105,20 @@ std::string randMaskBody(const Graph&, const Node& n) {
   return "  out0[i] = " + uniformOf(n) + " < " + literal(attrFloat(n.attrs, "prob"), DType::F32) + ";\n";
 }
 
-std::vector<OpRule> rows() {
-  std::vector<OpRule> v;
-  auto row = [&](OpKind k, ShapeRule t, ReferenceKernel ref, Lowering low, ElementBody body, OpSample s) {
-    v.push_back(OpRule{k, t, ref, nullptr, low, body, nullptr, std::nullopt, nullptr, {std::move(s)}});
-  };
-  const SampleOperand seed{DType::I64, {1}, {7}};
-  const std::string f32 = "f32";
-  row(K::Constant, constantRule, constantRef, Lowering::Fill, nullptr,
-      {{}, Attrs{{"value", 1.5}, {"dtype", f32}, {"shape", Ints{2, 3}}}});
-  row(K::Arange, arangeRule, arangeRef, Lowering::Element, arangeBody,
-      {{}, Attrs{{"start", 1.0}, {"end", 7.0}, {"step", 2.0}, {"dtype", f32}}});
-  row(K::RandMask, randMaskRule, randMaskRef, Lowering::Element, randMaskBody,
-      {{seed}, Attrs{{"prob", 0.25}, {"offset", int64_t{4}}, {"shape", Ints{2, 3}}}});
-  row(K::RandUniform, randUniformRule, randUniformRef, Lowering::Element, randUniformBody,
-      {{seed}, Attrs{{"offset", int64_t{4}}, {"shape", Ints{2, 3}}, {"dtype", f32}}});
-  return v;
-}
-
 }  // namespace
 
 std::span<const OpRule> creationRows() {
-  static const std::vector<OpRule> kRows = rows();
+  const std::string kF32 = "f32";
+  const SampleOperand kSeed{DType::I64, {1}, {7}};
+  static const std::vector<OpRule> kRows = {
+      row(K::Constant, constantRule, constantRef, nullptr, Lowering::Fill, {{{}, Attrs{{"value", 1.5}, {"dtype", kF32}, {"shape", Ints{2, 3}}}}}),
+      elementRow(K::Arange, arangeRule, arangeRef, nullptr, arangeBody,
+                 {{{}, Attrs{{"start", 1.0}, {"end", 7.0}, {"step", 2.0}, {"dtype", kF32}}}}),
+      elementRow(K::RandMask, randMaskRule, randMaskRef, nullptr, randMaskBody,
+                 {{{kSeed}, Attrs{{"prob", 0.25}, {"offset", int64_t{4}}, {"shape", Ints{2, 3}}}}}),
+      elementRow(K::RandUniform, randUniformRule, randUniformRef, nullptr, randUniformBody,
+                 {{{kSeed}, Attrs{{"offset", int64_t{4}}, {"shape", Ints{2, 3}}, {"dtype", kF32}}}}),
+  };
   return kRows;
 }
 

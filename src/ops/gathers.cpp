@@ -477,35 +477,26 @@ std::string argmaxBody(const Graph& g, const Node& n) {
   return b.str();
 }
 
-SampleOperand F(Ints s) { return SampleOperand{DType::F64, std::move(s), {}}; }
-SampleOperand I(Ints s, std::vector<double> d) { return SampleOperand{DType::I64, std::move(s), std::move(d)}; }
-Attrs dim(int64_t d) { return Attrs{{"dim", d}}; }
-
-std::vector<OpRule> rows() {
-  std::vector<OpRule> v;
-  auto row = [&](OpKind k, ShapeRule t, ReferenceKernel ref, GradRule grad, ElementBody body, std::vector<OpSample> s) {
-    v.push_back(OpRule{k, t, ref, grad, Lowering::Element, body, nullptr, std::nullopt, nullptr, std::move(s)});
-  };
-  row(K::IndexSelect, indexSelectRule, indexSelectRef, indexSelectGrad, indexSelectBody, {{{F({4, 3}), I({3}, {2, 0, 2})}, dim(0)}});
-  row(K::IndexAdd, indexAddRule, indexAddRef, indexAddGrad, indexAddBody, {{{F({4, 3}), I({2}, {1, 3}), F({2, 3})}, dim(0)}});
-  row(K::Gather, gatherRule, gatherRef, gatherGrad, gatherBody, {{{F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0})}, dim(1)}});
-  row(K::ScatterAdd, scatterAddRule, scatterIntoRef<true>, scatterAddGrad, scatterIntoBody<true>,
-      {{{F({3, 4}), I({3, 2}, {0, 3, 1, 1, 2, 0}), F({3, 2})}, dim(1)}});
-  row(K::Scatter, scatterRule, scatterIntoRef<false>, scatterGrad, scatterIntoBody<false>,
-      {{{F({3, 4}), I({3, 2}, {0, 3, 1, 2, 2, 0}), F({3, 3})}, dim(1)}});
-  row(K::Cumsum, cumsumRule, cumsumRef, cumsumGrad, cumsumBody,
-      {{{F({2, 4})}, dim(1)}, {{F({3, 2})}, Attrs{{"dim", int64_t{0}}, {"reverse", true}}}});
-  row(K::Sort, sortRule, sortRef, sortGrad, sortBody, {{{F({2, 5})}, dim(1)}, {{F({4, 2})}, Attrs{{"dim", int64_t{0}}, {"descending", true}}}});
-  row(K::Cat, catRule, catRef, catGrad, catBody, {{{F({2, 3}), F({2, 1})}, dim(1)}});
-  row(K::Pad, padRule, padRef, padGrad, padBody, {{{F({2, 3})}, Attrs{{"pad", Ints{1, 2, 0, -1}}, {"value", 0.5}}}});
-  row(K::ArgMax, argmaxRule, argmaxRef, nullptr, argmaxBody, {{{F({2, 3})}, Attrs{{"dim", int64_t{1}}, {"keepdim", false}}}});
-  return v;
-}
 
 }  // namespace
 
 std::span<const OpRule> gatherRows() {
-  static const std::vector<OpRule> kRows = rows();
+  static const std::vector<OpRule> kRows = {
+      elementRow(K::IndexSelect, indexSelectRule, indexSelectRef, indexSelectGrad, indexSelectBody, {{{sampleF({4, 3}), sampleI({3}, {2, 0, 2})}, dimAttr(0)}}),
+      elementRow(K::IndexAdd, indexAddRule, indexAddRef, indexAddGrad, indexAddBody, {{{sampleF({4, 3}), sampleI({2}, {1, 3}), sampleF({2, 3})}, dimAttr(0)}}),
+      elementRow(K::Gather, gatherRule, gatherRef, gatherGrad, gatherBody, {{{sampleF({3, 4}), sampleI({3, 2}, {0, 3, 1, 1, 2, 0})}, dimAttr(1)}}),
+      elementRow(K::ScatterAdd, scatterAddRule, scatterIntoRef<true>, scatterAddGrad, scatterIntoBody<true>,
+                 {{{sampleF({3, 4}), sampleI({3, 2}, {0, 3, 1, 1, 2, 0}), sampleF({3, 2})}, dimAttr(1)}}),
+      elementRow(K::Scatter, scatterRule, scatterIntoRef<false>, scatterGrad, scatterIntoBody<false>,
+                 {{{sampleF({3, 4}), sampleI({3, 2}, {0, 3, 1, 2, 2, 0}), sampleF({3, 3})}, dimAttr(1)}}),
+      elementRow(K::Cumsum, cumsumRule, cumsumRef, cumsumGrad, cumsumBody,
+                 {{{sampleF({2, 4})}, dimAttr(1)}, {{sampleF({3, 2})}, Attrs{{"dim", int64_t{0}}, {"reverse", true}}}}),
+      elementRow(K::Sort, sortRule, sortRef, sortGrad, sortBody,
+                 {{{sampleF({2, 5})}, dimAttr(1)}, {{sampleF({4, 2})}, Attrs{{"dim", int64_t{0}}, {"descending", true}}}}),
+      elementRow(K::Cat, catRule, catRef, catGrad, catBody, {{{sampleF({2, 3}), sampleF({2, 1})}, dimAttr(1)}}),
+      elementRow(K::Pad, padRule, padRef, padGrad, padBody, {{{sampleF({2, 3})}, Attrs{{"pad", Ints{1, 2, 0, -1}}, {"value", 0.5}}}}),
+      elementRow(K::ArgMax, argmaxRule, argmaxRef, nullptr, argmaxBody, {{{sampleF({2, 3})}, Attrs{{"dim", int64_t{1}}, {"keepdim", false}}}}),
+  };
   return kRows;
 }
 

@@ -95,25 +95,18 @@ R customGradGrad(GradCtx& g) {
   return grads;
 }
 
-std::vector<OpRule> rows() {
-  std::vector<OpRule> v;
-  auto row = [&](OpKind k, ShapeRule t, ReferenceKernel ref, GradRule grad, Lowering low) {
-    v.push_back(OpRule{k, t, ref, grad, low, nullptr, nullptr, std::nullopt, nullptr, {}});
-  };
-  row(K::KeepGrad, keepGradRule, keepGradRef, keepGradGrad, Lowering::None);
-  row(K::CustomGrad, customGradRule, customGradRef, customGradGrad, Lowering::None);
-  row(K::AutogradFunction, fromRegions, nullptr, nullptr, Lowering::None);
-  row(K::AddInplace, inplaceRule, nullptr, nullptr, Lowering::None);
-  row(K::MulInplace, inplaceRule, nullptr, nullptr, Lowering::None);
-  row(K::CopyInplace, inplaceRule, nullptr, nullptr, Lowering::None);
-  row(K::EpilogueCopy, epilogueRule, nullptr, nullptr, Lowering::Epilogue);
-  return v;
-}
-
 }  // namespace
 
 std::span<const OpRule> internalRows() {
-  static const std::vector<OpRule> kRows = rows();
+  static const std::vector<OpRule> kRows = {
+      row(K::KeepGrad, keepGradRule, keepGradRef, keepGradGrad, Lowering::None),
+      row(K::CustomGrad, customGradRule, customGradRef, customGradGrad, Lowering::None),
+      row(K::AutogradFunction, fromRegions, nullptr, nullptr, Lowering::None),
+      row(K::AddInplace, inplaceRule, nullptr, nullptr, Lowering::None),
+      row(K::MulInplace, inplaceRule, nullptr, nullptr, Lowering::None),
+      row(K::CopyInplace, inplaceRule, nullptr, nullptr, Lowering::None),
+      row(K::EpilogueCopy, epilogueRule, nullptr, nullptr, Lowering::Epilogue),
+  };
   return kRows;
 }
 

@@ -128,29 +128,32 @@ void convTerms(const ConvGeom& g, F f) {
     }
 }
 
-Outs conv2dRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
-  HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
+/// One convolution term at a time: out[at(xi, wi, oi)] += lhs[..] * rhs[..]
+/// in double, rounded once.  Each of the three ops accumulates into a
+/// different one of input, weight and output, from the other two.
+template <typename Term>
+Outs convAccumulate(const TensorType& ot, const ConvGeom& geom, Term term) {
+  HostTensor o = HostTensor::zeros(ot.dtype, ot.sizes);
   std::vector<double> acc(o.data.size(), 0.0);
-  convTerms(convGeom(in[0]->sizes, in[1]->sizes, o.sizes, a),
-            [&](int64_t xi, int64_t wi, int64_t oi) { acc[static_cast<size_t>(oi)] += in[0]->data[static_cast<size_t>(xi)] * in[1]->data[static_cast<size_t>(wi)]; });
+  convTerms(geom, [&](int64_t xi, int64_t wi, int64_t oi) { term(acc, static_cast<size_t>(xi), static_cast<size_t>(wi), static_cast<size_t>(oi)); });
   for (size_t i = 0; i < acc.size(); ++i) o.data[i] = roundTo(o.dtype, acc[i]);
   return {o};
+}
+
+Outs conv2dRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
+  const auto &x = in[0]->data, &w = in[1]->data;
+  return convAccumulate(ot[0], convGeom(in[0]->sizes, in[1]->sizes, ot[0].sizes, a),
+                        [&](std::vector<double>& acc, size_t xi, size_t wi, size_t oi) { acc[oi] += x[xi] * w[wi]; });
 }
 Outs conv2dBackInputRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
-  HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
-  std::vector<double> acc(o.data.size(), 0.0);
-  convTerms(convGeom(o.sizes, in[1]->sizes, in[0]->sizes, a),
-            [&](int64_t xi, int64_t wi, int64_t oi) { acc[static_cast<size_t>(xi)] += in[0]->data[static_cast<size_t>(oi)] * in[1]->data[static_cast<size_t>(wi)]; });
-  for (size_t i = 0; i < acc.size(); ++i) o.data[i] = roundTo(o.dtype, acc[i]);
-  return {o};
+  const auto &go = in[0]->data, &w = in[1]->data;
+  return convAccumulate(ot[0], convGeom(ot[0].sizes, in[1]->sizes, in[0]->sizes, a),
+                        [&](std::vector<double>& acc, size_t xi, size_t wi, size_t oi) { acc[xi] += go[oi] * w[wi]; });
 }
 Outs conv2dBackWeightRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
-  HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
-  std::vector<double> acc(o.data.size(), 0.0);
-  convTerms(convGeom(in[1]->sizes, o.sizes, in[0]->sizes, a),
-            [&](int64_t xi, int64_t wi, int64_t oi) { acc[static_cast<size_t>(wi)] += in[0]->data[static_cast<size_t>(oi)] * in[1]->data[static_cast<size_t>(xi)]; });
-  for (size_t i = 0; i < acc.size(); ++i) o.data[i] = roundTo(o.dtype, acc[i]);
-  return {o};
+  const auto &go = in[0]->data, &x = in[1]->data;
+  return convAccumulate(ot[0], convGeom(in[1]->sizes, ot[0].sizes, in[0]->sizes, a),
+                        [&](std::vector<double>& acc, size_t xi, size_t wi, size_t oi) { acc[wi] += go[oi] * x[xi]; });
 }
 
 // ---- gradient rules
@@ -189,33 +192,27 @@ R conv2dBackWeightGrad(GradCtx& g) {
   return {g.op(K::Conv2d, {g.contiguous(g.I(1)), go}, ac), g.op(K::Conv2dBackwardInput, {g.contiguous(g.I(0)), go}, ai)};
 }
 
-SampleOperand F(Ints s) { return SampleOperand{DType::F64, std::move(s), {}}; }
 
-std::vector<OpRule> rows() {
-  std::vector<OpRule> v;
-  auto row = [&](OpKind k, ShapeRule t, ReferenceKernel ref, GradRule grad, Lowering low, OpSample s) {
-    v.push_back(OpRule{k, t, ref, grad, low, nullptr, nullptr, std::nullopt, nullptr, {std::move(s)}});
-  };
-  const Attrs conv{{"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}};
-  auto with = [&](const char* k, Ints v) {
-    Attrs a = conv;
-    a[k] = std::move(v);
-    return a;
-  };
-  row(K::Mm, mmRule, mmRef, mmGrad, Lowering::Gemm, {{F({2, 3}), F({3, 4})}, {}});
-  row(K::Bmm, bmmRule, bmmRef, bmmGrad, Lowering::Gemm, {{F({2, 2, 3}), F({2, 3, 2})}, {}});
-  row(K::Conv2d, conv2dRule, conv2dRef, conv2dGrad, Lowering::Conv, {{F({1, 4, 5, 5}), F({2, 2, 3, 3})}, conv});
-  row(K::Conv2dBackwardInput, conv2dBackInputRule, conv2dBackInputRef, conv2dBackInputGrad, Lowering::Conv,
-      {{F({1, 4, 3, 3}), F({4, 1, 3, 3})}, with("input_size", {1, 2, 6, 5})});
-  row(K::Conv2dBackwardWeight, conv2dBackWeightRule, conv2dBackWeightRef, conv2dBackWeightGrad, Lowering::Conv,
-      {{F({1, 4, 3, 3}), F({1, 2, 6, 5})}, with("weight_size", {4, 1, 3, 3})});
-  return v;
+/// The convolution samples' attributes: grouped, strided and padded, plus
+/// a backward's size attribute.
+Attrs convSample(const char* sizeKey = nullptr, Ints size = {}) {
+  Attrs a{{"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{1}}, {"groups", int64_t{2}}};
+  if (sizeKey) a[sizeKey] = std::move(size);
+  return a;
 }
 
 }  // namespace
 
 std::span<const OpRule> linalgRows() {
-  static const std::vector<OpRule> kRows = rows();
+  static const std::vector<OpRule> kRows = {
+      row(K::Mm, mmRule, mmRef, mmGrad, Lowering::Gemm, {{{sampleF({2, 3}), sampleF({3, 4})}, {}}}),
+      row(K::Bmm, bmmRule, bmmRef, bmmGrad, Lowering::Gemm, {{{sampleF({2, 2, 3}), sampleF({2, 3, 2})}, {}}}),
+      row(K::Conv2d, conv2dRule, conv2dRef, conv2dGrad, Lowering::Conv, {{{sampleF({1, 4, 5, 5}), sampleF({2, 2, 3, 3})}, convSample()}}),
+      row(K::Conv2dBackwardInput, conv2dBackInputRule, conv2dBackInputRef, conv2dBackInputGrad, Lowering::Conv,
+          {{{sampleF({1, 4, 3, 3}), sampleF({4, 1, 3, 3})}, convSample("input_size", {1, 2, 6, 5})}}),
+      row(K::Conv2dBackwardWeight, conv2dBackWeightRule, conv2dBackWeightRef, conv2dBackWeightGrad, Lowering::Conv,
+          {{{sampleF({1, 4, 3, 3}), sampleF({1, 2, 6, 5})}, convSample("weight_size", {4, 1, 3, 3})}}),
+  };
   return kRows;
 }
 

@@ -93,7 +93,23 @@ inline int64_t flatIndex(const Ints& c, const Ints& sizes) {
   return off;
 }
 
-// ---- the OpRule families (Note [Op rows]), each in its file
+// ---- rows (Note [Op rows])
+/// A row whose CUDA lowering needs no text of its own: a view's layout, a
+/// library call, a fill, or an op the engine removes.
+inline OpRule row(OpKind k, ShapeRule types, ReferenceKernel ref, GradRule grad, Lowering cuda, std::vector<OpSample> samples = {}) {
+  return OpRule{k, types, ref, grad, cuda, nullptr, nullptr, std::nullopt, nullptr, std::move(samples)};
+}
+/// A row run as an element kernel whose body `body` writes.
+inline OpRule elementRow(OpKind k, ShapeRule types, ReferenceKernel ref, GradRule grad, ElementBody body,
+                         std::vector<OpSample> samples) {
+  return OpRule{k, types, ref, grad, Lowering::Element, body, nullptr, std::nullopt, nullptr, std::move(samples)};
+}
+/// Sample operands: floating (drawn in the sample's range) and int64 with fixed data.
+inline SampleOperand sampleF(Ints s) { return SampleOperand{DType::F64, std::move(s), {}}; }
+inline SampleOperand sampleI(Ints s, std::vector<double> d) { return SampleOperand{DType::I64, std::move(s), std::move(d)}; }
+inline Attrs dimAttr(int64_t d) { return Attrs{{"dim", d}}; }
+
+// ---- the OpRule families, each in its file
 std::span<const OpRule> viewRows();
 std::span<const OpRule> windowRows();
 std::span<const OpRule> gatherRows();

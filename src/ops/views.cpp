@@ -302,54 +302,54 @@ ScatterRegion diagonalRegion(const Graph& g, const Node& n, const std::vector<st
   return r;
 }
 
-SampleOperand F(Ints s) { return SampleOperand{DType::F64, std::move(s), {}}; }
-Attrs dim(int64_t d) { return Attrs{{"dim", d}}; }
 
-std::vector<OpRule> rows() {
-  std::vector<OpRule> v;
-  auto view = [&](OpKind k, ShapeRule t, ReferenceKernel ref, GradRule grad, InverseRule inv, std::vector<OpSample> s) {
-    v.push_back(OpRule{k, t, ref, grad, Lowering::View, nullptr, nullptr, std::nullopt, inv, std::move(s)});
-  };
-  view(K::T, tRule, tRef, tGrad, tInverse, {{{F({2, 3})}, {}}});
-  view(K::View, viewRule, viewSizesRef, reshapeGrad, reshapeInverse, {{{F({2, 3})}, Attrs{{"size", Ints{3, 2}}}}});
-  view(K::Expand, expandRule, expandRef, expandGrad, expandInverse, {{{F({3, 1})}, Attrs{{"size", Ints{2, 3, 4}}}}});
-  view(K::Detach, aliasRule, identityRef, nullptr, detachInverse, {});
-  view(K::Permute, permuteRule, viewRef<K::Permute>, permuteGrad, permuteInverse, {{{F({2, 3, 4})}, Attrs{{"dims", Ints{2, 0, 1}}}}});
-  view(K::Transpose, transposeRule, viewRef<K::Transpose>, transposeGrad, transposeInverse,
-       {{{F({2, 3, 4})}, Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}}});
-  view(K::Unsqueeze, unsqueezeRule, viewRef<K::Unsqueeze>, reshapeGrad, reshapeInverse, {{{F({2, 3})}, dim(1)}});
-  view(K::Squeeze, squeezeRule, viewRef<K::Squeeze>, reshapeGrad, reshapeInverse, {{{F({2, 1, 3})}, Attrs{{"dim", Ints{1}}}}});
-  view(K::Slice, sliceRule, viewRef<K::Slice>, regionGrad<K::SliceScatter>, regionInverse<K::SliceScatter>,
-       {{{F({2, 5})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{5}}, {"step", int64_t{2}}}}});
-  view(K::Select, selectRule, viewRef<K::Select>, regionGrad<K::SelectScatter>, regionInverse<K::SelectScatter>,
-       {{{F({2, 4})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{-2}}}}});
-  view(K::Diagonal, diagonalRule, viewRef<K::Diagonal>, regionGrad<K::DiagonalScatter>, regionInverse<K::DiagonalScatter>,
-       {{{F({3, 4})}, Attrs{{"offset", int64_t{1}}}}});
-
-  auto scatter = [&](OpKind k, OpKind of, ShapeRule t, ReferenceKernel ref, RegionRule region, OpSample s) {
-    v.push_back(OpRule{k, t, ref, scatterGrad, Lowering::Expression, nullptr, region, of, nullptr, {std::move(s)}});
-  };
-  scatter(K::SliceScatter, K::Slice, scatterRule<sliceRule>, scatterRef<K::Slice>, sliceRegion,
-          {{F({2, 4}), F({2, 2})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{4}}, {"step", int64_t{2}}}});
-  scatter(K::SelectScatter, K::Select, scatterRule<selectRule>, scatterRef<K::Select>, selectRegion,
-          {{F({2, 4}), F({2})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{1}}}});
-  scatter(K::DiagonalScatter, K::Diagonal, scatterRule<diagonalRule>, scatterRef<K::Diagonal>, diagonalRegion,
-          {{F({2, 3, 4}), F({2, 2})}, Attrs{{"offset", int64_t{-1}}, {"dim1", int64_t{1}}, {"dim2", int64_t{2}}}});
-
-  // The in-place forms that change only a tensor's metadata: functionalize
-  // replays them as their functional view (ops.def's fn column).
-  auto meta = [&](OpKind k, ShapeRule t) { v.push_back(OpRule{k, t, nullptr, nullptr, Lowering::None, {}, {}, {}, {}, {}}); };
-  meta(K::TInplace, tRule);
-  meta(K::TransposeInplace, transposeRule);
-  meta(K::UnsqueezeInplace, unsqueezeRule);
-  meta(K::SqueezeInplace, squeezeRule);
-  return v;
+OpRule viewRow(OpKind k, ShapeRule t, ReferenceKernel ref, GradRule grad, InverseRule inverse, std::vector<OpSample> s) {
+  OpRule r = row(k, t, ref, grad, Lowering::View, std::move(s));
+  r.inverse = inverse;
+  return r;
+}
+OpRule scatterRow(OpKind k, OpKind of, ShapeRule t, ReferenceKernel ref, RegionRule region, OpSample s) {
+  OpRule r = row(k, t, ref, scatterGrad, Lowering::Expression, {std::move(s)});
+  r.region = region;
+  r.scatters = of;
+  return r;
 }
 
 }  // namespace
 
 std::span<const OpRule> viewRows() {
-  static const std::vector<OpRule> kRows = rows();
+  // Views, then the scatters into their regions, then the in-place forms
+  // that change only a tensor's metadata (functionalize replays them as
+  // their functional view: ops.def's fn column).
+  static const std::vector<OpRule> kRows = {
+      viewRow(K::T, tRule, tRef, tGrad, tInverse, {{{sampleF({2, 3})}, {}}}),
+      viewRow(K::View, viewRule, viewSizesRef, reshapeGrad, reshapeInverse, {{{sampleF({2, 3})}, Attrs{{"size", Ints{3, 2}}}}}),
+      viewRow(K::Expand, expandRule, expandRef, expandGrad, expandInverse, {{{sampleF({3, 1})}, Attrs{{"size", Ints{2, 3, 4}}}}}),
+      viewRow(K::Detach, aliasRule, identityRef, nullptr, detachInverse, {}),
+      viewRow(K::Permute, permuteRule, viewRef<K::Permute>, permuteGrad, permuteInverse,
+              {{{sampleF({2, 3, 4})}, Attrs{{"dims", Ints{2, 0, 1}}}}}),
+      viewRow(K::Transpose, transposeRule, viewRef<K::Transpose>, transposeGrad, transposeInverse,
+              {{{sampleF({2, 3, 4})}, Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{2}}}}}),
+      viewRow(K::Unsqueeze, unsqueezeRule, viewRef<K::Unsqueeze>, reshapeGrad, reshapeInverse, {{{sampleF({2, 3})}, dimAttr(1)}}),
+      viewRow(K::Squeeze, squeezeRule, viewRef<K::Squeeze>, reshapeGrad, reshapeInverse,
+              {{{sampleF({2, 1, 3})}, Attrs{{"dim", Ints{1}}}}}),
+      viewRow(K::Slice, sliceRule, viewRef<K::Slice>, regionGrad<K::SliceScatter>, regionInverse<K::SliceScatter>,
+              {{{sampleF({2, 5})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{5}}, {"step", int64_t{2}}}}}),
+      viewRow(K::Select, selectRule, viewRef<K::Select>, regionGrad<K::SelectScatter>, regionInverse<K::SelectScatter>,
+              {{{sampleF({2, 4})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{-2}}}}}),
+      viewRow(K::Diagonal, diagonalRule, viewRef<K::Diagonal>, regionGrad<K::DiagonalScatter>, regionInverse<K::DiagonalScatter>,
+              {{{sampleF({3, 4})}, Attrs{{"offset", int64_t{1}}}}}),
+      scatterRow(K::SliceScatter, K::Slice, scatterRule<sliceRule>, scatterRef<K::Slice>, sliceRegion,
+                 {{sampleF({2, 4}), sampleF({2, 2})}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{4}}, {"step", int64_t{2}}}}),
+      scatterRow(K::SelectScatter, K::Select, scatterRule<selectRule>, scatterRef<K::Select>, selectRegion,
+                 {{sampleF({2, 4}), sampleF({2})}, Attrs{{"dim", int64_t{1}}, {"index", int64_t{1}}}}),
+      scatterRow(K::DiagonalScatter, K::Diagonal, scatterRule<diagonalRule>, scatterRef<K::Diagonal>, diagonalRegion,
+                 {{sampleF({2, 3, 4}), sampleF({2, 2})}, Attrs{{"offset", int64_t{-1}}, {"dim1", int64_t{1}}, {"dim2", int64_t{2}}}}),
+      row(K::TInplace, tRule, nullptr, nullptr, Lowering::None),
+      row(K::TransposeInplace, transposeRule, nullptr, nullptr, Lowering::None),
+      row(K::UnsqueezeInplace, unsqueezeRule, nullptr, nullptr, Lowering::None),
+      row(K::SqueezeInplace, squeezeRule, nullptr, nullptr, Lowering::None),
+  };
   return kRows;
 }
 

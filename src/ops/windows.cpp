@@ -328,34 +328,26 @@ std::string avgPoolBody(const Graph& g, const Node& n) {
   return b.str();
 }
 
-SampleOperand F(Ints s) { return SampleOperand{DType::F64, std::move(s), {}}; }
-
-std::vector<OpRule> rows() {
-  std::vector<OpRule> v;
-  auto row = [&](OpKind k, ShapeRule t, ReferenceKernel ref, GradRule grad, ElementBody body, OpSample s) {
-    v.push_back(OpRule{k, t, ref, grad, Lowering::Element, body, nullptr, std::nullopt, nullptr, {std::move(s)}});
-  };
-  row(K::MaxPool2d, maxPoolRule, maxPoolRef, maxPoolGrad, maxPoolBody,
-      {{F({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}});
-  row(K::MaxPool2dBackward, maxPoolBackRule, maxPoolBackRef, maxPoolBackGrad, maxPoolBackBody,
-      {{F({1, 1, 2, 2}), SampleOperand{DType::I64, {1, 1, 2, 2}, {5, 3, 12, 15}}},
-       Attrs{{"input_size", Ints{1, 1, 4, 4}}, {"kernel", Ints{2}}, {"stride", Ints{2}}}});
-  row(K::AvgPool2d, avgPoolRule, avgPoolRef, avgPoolGrad, avgPoolBody,
-      {{F({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}});
-  row(K::AvgPool2dBackward, avgPoolBackRule, avgPoolBackRef, avgPoolBackGrad, avgPoolBody,
-      {{F({1, 2, 3, 3})},
-       Attrs{{"input_size", Ints{1, 2, 5, 5}}, {"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}});
-  row(K::AdaptiveAvgPool2d, adaptivePoolRule, adaptivePoolRef, adaptivePoolGrad, adaptiveBody,
-      {{F({1, 2, 5, 7})}, Attrs{{"output_size", Ints{3, 4}}}});
-  row(K::AdaptiveAvgPool2dBackward, adaptivePoolBackRule, adaptivePoolBackRef, adaptivePoolBackGrad, adaptiveBody,
-      {{F({1, 2, 3, 4})}, Attrs{{"input_size", Ints{1, 2, 5, 7}}}});
-  return v;
-}
 
 }  // namespace
 
 std::span<const OpRule> windowRows() {
-  static const std::vector<OpRule> kRows = rows();
+  static const std::vector<OpRule> kRows = {
+      elementRow(K::MaxPool2d, maxPoolRule, maxPoolRef, maxPoolGrad, maxPoolBody,
+                 {{{sampleF({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}}}),
+      elementRow(K::MaxPool2dBackward, maxPoolBackRule, maxPoolBackRef, maxPoolBackGrad, maxPoolBackBody,
+                 {{{sampleF({1, 1, 2, 2}), sampleI({1, 1, 2, 2}, {5, 3, 12, 15})},
+                   Attrs{{"input_size", Ints{1, 1, 4, 4}}, {"kernel", Ints{2}}, {"stride", Ints{2}}}}}),
+      elementRow(K::AvgPool2d, avgPoolRule, avgPoolRef, avgPoolGrad, avgPoolBody,
+                 {{{sampleF({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}}}),
+      elementRow(K::AvgPool2dBackward, avgPoolBackRule, avgPoolBackRef, avgPoolBackGrad, avgPoolBody,
+                 {{{sampleF({1, 2, 3, 3})}, Attrs{{"input_size", Ints{1, 2, 5, 5}}, {"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}},
+                                            {"count_include_pad", false}}}}),
+      elementRow(K::AdaptiveAvgPool2d, adaptivePoolRule, adaptivePoolRef, adaptivePoolGrad, adaptiveBody,
+                 {{{sampleF({1, 2, 5, 7})}, Attrs{{"output_size", Ints{3, 4}}}}}),
+      elementRow(K::AdaptiveAvgPool2dBackward, adaptivePoolBackRule, adaptivePoolBackRef, adaptivePoolBackGrad, adaptiveBody,
+                 {{{sampleF({1, 2, 3, 4})}, Attrs{{"input_size", Ints{1, 2, 5, 7}}}}}),
+  };
   return kRows;
 }
 

@@ -34,7 +34,7 @@ def main():
             return 1
         checks = []
         for l in out.stdout.splitlines():
-            if l.startswith("graph @"):
+            if l.startswith("graph @") or l.startswith("fusion @"):
                 checks.append(f"// CHECK-LABEL: {l}")
             elif l == "// -----":
                 checks.append("// CHECK: // -----")

@@ -76,7 +76,7 @@ void expectClose(const std::string& what, const HostTensor& got, const HostTenso
 // units in the last place of their dtype near 1 (float16 2^-10, bfloat16
 // 2^-7; PyTorch's own OpInfo tolerance for bfloat16 is rtol 1.6e-2): every
 // value is rounded to its dtype as eager rounds it (Note [Half precision
-// values] in cuda_emit.cpp), but reductions and matrix products accumulate
+// values] in codegen/cuda/kernels.cpp), but reductions and matrix products accumulate
 // in another order and precision, and one ulp of difference in a saved value
 // moves a gradient by an ulp or two more.  A wrong rule is off by far more.
 double tolerance(DType d) {

@@ -4,7 +4,7 @@
 // shape rule computes its layout over the source (sizes, strides, offset:
 // ATen's), which is all the code generator needs (Lowering::View); a scatter
 // is the functional form of writing a view's region, computed inside its
-// consumer (Note [Scatter expressions] in cuda_emit.cpp).  Gradient rules
+// consumer (Note [Scatter expressions] in codegen/cuda/kernels.cpp).  Gradient rules
 // follow Note [Node order] (gradients.cpp).
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -263,7 +263,7 @@ ValueId expandInverse(Builder& b, const Attrs&, ValueId, ValueId) {
          "(PyTorch rejects this too); clone() the expanded tensor first");
 }
 
-// ---- scatter expressions (Note [Scatter expressions] in cuda_emit.cpp)
+// ---- scatter expressions (Note [Scatter expressions] in codegen/cuda/kernels.cpp)
 
 ScatterRegion sliceRegion(const Graph& g, const Node& n, const std::vector<std::string>& c, const std::string& q) {
   const TensorType& ot = g.type(n.outputs[0]);

@@ -3,6 +3,9 @@
 //   aotc-opt FILE --passes=functionalize,dce [--split-input-file]
 //   aotc-opt FILE --partition=default     prints the forward then the backward
 //   aotc-opt FILE --roundtrip             prints parse(FILE) unchanged
+//   aotc-opt FILE --fusion-plan           prints the code generator's fusion
+//                                         plan (after --passes; with
+//                                         --partition, of both programs)
 //   aotc-opt --fx-targets < NAMES         prints `NAME supported|unsupported`
 //                                         per ATen target (scripts/op_coverage)
 //   aotc-opt --fx-lowering < FILES        loads each FX JSON file and prints,
@@ -19,6 +22,7 @@
 #include <set>
 #include <tuple>
 
+#include "aotc/codegen/fusion.h"
 #include "aotc/frontend/fx.h"
 #include "aotc/ops/ops.h"
 #include "aotc/passes/passes.h"
@@ -62,13 +66,14 @@ void lowering(const aotc::Graph& g, std::set<std::tuple<std::string, std::string
 
 int main(int argc, char** argv) {
   std::string file, passes, partition;
-  bool split = false, roundtrip = false;
+  bool split = false, roundtrip = false, fusion = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--passes=", 0) == 0) passes = a.substr(9);
     else if (a.rfind("--partition=", 0) == 0) partition = a.substr(12);
     else if (a == "--split-input-file") split = true;
     else if (a == "--roundtrip") roundtrip = true;
+    else if (a == "--fusion-plan") fusion = true;
     else if (a == "--fx-targets") {
       std::string t;
       while (std::cin >> t) std::printf("%s %s\n", t.c_str(), aotc::isSupportedFxTarget(t) ? "supported" : "unsupported");
@@ -133,7 +138,13 @@ int main(int argc, char** argv) {
         aotc::Partition p = partition == "min-cut" ? aotc::partitionMinCut(g) : aotc::partitionDefault(g);
         aotc::verifyGraph(p.forward, file + " forward");
         aotc::verifyGraph(p.backward, file + " backward");
-        std::printf("%s%s", aotc::printGraph(p.forward).c_str(), aotc::printGraph(p.backward).c_str());
+        if (fusion)
+          std::printf("%s%s", aotc::printFusionPlan(p.forward, aotc::planFusion(p.forward)).c_str(),
+                      aotc::printFusionPlan(p.backward, aotc::planFusion(p.backward)).c_str());
+        else
+          std::printf("%s%s", aotc::printGraph(p.forward).c_str(), aotc::printGraph(p.backward).c_str());
+      } else if (fusion) {
+        std::printf("%s", aotc::printFusionPlan(g, aotc::planFusion(g)).c_str());
       } else {
         std::printf("%s", aotc::printGraph(g).c_str());
       }

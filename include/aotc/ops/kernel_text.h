@@ -19,7 +19,7 @@ const char* storageType(DType d);
 /// The C type values of dtype `d` are computed in (16-bit floats: float).
 const char* computeType(DType d);
 /// The cast that gives a computed value its dtype's value (Note [Half
-/// precision values] in cuda_emit.cpp): for the 16-bit types a round trip
+/// precision values] in codegen/cuda/kernels.cpp): for the 16-bit types a round trip
 /// through the storage type, else the compute type.
 std::string valueCast(DType d);
 /// `v` as a C literal of dtype `d` (exact: 17 digits, inf and nan spelled).

@@ -14,7 +14,7 @@
 //              the same for the kernels: the identity for floating and for
 //              integer accumulators, and the device function combining two
 //              partial results (empty: +); inlining, row groups and the
-//              reduction kernel all read it (Note [Reductions] in cuda_emit.cpp)
+//              reduction kernel all read it (Note [Reductions] in codegen/cuda/fusion.cpp)
 //   grad       the gradient rule, in forward ops
 //   sample     the operand shape and reduced dims of its sample
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,395 @@
+//===- fusion.cpp - The fusion plan (codegen stage 1) ----------------------===//
+//
+// Decides, for each node of a program, whether it is computed inside its
+// consumer's kernel, by a row group's kernel, by a GEMM's bias epilogue, or
+// by a kernel or extern call of its own.  Reads types and uses only; writes
+// no text.  Note [Codegen stages] in lowering.h.
+//===----------------------------------------------------------------------===//
+#include "aotc/codegen/fusion.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "aotc/ops/ops.h"
+#include "aotc/ops/reductions.h"
+#include "aotc/ops/rules.h"
+
+namespace aotc {
+
+bool isScatterExpr(OpKind k) {
+  const OpRule* r = opRule(k);
+  return r && r->cuda == aotc::Lowering::Expression;
+}
+
+/// Note [Reductions]: every reduction the kernels compute, with its
+/// identity (floating and integer) and how two partial results combine
+/// (empty: +), is its row (Note [Reduction rows]).  Inlining, row groups
+/// and the reduction kernel all read it.
+bool isReduction(OpKind k) { return reductionRule(k) != nullptr; }
+
+/// Note [Region epilogues]: an input mutated only through one slice or
+/// select (x[1:3].add_(...)) reaches its epilogue as
+/// epilogue_copy(x, slice_scatter(x, v)).  The copy then writes v into that
+/// region of the caller's buffer, and the full-size scatter is not computed
+/// when nothing else reads it.
+int32_t regionSource(const Graph& g, const Node& copy) {
+  int32_t d = g.values[copy.inputs[1]].node;
+  if (d < 0) return -1;
+  const Node& sc = g.nodes[static_cast<size_t>(d)];
+  if ((sc.op == OpKind::SliceScatter || sc.op == OpKind::SelectScatter) && sc.inputs[0] == copy.inputs[0]) return d;
+  return -1;
+}
+
+namespace {
+
+// Note [Fusion by inlining]: a pointwise value with exactly one consumer,
+// a pointwise kernel or a reduction of the same shape, that no program
+// output needs, is computed inside its consumer's kernel instead of
+// through a buffer; 0-dim constants are inlined everywhere as literals.
+// A kernel evaluates its expression tree per output element (reductions:
+// per reduced element), loading each leaf buffer with its own strides,
+// broadcast to the tree's shape.  Values with several consumers are
+// materialized once rather than recomputed.
+struct Planner {
+  const Graph& g;
+  FusionPlan plan;
+  std::vector<bool>& inlined = plan.inlined;
+
+  explicit Planner(const Graph& graph) : g(graph) {}
+
+  /// Largest expression tree (in nodes) one inlined value may stand for:
+  /// a value inlined into several consumers is recomputed by each.
+  static constexpr int kMaxInlineTree = 24;
+
+  /// Note [GEMM bias epilogue]: add(mm(a, b), bias) — a Linear layer — with
+  /// the product used nowhere else and a contiguous bias broadcast over rows
+  /// is one cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS: the add writes no
+  /// buffer of its own.  Maps the add's node to (mm node, bias value).
+  void planBiasEpilogues(const UseInfo& u) {
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      // Only adds that fusion leaves materialized: an inlined add already
+      // costs no launch of its own.
+      if (n.op != OpKind::Add || inlined[k]) continue;
+      for (int side = 0; side < 2; ++side) {
+        ValueId p = n.inputs[static_cast<size_t>(side)], bias = n.inputs[static_cast<size_t>(1 - side)];
+        int32_t d = g.values[p].node;
+        if (d < 0 || g.nodes[static_cast<size_t>(d)].op != OpKind::Mm || plan.gemmBias.count(d)) continue;
+        // The bias must be read from a buffer that exists before the GEMM
+        // runs: a graph input or a view of one (a value computed by a fused
+        // kernel may have no buffer of its own).
+        ValueId base = bias;
+        while (g.values[base].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[base].node)].op))
+          base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
+        if (g.values[base].node >= 0) continue;
+        const TensorType &pt = g.type(p), &bt = g.type(bias), &ot = g.type(n.outputs[0]);
+        bool rowBias = (bt.rank() == 1 && bt.sizes[0] == pt.sizes[1]) || (bt.rank() == 2 && bt.sizes[0] == 1 && bt.sizes[1] == pt.sizes[1]);
+        if (u.users[p].size() != 1 || u.is_output[p] || !rowBias || bt.strides.back() != 1 || bt.dtype != pt.dtype ||
+            ot.sizes != pt.sizes || ot.dtype != pt.dtype)
+          continue;
+        plan.biasAdds[static_cast<int32_t>(k)] = {d, bias};
+        plan.gemmBias[d] = bias;
+        break;
+      }
+    }
+  }
+
+  void run() {
+    UseInfo u = UseInfo::compute(g);
+    inlined.assign(g.nodes.size(), false);
+    for (const Node& n : g.nodes) {
+      if (n.op != OpKind::EpilogueCopy) continue;
+      int32_t d = regionSource(g, n);
+      if (d >= 0 && u.users[g.nodes[static_cast<size_t>(d)].outputs[0]].size() == 1 &&
+          !u.is_output[g.nodes[static_cast<size_t>(d)].outputs[0]])
+        inlined[static_cast<size_t>(d)] = true;  // its only reader copies just the region
+    }
+    std::vector<int> treeSize(g.nodes.size(), 1);
+    auto consumesAsExpression = [&](int32_t user, ValueId v) {
+      const Node& c = g.nodes[static_cast<size_t>(user)];
+      const Ints& vs = g.type(v).sizes;
+      if (c.op == OpKind::EpilogueCopy) return c.inputs[1] == v && g.type(c.inputs[0]).sizes == vs;
+      if (opInfo(c.op).category == OpCategory::Pointwise) return g.type(c.outputs[0]).sizes == vs;
+      if (isScatterExpr(c.op)) return c.inputs[1] == v || g.type(c.outputs[0]).sizes == vs;  // the source, or the base
+      if (isReduction(c.op)) return c.inputs[0] == v;
+      return false;
+    };
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      for (ValueId in : n.inputs) {
+        int32_t d = g.values[in].node;
+        if (d >= 0 && inlined[static_cast<size_t>(d)]) treeSize[k] += treeSize[static_cast<size_t>(d)];
+      }
+      if (n.outputs.size() != 1 || u.is_output[n.outputs[0]]) continue;
+      ValueId v = n.outputs[0];
+      const auto& users = u.users[v];
+      if (users.empty()) continue;
+      if (n.op == OpKind::Constant) {
+        // A literal: free in any consumer that broadcasts it.
+        bool all = true;
+        for (int32_t user : users) {
+          const Node& c = g.nodes[static_cast<size_t>(user)];
+          OpCategory cat = opInfo(c.op).category;
+          all = all && (cat == OpCategory::Pointwise || (c.op == OpKind::EpilogueCopy && c.inputs[1] == v) ||
+                        (isScatterExpr(c.op) && c.inputs[0] == v && g.type(c.outputs[0]).sizes == g.type(v).sizes) ||
+                        (isReduction(c.op) && c.inputs[0] == v));
+        }
+        inlined[k] = all;
+        treeSize[k] = 0;
+        continue;
+      }
+      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) || treeSize[k] > kMaxInlineTree) continue;
+      bool all = true;
+      for (int32_t user : users) all = all && consumesAsExpression(user, v);
+      inlined[k] = all;
+    }
+    planBiasEpilogues(u);
+    planRowGroups(u);
+  }
+
+  // ------------------------------------------------------------ row groups
+  /// Row groups look this many nodes past their first reduction.
+  static constexpr size_t kRowGroupWindow = 256;
+
+
+  /// A row-level shape: one element per row, in the rows' order -- the row
+  /// shape itself ([2,10,1]) or a compact spelling of it ([3] for the rows of
+  /// a batch norm over [2,3,4,4], from a keepdim=false reduction).
+  static bool compactRow(const Ints& t, const RowGroup& G) {
+    Ints a, b;
+    for (int64_t s : t)
+      if (s != 1) a.push_back(s);
+    for (int64_t s : G.rowShape)
+      if (s != 1) b.push_back(s);
+    return a == b;
+  }
+
+  /// Whether a row-level value of shape `t`, broadcast (right-aligned) to
+  /// the group's full shape, is the row's value: its non-1 dims land on kept
+  /// dims of the same sizes.
+  static bool rowBroadcasts(const Ints& t, const RowGroup& G) {
+    if (t.size() > G.shape.size() || !compactRow(t, G)) return false;
+    size_t lead = G.shape.size() - t.size();
+    for (size_t d = 0; d < t.size(); ++d)
+      if (t[d] != 1 && (G.rowShape[lead + d] != t[d])) return false;
+    return true;
+  }
+
+  /// Whether `v` can be read by a member computed at shape `ctx` (the
+  /// group's full shape, or a row-level shape); `touches` is set when it
+  /// depends on the group.
+  bool rowOperandOk(ValueId v, const RowGroup& G, const Ints& ctx, bool& touches, int depth = 0) const {
+    const bool fullCtx = ctx == G.shape;
+    if (G.rowLevel.count(v)) {
+      touches = true;
+      const Ints& vs = g.type(v).sizes;
+      return fullCtx ? (vs == G.shape || rowBroadcasts(vs, G)) : vs == ctx;
+    }
+    if (G.full.count(v)) {
+      touches = true;
+      return fullCtx;
+    }
+    int32_t d = g.values[v].node;
+    if (d < 0) return true;
+    const Node& n = g.nodes[static_cast<size_t>(d)];
+    if (inlined[static_cast<size_t>(d)]) {
+      if (depth > kMaxInlineTree) return false;
+      if (n.op == OpKind::Constant) return true;
+      if (isScatterExpr(n.op)) {  // read at shifted coordinates: only values that exist already
+        bool t = false;
+        for (ValueId in : n.inputs)
+          if (!rowOperandOk(in, G, ctx, t, depth + 1) || t) return false;
+        return true;
+      }
+      for (ValueId in : n.inputs)
+        if (!rowOperandOk(in, G, ctx, touches, depth + 1)) return false;
+      return true;
+    }
+    if (opInfo(n.op).category == OpCategory::View && !G.memberSet.count(d)) {
+      // A view (a bias reshaped to [1,C,1,1]) of something that exists by
+      // then: the group's kernel declares it early (ensureView).
+      bool t = false;
+      return rowOperandOk(n.inputs[0], G, ctx, t, depth + 1) && !t;
+    }
+    return d < G.seed;
+  }
+
+  /// Declares the buffer of a view (and of the views it is a view of): at its
+  /// place in the program, or ahead of it for a row group's kernel that
+  bool joinRowGroup(int32_t k, RowGroup& G) {
+    const Node& n = g.nodes[static_cast<size_t>(k)];
+    if (plan.groupOf[static_cast<size_t>(k)] >= 0 || inlined[static_cast<size_t>(k)] || plan.biasAdds.count(k) || n.outputs.size() != 1) return false;
+    ValueId out = n.outputs[0];
+    const TensorType& ot = g.type(out);
+    bool touches = false;
+    if (isReduction(n.op)) {
+      const TensorType& it = g.type(n.inputs[0]);
+      if (it.sizes != G.shape || reductionDims(n.attrs, it.rank()) != G.dims || !isFloating(ot.dtype)) return false;
+      if (!rowOperandOk(n.inputs[0], G, G.shape, touches)) return false;
+      G.rowLevel.insert(out);
+    } else if (opInfo(n.op).category == OpCategory::Pointwise) {
+      bool fullSize = ot.sizes == G.shape;
+      if (!fullSize && !compactRow(ot.sizes, G)) return false;
+      for (ValueId in : n.inputs)
+        if (!rowOperandOk(in, G, ot.sizes, touches)) return false;
+      if (!touches) return false;  // unrelated work stays out of the row loop
+      if (fullSize) {
+        G.full.insert(out);
+        G.exprNodes.insert(k);
+      } else {
+        if (!ot.isContiguous()) return false;
+        G.rowLevel.insert(out);
+      }
+    } else if (opInfo(n.op).category == OpCategory::View) {
+      ValueId in = n.inputs[0];
+      const TensorType& inT = g.type(in);
+      if (G.rowLevel.count(in) && (compactRow(ot.sizes, G) || (n.op == OpKind::Expand && rowBroadcasts(inT.sizes, G) && ot.sizes == G.shape))) {
+        G.rowLevel.insert(out);
+      } else if (G.full.count(in) && ot.sizes == inT.sizes && ot.strides == inT.strides && ot.offset == inT.offset) {
+        G.full.insert(out);
+      } else {
+        return false;
+      }
+      G.aliases[out] = in;
+    } else {
+      return false;
+    }
+    G.members.push_back(k);
+    G.memberSet.insert(k);
+    return true;
+  }
+
+  /// Whether something outside the group reads `v` (through alias views).
+  bool readOutsideGroup(ValueId v, const RowGroup& G, const UseInfo& u) const {
+    if (u.is_output[v]) return true;
+    for (int32_t user : u.users[v]) {
+      if (!G.memberSet.count(user)) return true;
+      const Node& c = g.nodes[static_cast<size_t>(user)];
+      if (opInfo(c.op).category == OpCategory::View && readOutsideGroup(c.outputs[0], G, u)) return true;
+    }
+    return false;
+  }
+
+  void planRowGroups(const UseInfo& u) {
+    plan.groupOf.assign(g.nodes.size(), -1);
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      if (!isReduction(n.op) || plan.groupOf[k] >= 0 || !isFloating(g.type(n.outputs[0]).dtype)) continue;
+      const TensorType& it = g.type(n.inputs[0]);
+      RowGroup G;
+      G.seed = static_cast<int32_t>(k);
+      G.shape = it.sizes;
+      G.dims = reductionDims(n.attrs, it.rank());
+      G.rowShape = it.sizes;
+      G.nred = 1;
+      for (int64_t d : G.dims) {
+        G.rowShape[static_cast<size_t>(d)] = 1;
+        G.nred *= it.sizes[static_cast<size_t>(d)];
+      }
+      G.rows = it.numel() / std::max<int64_t>(G.nred, 1);
+      if (G.nred < 2 || G.rows < 1 || it.rank() == 0) continue;
+      if (!joinRowGroup(G.seed, G)) continue;
+      for (size_t j = k + 1; j < std::min(g.nodes.size(), k + kRowGroupWindow); ++j) joinRowGroup(static_cast<int32_t>(j), G);
+      int launches = 0;
+      for (int32_t m : G.members) launches += opInfo(g.nodes[static_cast<size_t>(m)].op).category != OpCategory::View;
+      if (launches < 2) continue;
+      for (int32_t m : G.members) {
+        const Node& mn = g.nodes[static_cast<size_t>(m)];
+        ValueId v = mn.outputs[0];
+        if (!readOutsideGroup(v, G, u)) continue;
+        if (opInfo(mn.op).category == OpCategory::View) {
+          G.lowerViews.insert(m);
+        } else {
+          G.materialized.insert(v);
+        }
+      }
+      for (int32_t m : G.members) plan.groupOf[static_cast<size_t>(m)] = static_cast<int32_t>(plan.groups.size());
+      plan.groups.push_back(std::move(G));
+    }
+  }
+};
+
+}  // namespace
+
+FusionPlan planFusion(const Graph& g) {
+  Planner p(g);
+  p.run();
+  return std::move(p.plan);
+}
+
+namespace {
+
+std::string ints(const Ints& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string valueList(const Graph& g, const std::vector<ValueId>& vs) {
+  std::string s;
+  for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", %" : "%") + g.values[vs[i]].name;
+  return s;
+}
+
+/// What runs a node the plan leaves to a kernel or call of its own: as its
+/// category or its row says (Note [Op rows]).
+std::string ownStep(const Node& n) {
+  const OpInfo& info = opInfo(n.op);
+  if (n.op == OpKind::EpilogueCopy) return "epilogue copy";
+  if (info.category == OpCategory::View) return "view";
+  if (info.category == OpCategory::Pointwise || isScatterExpr(n.op)) return "kernel pointwise";
+  if (isReduction(n.op)) return "kernel reduction";
+  const OpRule* r = opRule(n.op);
+  switch (r ? r->cuda : aotc::Lowering::None) {
+    case aotc::Lowering::Element: return "kernel element";
+    case aotc::Lowering::Fill: return "kernel fill";
+    case aotc::Lowering::Gemm: return "gemm";
+    case aotc::Lowering::Conv: return "conv";
+    default: return "unlowered";
+  }
+}
+
+/// A scatter whose only reader is the epilogue copy that writes its region.
+bool regionOnly(const Graph& g, int32_t node) {
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::EpilogueCopy && regionSource(g, n) == node) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
+  std::ostringstream os;
+  os << "fusion @" << g.name << " {\n";
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    const int32_t id = static_cast<int32_t>(k);
+    if (n.outputs.empty()) os << "  " << opName(n.op) << " %" << g.values[n.inputs.at(0)].name << ": ";  // writes its first operand
+    else os << "  " << valueList(g, n.outputs) << " = " << opName(n.op) << ": ";
+    if (plan.inlined[k]) {
+      os << (n.op == OpKind::Constant ? "literal" : regionOnly(g, id) ? "region of an epilogue copy" : "inline");
+    } else if (int32_t gi = plan.groupOf[k]; gi >= 0) {
+      const RowGroup& G = plan.groups[static_cast<size_t>(gi)];
+      os << "group " << gi << (G.seed == id ? " seed" : "");
+      if (G.lowerViews.count(id)) os << ", view read outside";
+      else if (G.materialized.count(n.outputs[0])) os << ", stored";
+    } else if (auto b = plan.biasAdds.find(id); b != plan.biasAdds.end()) {
+      os << "bias epilogue of %" << g.values[g.nodes[static_cast<size_t>(b->second.first)].outputs[0]].name;
+    } else {
+      os << ownStep(n);
+      if (n.op == OpKind::EpilogueCopy)
+        if (int32_t d = regionSource(g, n); d >= 0) os << ", the region %" << g.values[g.nodes[static_cast<size_t>(d)].outputs[0]].name;
+      if (auto b = plan.gemmBias.find(id); b != plan.gemmBias.end()) os << " + bias %" << g.values[b->second].name;
+    }
+    os << "\n";
+  }
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const RowGroup& G = plan.groups[gi];
+    os << "  group " << gi << ": shape " << ints(G.shape) << " dims " << ints(G.dims) << " rows " << G.rows << " x " << G.nred
+       << ", " << G.members.size() << " members\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace aotc

@@ -1,0 +1,504 @@
+//===- kernels.cpp - Kernel text (codegen stage 2) -------------------------===//
+//
+// The CUDA C++ of every kernel the code generator writes itself: fused
+// elementwise kernels (Note [Fusion by inlining]), reductions, row groups
+// (Note [Row groups]), fills, and the element kernels around op rows' bodies
+// (Note [Op rows]).  Reads the fusion plan; adds each text to the kernel
+// table and returns its name.  Note [Codegen stages] in lowering.h.
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <sstream>
+
+#include "aotc/ir/host_tensor.h"
+#include "aotc/ops/kernel_text.h"
+#include "aotc/ops/ops.h"
+#include "aotc/ops/pointwise.h"
+#include "aotc/ops/reductions.h"
+#include "aotc/ops/rules.h"
+#include "lowering.h"
+
+namespace aotc::cudagen {
+
+using ktext::at;
+using ktext::computeType;
+using ktext::coords;
+using ktext::literal;
+using ktext::storageType;
+using ktext::valueCast;
+
+namespace {
+
+// Note [Half precision values]: float16 and bfloat16 values are computed in
+// float, but every value a node defines is rounded to its dtype where it is
+// computed, inlined or not, as eager rounds after every op.  Without this an
+// inlined copy of a value (full float precision) and its stored copy (rounded)
+// differ, and rules that compare values break: amax's gradient compares x
+// with max(x), found no tie in a bfloat16 program, and divided 0 by 0.
+// valueCast (kernel_text.h) is that rounding.
+
+/// The expression an elementwise op computes from its operand expressions:
+/// its row's (Note [Pointwise rows]); an epilogue copy is the value itself.
+std::string pointwiseExpr(OpKind k, const std::vector<std::string>& a) {
+  if (k == OpKind::EpilogueCopy) return a[0];
+  const PointwiseRule* r = pointwiseRule(k);
+  AOTC_CHECK(r, "no pointwise emit rule for ", opName(k));
+  return pointwiseCuda(*r, a);
+}
+
+/// Strides of `in` seen from an output of shape `out` (broadcast dims get 0).
+Ints broadcastStrides(const TensorType& in, const Ints& out) {
+  Ints st(out.size(), 0);
+  size_t lead = out.size() - in.sizes.size();
+  for (size_t d = lead; d < out.size(); ++d)
+    if (in.sizes[d - lead] != 1) st[d] = in.strides[d - lead];
+  return st;
+}
+
+/// Note [Kernel text]: a kernel's text names ops, never user node names (those
+/// are in the manifest's kernel entries), so the same work in two layers or
+/// two models is the same kernel: one compile, one cache entry.
+std::string banner(const Node& n, const Graph& g) {
+  std::string s = "// aotc kernel: " + std::string(opName(n.op)) + ": ";
+  for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + g.type(n.inputs[i]).str();
+  return s + "\n";
+}
+
+/// The head of a loop over a reduction's `nred` elements: strided over the
+/// block's threads, or serial in one thread (not unrolled when asked).
+std::string reduceLoopHead(bool blockStrided, int64_t nred, bool noUnroll = false) {
+  if (blockStrided) return "  for (aotc_i64 j = threadIdx.x; j < " + std::to_string(nred) + "; j += blockDim.x) {\n    aotc_i64 q = j;\n";
+  return std::string(noUnroll ? "  #pragma unroll 1\n" : "") + "  for (aotc_i64 j = 0; j < " + std::to_string(nred) + "; ++j) {\n    aotc_i64 q = j;\n";
+}
+
+/// Combines the block's partial results `acc` in `part` with a fixed tree
+/// (deterministic); `combine` is aotc_max/aotc_min, or empty for a sum.
+std::string blockTree(int64_t block, const std::string& combine) {
+  std::string both = combine.empty() ? "part[threadIdx.x] + part[threadIdx.x + s]" : combine + "(part[threadIdx.x], part[threadIdx.x + s])";
+  return "  part[threadIdx.x] = acc;\n  __syncthreads();\n  for (unsigned s = " + std::to_string(block / 2) +
+         "; s > 0; s >>= 1) {\n    if (threadIdx.x < s) part[threadIdx.x] = " + both + ";\n    __syncthreads();\n  }\n";
+}
+
+std::string joinCoords(const std::vector<std::string>& c) {
+  std::string k;
+  for (const std::string& s : c) k += s + ",";
+  return k;
+}
+
+/// Note [Vectorized access]: a float32 elementwise kernel whose output is
+/// dense, starts at a multiple of four elements and whose innermost size is
+/// a multiple of four computes four consecutive elements per thread and
+/// stores them with one 16-byte store.  An operand whose four elements are
+/// consecutive and 16-byte aligned (innermost stride 1, every other stride
+/// and the offset multiples of four; buffers start 256-byte aligned) is
+/// read with one 16-byte load; a broadcast operand with one load; any
+/// other with four.
+constexpr int64_t kVec = 4;
+bool vectorStore(const TensorType& ot) {
+  return ot.dtype == DType::F32 && ot.rank() >= 1 && ot.isContiguous() && ot.offset % kVec == 0 && ot.sizes.back() % kVec == 0 &&
+         ot.numel() >= kVec;
+}
+bool vectorLoadable(const TensorType& b) {
+  if (b.dtype != DType::F32 || b.strides.back() != 1 || b.offset % kVec != 0) return false;
+  for (size_t d = 0; d + 1 < b.sizes.size(); ++d)
+    if (b.sizes[d] != 1 && b.strides[d] % kVec != 0) return false;
+  return true;
+}
+
+/// Reductions over at least this many elements get one block per output
+/// (threads stride over the reduced elements, then a shared-memory tree);
+/// smaller ones one thread per output.  Note [Column reductions]: when the
+/// innermost dim is kept (a bias gradient's sum over rows), neighbouring
+/// threads of a block would read elements a row apart; one thread per
+/// output instead reads neighbouring columns at each step: coalesced.
+constexpr int64_t kBlockReduceMin = 256;
+constexpr int64_t kColumnOutputsMin = 32;
+
+bool blockReduction(const TensorType& in, const Ints& dims, int64_t nred, int64_t outputs) {
+  if (nred < kBlockReduceMin) return false;
+  int64_t inner = in.rank() - 1;
+  while (inner >= 0 && in.sizes[static_cast<size_t>(inner)] == 1) --inner;
+  bool columnWise = inner >= 0 && !std::binary_search(dims.begin(), dims.end(), inner) && in.strides[static_cast<size_t>(inner)] == 1;
+  return !(columnWise && outputs >= kColumnOutputsMin);
+}
+
+/// Threads to launch for a reduction node (grid x block).
+int64_t reductionThreads(const TensorType& in, const Node& n, const TensorType& out) {
+  Ints dims = reductionDims(n.attrs, in.rank());
+  int64_t nred = 1;
+  for (int64_t d : dims) nred *= in.sizes[d];
+  return blockReduction(in, dims, nred, out.numel()) ? out.numel() * kBlock : out.numel();
+}
+
+}  // namespace
+
+std::string nodeName(const Node& n) { return n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node; }
+
+/// Builds the expression tree of a kernel: leaves become parameters.
+struct KernelEmitter::ExprCtx {
+  std::vector<ValueId> leaves;
+  /// (value, coordinates) -> variable: a value read at several coordinate
+  /// sets (a scatter's source) is computed once per set.
+  std::map<std::pair<ValueId, std::string>, std::string> memo;
+  std::ostringstream code;
+  int tmp = 0;
+  std::vector<std::string> nodes;
+  std::vector<std::string> ops;  ///< op names, for the kernel's banner
+  std::string indent = "  ";
+  /// Row groups: nodes computed as expressions besides the inlined ones,
+  /// values held in registers (row-level results), and views that alias
+  /// another value of the group.
+  const std::set<int32_t>* exprNodes = nullptr;
+  std::map<ValueId, std::string> registers;
+  const std::map<ValueId, ValueId>* aliases = nullptr;
+  /// Vectorized kernels: the coordinates of each lane (Note [Vectorized access]).
+  std::vector<std::vector<std::string>> lanes;
+};
+
+bool KernelEmitter::computedInline(int32_t node, const ExprCtx& x) const {
+  return node >= 0 && (plan_.inlined[static_cast<size_t>(node)] || (x.exprNodes && x.exprNodes->count(node)));
+}
+
+/// The variable holding `v` at coordinates `c` of a tensor of shape `shape`.
+std::string KernelEmitter::emitValue(ValueId v, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x) {
+  if (x.aliases)
+    for (auto it = x.aliases->find(v); it != x.aliases->end(); it = x.aliases->find(v)) v = it->second;
+  if (auto r = x.registers.find(v); r != x.registers.end()) return r->second;
+  const std::pair<ValueId, std::string> key{v, joinCoords(c)};
+  auto it = x.memo.find(key);
+  if (it != x.memo.end()) return it->second;
+  const Value& val = g.values[v];
+  std::string var;
+  const char* ct = computeType(val.type.dtype);
+  if (computedInline(val.node, x)) {
+    const Node& n = g.nodes[static_cast<size_t>(val.node)];
+    if (n.op != OpKind::Constant) noteNode(x, n);
+    if (n.op == OpKind::Constant) {
+      var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
+      var = "((" + std::string(ct) + ")" + var + ")";
+    } else if (isScatterExpr(n.op)) {
+      var = scatterExpr(n, shape, c, x);
+    } else {
+      std::vector<std::string> args;
+      for (ValueId in : n.inputs) args.push_back(emitValue(in, shape, c, x));
+      var = "t" + std::to_string(x.tmp++);
+      x.code << x.indent << ct << " " << var << " = " << valueCast(val.type.dtype) << pointwiseExpr(n.op, args) << ";\n";
+    }
+  } else {
+    size_t p = std::find(x.leaves.begin(), x.leaves.end(), v) - x.leaves.begin();
+    if (p == x.leaves.size()) x.leaves.push_back(v);
+    TensorType b = val.type;
+    b.strides = broadcastStrides(val.type, shape);
+    b.sizes = shape;
+    int lane = -1;
+    for (size_t k = 0; k < x.lanes.size(); ++k)
+      if (x.lanes[k] == c) lane = static_cast<int>(k);
+    if (lane >= 0 && vectorLoadable(b)) {
+      // One 16-byte load serves the four lanes.
+      const std::pair<ValueId, std::string> vkey{v, "#vec"};
+      auto vit = x.memo.find(vkey);
+      if (vit == x.memo.end()) {
+        std::string vv = "v" + std::to_string(x.tmp++);
+        x.code << x.indent << "float4 " << vv << " = aotc_ld4(in" << p << " + " << at(b, x.lanes[0]) << ");\n";
+        vit = x.memo.emplace(vkey, vv).first;
+      }
+      var = vit->second + "." + "xyzw"[lane];
+    } else {
+      // Lanes that read the same element (a broadcast dim) share the load.
+      std::string idx = at(b, c);
+      const std::pair<ValueId, std::string> ikey{v, "@" + idx};
+      auto iit = x.memo.find(ikey);
+      if (iit != x.memo.end()) {
+        var = iit->second;
+      } else {
+        var = "t" + std::to_string(x.tmp++);
+        x.code << x.indent << ct << " " << var << " = (" << ct << ")in" << p << "[" << idx << "];\n";
+        x.memo[ikey] = var;
+      }
+    }
+  }
+  x.memo[key] = var;
+  return var;
+}
+
+/// Note [Scatter expressions]: slice_scatter / select_scatter computed
+/// inside their consumer: an element inside the region reads the source,
+/// any other the base.  The source's coordinates are clamped to 0 outside
+/// the region, so both loads stay in bounds and the choice is a select.
+std::string KernelEmitter::scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x) {
+  const TensorType& ot = g.type(n.outputs[0]);
+  std::string base = emitValue(n.inputs[0], shape, c, x);
+  std::string inside = "q" + std::to_string(x.tmp++);
+  ScatterRegion region = opRule(n.op)->region(g, n, c, inside);
+  x.code << x.indent << "bool " << inside << " = " << region.inside << ";\n";
+  std::string src = emitValue(n.inputs[1], g.type(n.inputs[1]).sizes, region.source, x);
+  const char* ct = computeType(ot.dtype);
+  std::string var = "t" + std::to_string(x.tmp++);
+  x.code << x.indent << ct << " " << var << " = " << inside << " ? (" << ct << ")" << src << " : (" << ct << ")" << base << ";\n";
+  return var;
+}
+
+/// Records that a kernel computes `n`: its user name for the manifest,
+/// its op for the kernel's banner (Note [Kernel text]); each once.
+void KernelEmitter::noteNode(ExprCtx& x, const Node& n) {
+  std::string who = nodeName(n), op = opName(n.op);
+  if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
+  if (std::find(x.ops.begin(), x.ops.end(), op) == x.ops.end()) x.ops.push_back(op);
+}
+
+std::string KernelEmitter::kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves) {
+  std::ostringstream os;
+  os << "// aotc kernel:";
+  for (size_t i = 0; i < ops.size(); ++i) os << (i ? ", " : " ") << ops[i];
+  os << "\nextern \"C\" __global__ void @KERNEL@(" << storageType(outType) << "* __restrict__ out";
+  for (size_t i = 0; i < leaves.size(); ++i)
+    os << ", const " << storageType(g.type(leaves[i]).dtype) << "* __restrict__ in" << i;
+  os << ") {\n";
+  return os.str();
+}
+
+KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorType& ot) {
+  ExprCtx x;
+  noteNode(x, root);
+  const size_t rank = static_cast<size_t>(ot.rank());
+  std::vector<std::string> c = coords(rank);
+  const bool vec = vectorStore(ot);
+  if (vec)
+    for (int64_t k = 0; k < kVec; ++k) {
+      std::vector<std::string> l = c;
+      if (k) l.back() = "(" + c.back() + " + " + std::to_string(k) + ")";
+      x.lanes.push_back(l);
+    }
+  auto value = [&](const std::vector<std::string>& at) {
+    if (isScatterExpr(root.op)) return scatterExpr(root, ot.sizes, at, x);
+    std::vector<std::string> args;
+    for (ValueId in : root.inputs) args.push_back(emitValue(in, ot.sizes, at, x));
+    return pointwiseExpr(root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op, args);
+  };
+  std::vector<std::string> e;
+  if (vec)
+    for (auto& l : x.lanes) e.push_back(value(l));
+  else
+    e.push_back(value(c));
+  const int64_t threads = vec ? ot.numel() / kVec : ot.numel();
+  std::ostringstream os;
+  os << kernelHeader(x.ops, ot.dtype, x.leaves);
+  os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  os << "  if (i >= " << threads << ") return;\n";
+  os << "  aotc_i64 r = i" << (vec ? " * " + std::to_string(kVec) : std::string()) << ", c[" << std::max<size_t>(rank, 1) << "];\n";
+  for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
+  os << x.code.str();
+  if (vec) {
+    os << "  aotc_st4(out + " << at(ot, c) << ", make_float4(";
+    for (size_t k = 0; k < e.size(); ++k) os << (k ? ", " : "") << "(float)" << e[k];
+    os << "));\n}\n";
+  } else {
+    os << "  out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e[0] << ";\n}\n";
+  }
+  return Kernel{b_.addKernel(os.str(), x.nodes), x.leaves, threads};
+}
+
+/// A reduction over `dim`, with its input's expression computed in the loop.
+KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
+  const TensorType& it = g.type(n.inputs[0]);
+  const TensorType& ot = g.type(n.outputs[0]);
+  Ints dims = reductionDims(n.attrs, it.rank());
+  Ints keptSizes = it.sizes, redDims;
+  int64_t nred = 1;
+  for (int64_t d = 0; d < it.rank(); ++d)
+    if (std::binary_search(dims.begin(), dims.end(), d)) {
+      keptSizes[d] = 1;
+      redDims.push_back(d);
+      nred *= it.sizes[d];
+    }
+  // Note [Reduction precision]: floating reductions accumulate in double:
+  // BatchNorm statistics over few elements feed ill-conditioned backwards.
+  const char* acc = isFloating(ot.dtype) ? "double" : "long long";
+  const ReductionRule& rs = *reductionRule(n.op);
+  ExprCtx x;
+  noteNode(x, n);
+  x.indent = "    ";
+  std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
+  std::string v = emitValue(n.inputs[0], it.sizes, c, x);
+  const bool blockReduce = blockReduction(it, dims, nred, ot.numel());
+  std::ostringstream os;
+  os << kernelHeader(x.ops, ot.dtype, x.leaves);
+  if (blockReduce) {
+    // One block per output: the early return is uniform in the block.
+    os << "  aotc_i64 i = blockIdx.x;\n";
+  } else {
+    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  }
+  os << "  if (i >= " << ot.numel() << ") return;\n";
+  os << "  aotc_i64 c[" << std::max<int64_t>(it.rank(), 1) << "];\n";
+  os << "  { aotc_i64 r = i;\n";
+  for (int64_t d = it.rank(); d-- > 0;)
+    if (keptSizes[d] != 1) os << "    c[" << d << "] = r % " << keptSizes[d] << "; r /= " << keptSizes[d] << ";\n";
+    else if (!std::binary_search(dims.begin(), dims.end(), d)) os << "    c[" << d << "] = 0;\n";
+  os << "  }\n";
+  os << "  " << acc << " acc = " << (isFloating(ot.dtype) ? rs.cudaInit : rs.cudaInitInt) << ";\n";
+  os << reduceLoopHead(blockReduce, nred);
+  for (size_t k = redDims.size(); k-- > 0;)
+    os << "    c[" << redDims[k] << "] = q % " << it.sizes[redDims[k]] << "; q /= " << it.sizes[redDims[k]] << ";\n";
+  os << x.code.str();
+  const std::string combine = rs.cudaCombine;
+  if (!combine.empty()) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n  }\n";
+  else os << "    acc += (" << acc << ")" << v << ";\n  }\n";
+  if (blockReduce) {
+    // A fixed tree over the block's partial results: deterministic.
+    os << "  __shared__ " << acc << " part[" << kBlock << "];\n" << blockTree(kBlock, combine);
+    os << "  if (threadIdx.x != 0) return;\n  acc = part[0];\n";
+  }
+  if (rs.mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
+  os << "  out[" << (ot.offset ? std::to_string(ot.offset) + " + " : std::string()) << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
+  return Kernel{b_.addKernel(os.str(), x.nodes), x.leaves, reductionThreads(it, n, ot)};
+}
+
+/// The kernel of a row group (Note [Row groups]), launched at its seed.
+KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
+  std::vector<ValueId> outs;
+  for (int32_t m : G.members) {
+    ValueId v = g.nodes[static_cast<size_t>(m)].outputs[0];
+    if (!G.materialized.count(v)) continue;
+    outs.push_back(v);
+  }
+  const int64_t rank = static_cast<int64_t>(G.shape.size());
+  // Note [Row groups]: short rows, and rows whose elements are a row apart
+  // in memory (the innermost dim kept: column sums), are one thread per
+  // row -- serial, in order, no barriers -- like plain reductions.
+  const bool perThread = !blockReduction(TensorType::contiguous(DType::F32, G.shape), G.dims, G.nred, G.rows);
+  int64_t block = 32;
+  while (block < G.nred && block < kBlock) block *= 2;
+  if (perThread) block = kBlock;
+  ExprCtx x;
+  x.exprNodes = &G.exprNodes;
+  x.aliases = &G.aliases;
+  std::vector<std::string> c = coords(static_cast<size_t>(rank));
+  std::ostringstream body;
+  if (perThread) body << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= " << G.rows << ") return;\n";
+  else body << "  aotc_i64 i = blockIdx.x;\n  if (i >= " << G.rows << ") return;\n";
+  body << "  aotc_i64 c[" << rank << "];\n  { aotc_i64 r = i;\n";
+  for (int64_t d = rank; d-- > 0;)
+    if (G.rowShape[static_cast<size_t>(d)] != 1) body << "    c[" << d << "] = r % " << G.rowShape[static_cast<size_t>(d)] << "; r /= " << G.rowShape[static_cast<size_t>(d)] << ";\n";
+    else body << "    c[" << d << "] = 0;\n";
+  body << "  }\n";
+  if (!perThread) body << "  __shared__ double part[" << block << "];\n";
+  auto rowLoop = [&]() {
+    std::ostringstream l;
+    // Not unrolled: a row group's passes are long, and unrolling them
+    // multiplies NVRTC's time for little gain on short rows.
+    l << reduceLoopHead(!perThread, G.nred, true);
+    for (size_t k = G.dims.size(); k-- > 0;) {
+      int64_t d = G.dims[k];
+      l << "    c[" << d << "] = q % " << G.shape[static_cast<size_t>(d)] << "; q /= " << G.shape[static_cast<size_t>(d)] << ";\n";
+    }
+    return l.str();
+  };
+  auto takeCode = [&]() {
+    std::string code = x.code.str();
+    x.code.str("");
+    x.memo.clear();
+    return code;
+  };
+  int reg = 0;
+  for (int32_t m : G.members) {
+    const Node& n = g.nodes[static_cast<size_t>(m)];
+    ValueId v = n.outputs[0];
+    noteNode(x, n);
+    const char* ct = computeType(g.type(v).dtype);
+    std::string r = "r" + std::to_string(reg++);
+    if (isReduction(n.op)) {
+      const ReductionRule& rs = *reductionRule(n.op);
+      x.indent = "    ";
+      std::string e = emitValue(n.inputs[0], G.shape, c, x);
+      body << "  " << ct << " " << r << ";\n  {\n  double acc = " << rs.cudaInit << ";\n";
+      body << rowLoop() << takeCode();
+      const std::string combine = rs.cudaCombine;
+      if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
+      else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
+      if (perThread) {
+        body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + std::to_string(G.nred) + ".0)" : "acc") << ";\n  }\n";
+        x.registers[v] = r;
+        continue;
+      }
+      body << blockTree(block, combine);
+      body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
+           << ";\n  __syncthreads();\n  }\n";
+      x.registers[v] = r;
+    } else if (G.rowLevel.count(v) && opInfo(n.op).category == OpCategory::Pointwise) {
+      x.indent = "  ";
+      std::vector<std::string> args;
+      // Coordinates in the member's own (compact) shape: its non-1 dims
+      // are the kept dims, in order.
+      const Ints& ts = g.type(v).sizes;
+      std::vector<std::string> rc;
+      for (size_t d = 0, k = 0; d < ts.size(); ++d) {
+        while (ts[d] != 1 && k < G.rowShape.size() && G.rowShape[k] == 1) ++k;
+        rc.push_back(ts[d] == 1 ? std::string("0") : c[k++]);
+      }
+      for (ValueId in : n.inputs) args.push_back(emitValue(in, ts, rc, x));
+      body << takeCode() << "  const " << ct << " " << r << " = " << valueCast(g.type(v).dtype) << pointwiseExpr(n.op, args) << ";\n";
+      x.registers[v] = r;
+    }
+  }
+  // The full-size values something outside reads, then the row-level ones.
+  std::ostringstream stores;
+  x.memo.clear();
+  x.indent = "    ";
+  bool anyFull = false;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!G.full.count(outs[o])) continue;
+    anyFull = true;
+    const TensorType& t = g.type(outs[o]);
+    std::string e = emitValue(outs[o], G.shape, c, x);
+    stores << x.code.str() << "    out" << o << "[" << at(t, c) << "] = (" << storageType(t.dtype) << ")" << e << ";\n";
+    x.code.str("");
+  }
+  if (anyFull) body << rowLoop() << stores.str() << "  }\n";
+  x.memo.clear();
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (G.full.count(outs[o])) continue;
+    const TensorType& t = g.type(outs[o]);
+    body << (perThread ? "  " : "  if (threadIdx.x == 0) ") << "out" << o << "[" << t.offset << " + i] = (" << storageType(t.dtype) << ")" << x.registers.at(outs[o]) << ";\n";
+  }
+  std::ostringstream os;
+  os << "// aotc kernel:";
+  for (size_t k = 0; k < x.ops.size(); ++k) os << (k ? ", " : " ") << x.ops[k];
+  os << "\nextern \"C\" __global__ void @KERNEL@(";
+  for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
+  for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
+  os << ") {\n" << body.str() << "}\n";
+  return GroupKernel{b_.addKernel(os.str(), x.nodes), outs, x.leaves, perThread ? (G.rows + block - 1) / block : G.rows, block};
+}
+
+/// A kernel with one thread per element of output 0 (dense): the header
+/// declares out0..outK, in0..inN, the index i and its coordinates c[].
+std::string KernelEmitter::element(const Node& n, const std::string& body, int64_t threads) {
+  const TensorType& ot = g.type(n.outputs[0]);
+  std::ostringstream os;
+  os << banner(n, g);
+  os << "extern \"C\" __global__ void @KERNEL@(";
+  for (size_t k = 0; k < n.outputs.size(); ++k)
+    os << (k ? ", " : "") << storageType(g.type(n.outputs[k]).dtype) << "* __restrict__ out" << k;
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    os << ", const " << storageType(g.type(n.inputs[i]).dtype) << "* __restrict__ in" << i;
+  os << ") {\n";
+  os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  os << "  if (i >= " << (threads < 0 ? ot.numel() : threads) << ") return;\n";
+  os << "  aotc_i64 r = i, c[" << std::max<int64_t>(ot.rank(), 1) << "];\n";
+  for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
+  os << body << "}\n";
+  return b_.addKernel(os.str(), {nodeName(n)});
+}
+
+std::string KernelEmitter::constant(const Node& n) {
+  const TensorType& ot = g.type(n.outputs[0]);
+  std::ostringstream os;
+  os << banner(n, g);
+  os << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out) {\n";
+  os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  os << "  if (i >= " << ot.numel() << ") return;\n";
+  os << "  out[i] = (" << storageType(ot.dtype) << ")" << literal(attrFloat(n.attrs, "value"), ot.dtype) << ";\n}\n";
+  return b_.addKernel(os.str(), {nodeName(n)});
+}
+
+}  // namespace aotc::cudagen

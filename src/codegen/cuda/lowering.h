@@ -1,0 +1,126 @@
+//===- lowering.h - The CUDA code generator's stages, inside codegen -*- C++ -*-===//
+//
+// Note [Codegen stages]: a program becomes a typed plan (Note [Typed plan])
+// in four stages, each in its own file, each reading the ones before:
+//   1. fusion plan   (fusion.cpp, aotc/codegen/fusion.h): which node runs in
+//                    which kernel; prints as text, tested from text IR;
+//   2. kernel text   (kernels.cpp, KernelEmitter): the CUDA C++ of fused
+//                    pointwise kernels, reductions, row groups, fills and the
+//                    element kernels whose bodies are op rows' (Note [Op rows]);
+//   3. extern calls  (extern_calls.cpp): cuBLAS GEMMs and cuDNN convolutions,
+//                    with the dense copies of operands they cannot address;
+//   4. memory plan   (memory_plan.cpp): arena offsets from buffer lifetimes.
+// cuda_emit.cpp walks the program once in order and asks stages 2 and 3 for
+// each node's step; ProgramBuilder holds what the walk accumulates (buffers,
+// steps, the kernel table).  Every size a kernel's text contains is written
+// by stage 2 or by an op row's body; extern calls and the memory plan carry
+// sizes as plan fields.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "aotc/codegen/codegen.h"
+#include "aotc/codegen/fusion.h"
+
+namespace aotc::cudagen {
+
+constexpr int kBlock = 256;
+
+/// The buffers and steps of one program as the walk builds them, and the
+/// kernel table they share with the other program.
+struct ProgramBuilder {
+  const Graph& g;
+  std::map<std::string, KernelSource>& kernels;
+  std::vector<plan::Buffer> buffers;
+  std::vector<plan::Step> steps;
+  std::vector<std::string> root;          ///< root buffer per value ("" until declared)
+  std::map<ValueId, std::string> dense;   ///< value -> its dense copy's buffer
+
+  ProgramBuilder(const Graph& graph, std::map<std::string, KernelSource>& k)
+      : g(graph), kernels(k), root(graph.values.size()) {}
+
+  static plan::Layout layout(const TensorType& t) { return plan::Layout{t.dtype, t.sizes, t.strides, t.offset}; }
+
+  /// Declares value `v`'s buffer: an input (its role), a view of `base`, or
+  /// an allocation of its storage span; an input or allocation is its own root.
+  void declare(ValueId v, plan::BufferKind kind, const std::string& roleOrBase = "");
+  /// Declares the buffer of a view (and of the views it is a view of): at its
+  /// place in the program, or ahead of it for a row group's kernel that
+  /// reads it.
+  void ensureView(ValueId v);
+
+  void pushLaunch(const std::string& kernel, int64_t grid, int64_t block, std::vector<std::string> args);
+  /// One thread per unit of `threads`: out (or `outRoot`), then `args`.
+  void launch(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
+              const std::string& outRoot = "");
+  /// Launch with every output then every input as arguments.
+  void launchAll(const std::string& kernel, const Node& n, int64_t threads);
+
+  /// Adds a kernel's text to the table (Note [Kernel text]); returns its name.
+  std::string addKernel(std::string body, const std::vector<std::string>& who);
+  /// Note [32-bit indexing].
+  bool wideIndex();
+
+ private:
+  std::map<std::string, std::set<std::string>> kernelNodes_;  // kernel -> the nodes it serves, for dedup
+  std::optional<bool> wide_;
+};
+
+/// The user's name for a node (its op when it has none).
+std::string nodeName(const Node& n);
+
+/// Stage 2: kernel text.
+class KernelEmitter {
+ public:
+  KernelEmitter(ProgramBuilder& b, const FusionPlan& plan) : b_(b), g(b.g), plan_(plan) {}
+
+  struct Kernel {
+    std::string name;
+    std::vector<ValueId> leaves;  ///< its operands after the output
+    int64_t threads = 0;          ///< threads to launch
+  };
+  /// A (fused) elementwise kernel: out, with layout `ot`, = root's value.
+  Kernel pointwise(const Node& root, const TensorType& ot);
+  /// A reduction, its input's expression computed in the loop.
+  Kernel reduction(const Node& n);
+  /// A row group's kernel (Note [Row groups]), launched at its seed.
+  struct GroupKernel {
+    std::string name;
+    std::vector<ValueId> outs, leaves;
+    int64_t grid = 0, block = 0;
+  };
+  GroupKernel rowGroup(const RowGroup& G);
+  /// A kernel with one thread per element of output 0 (dense), around an op
+  /// row's body.
+  std::string element(const Node& n, const std::string& body, int64_t threads = -1);
+  /// A fill of output 0 with the node's `value`.
+  std::string constant(const Node& n);
+
+ private:
+  struct ExprCtx;
+  std::string emitValue(ValueId v, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x);
+  std::string scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x);
+  bool computedInline(int32_t node, const ExprCtx& x) const;
+  void noteNode(ExprCtx& x, const Node& n);
+  std::string kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves);
+
+  ProgramBuilder& b_;
+  const Graph& g;
+  const FusionPlan& plan_;
+};
+
+/// Stage 3: mm (d = 0) and bmm (d = 1) as cuBLAS calls; a bias epilogue
+/// when the fusion plan gave the mm one.
+void lowerGemm(ProgramBuilder& b, KernelEmitter& k, const FusionPlan& plan, const Node& n, size_t d);
+/// Stage 3: conv2d and its two backward kinds as cuDNN calls.
+void lowerConv(ProgramBuilder& b, KernelEmitter& k, const FusionPlan& plan, const Node& n);
+
+/// Stage 4 (Note [Memory plan]).
+void planArena(plan::Program& prog);
+
+}  // namespace aotc::cudagen

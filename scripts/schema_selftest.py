@@ -28,7 +28,10 @@ def main():
     fx = validator(root, "fx_graph.schema.json")
     doc = json.load(open(os.path.join(root, "testdata", "fx", "mlp.json")))
     breakages = {
-        "wrong version": lambda d: d.__setitem__("version", 3),
+        "wrong version": lambda d: d.__setitem__("version", 4),
+        "bad symbol": lambda d: d.__setitem__("symbols", [{"name": "max", "hint": 4, "min": 1, "max": 8}]),
+        "bad expression": lambda d: d["inputs"][0]["shape"].__setitem__(0, {"sym": "batch; rm"}),
+        "bad guard": lambda d: d.__setitem__("guards", [{"expr": "batch", "divisible_by": 1}]),
         "bad output_paths": lambda d: d.__setitem__("output_paths", [1]),
         "bad aliases": lambda d: d["inputs"][0].__setitem__("aliases", ["../x"]),
         "bad argument": lambda d: d.__setitem__("arguments", [{"name": "x", "value": {"tensor": 1}}]),

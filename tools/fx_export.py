@@ -1,4 +1,4 @@
-"""Export a PyTorch module or function to aotc's FX JSON format (v2).
+"""Export a PyTorch module or function to aotc's FX JSON format (v2; v3 with dynamic dims).
 
     from fx_export import export
     export(module_or_fn, example_args, "out/mlp")   # writes out/mlp.json, out/mlp.safetensors
@@ -36,7 +36,9 @@ PyTorch; gradients are with respect to its value at call time.
 Outputs may be nested tuples/lists/dicts (``None`` leaves are dropped); they
 are flattened in order and each one's path is recorded (``output_paths``).
 The caller's tensors and the module are left exactly as they were: values
-and version counters.  Works with PyTorch 1.13 (Debian's python3-torch) and
+and version counters.  ``dynamic=`` makes dims of user inputs symbols and
+sizes computed from them expressions (Note [Dynamic export]; format version
+3, written only then).  Works with PyTorch 1.13 (Debian's python3-torch) and
 2.x.  The format is specified by ``schemas/fx_graph.schema.json``.
 """
 
@@ -590,13 +592,32 @@ def _state_slots(module):
 def export(module_or_fn, example_args, path_prefix, dynamic=None, ranges=None, *, name=None):
     """Traces ``module_or_fn(*example_args)`` and writes ``<path_prefix>.json``
     and ``<path_prefix>.safetensors``.  Returns the JSON document (a dict).
+
+    ``dynamic`` names dims of user inputs as symbols, by the inputs' names:
+    ``{"x": {0: "batch"}, "tokens": {1: "seq"}}``; ``ranges`` optionally bounds
+    them, ``{"batch": (1, 4096)}`` (default 1 to 2**31 - 1).  The example
+    values are the symbols' hints (Note [Dynamic export]).
+
     Raises ExportError, writing nothing, when the program cannot be exported
     faithfully."""
-    if dynamic or ranges:
-        raise ExportError("fx_export: dynamic shapes (dynamic=, ranges=) are not supported by this aotc yet; "
-                          "export once per shape")
     if not isinstance(example_args, tuple):
         example_args = (example_args,)
+    prefix = os.fspath(path_prefix)
+    doc, weights = _trace(module_or_fn, example_args, prefix, name)
+    if dynamic or ranges:
+        doc = _dynamic_doc(module_or_fn, example_args, prefix, name, doc, weights, dynamic or {}, ranges or {})
+    d = os.path.dirname(prefix)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    write_safetensors(prefix + ".safetensors", weights)
+    text = (json.dumps(doc, indent=1) + "\n").encode()
+    _write_atomic(prefix + ".json", lambda f: f.write(text))
+    return doc
+
+
+def _trace(module_or_fn, example_args, path, name):
+    """One trace at the example arguments' sizes: the JSON document and the
+    weights to write beside it."""
     is_module = isinstance(module_or_fn, torch.nn.Module)
     state = _state_slots(module_or_fn) if is_module else []
     params = [e for e in state if e["role"] == "parameter"]
@@ -691,13 +712,12 @@ def export(module_or_fn, example_args, path_prefix, dynamic=None, ranges=None, *
             entry["aliases"] = e["aliases"]
         inputs.append(entry)
 
-    prefix = os.fspath(path_prefix)
     doc = {
         "format": FORMAT,
         "version": VERSION,
-        "name": name or os.path.basename(prefix),
+        "name": name or os.path.basename(path),
         "producer": {"exporter": "aotc.fx_export " + EXPORTER_VERSION, "torch": torch.__version__},
-        "weights": os.path.basename(prefix) + ".safetensors",
+        "weights": os.path.basename(path) + ".safetensors",
         "inputs": inputs,
         "arguments": arguments,
         "nodes": rec.main.nodes,
@@ -706,15 +726,284 @@ def export(module_or_fn, example_args, path_prefix, dynamic=None, ranges=None, *
     }
     if storage_groups:
         doc["storage_groups"] = storage_groups
-    d = os.path.dirname(prefix)
-    if d:
-        os.makedirs(d, exist_ok=True)
     weights = dict(snapshot)
     weights.update(constants)
-    write_safetensors(prefix + ".safetensors", weights)
-    text = (json.dumps(doc, indent=1) + "\n").encode()
-    _write_atomic(prefix + ".json", lambda f: f.write(text))
-    return doc
+    return doc, weights
+
+
+# Note [Dynamic export]
+# ~~~~~~~~~~~~~~~~~~~~~
+# ``dynamic`` makes dims of user inputs symbols; every integer of the graph
+# that the program computes from them (a shape in a node's meta, a size
+# passed to view/reshape/expand, a slice bound, an arange end) must become
+# an expression over the symbols, never the example's constant.
+#
+# How: the recorder traces real tensors, so it sees integers, not where they
+# came from.  The program is traced again at probe sizes -- the grid
+# {h, 2h, 3h} per symbol (h its hint; 3^k traces for k symbols), then once
+# more at 4h for all of them -- and the traces must agree on everything but
+# integers: the same ops in the same order, the same dtypes, floats,
+# strings, source lines, and the same constant tensors.  Each integer
+# position is then fitted exactly by the unique polynomial of degree at most
+# two in each symbol through the grid (rational coefficients; degree two
+# because an attention score has seq*seq elements); the extra trace at 4h
+# must match the fit.  A fit with
+# fractional coefficients, p(s)/d, becomes p // d with the guard p % d == 0
+# (probes are multiples of the hint, so they keep whatever divisibility the
+# hint has: reshape(-1, 2) of an even batch stays exportable, and an odd
+# batch is refused at run time by the guard rather than computed).
+#
+# Why this and not make_fx(tracing_mode="symbolic"): on PyTorch 1.13 the
+# symbolic tracer fails on nn.TransformerEncoder ("Cannot call sizes() on
+# tensor with symbolic sizes/strides") and would replace this recorder, which
+# keeps in-place ops, custom autograd Functions, source lines and module
+# paths.  What each refuses: anything the traces disagree on (control flow
+# that takes another path at a probe size, a float computed from a size, a
+# constant tensor built from a shape), any integer that is not a multilinear
+# polynomial of low degree (max(batch, 8), batch**3, seq // 3 when the
+# hint is not a multiple of 3 ... each shows up as a failed fit), and more
+# than three symbols.  What it cannot see: a branch whose threshold no probe
+# crosses (``if x.size(0) > 1000``, exported at batch 4: probes 4..12 all
+# take one side).  The symbols' ranges are then part of the contract: keep
+# ``ranges`` to what the program was written for; sizes outside them are
+# refused at run time.
+
+_SYMBOL_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_MAX_SIZE = 2 ** 31 - 1
+_MAX_SYMBOLS = 3
+_DEGREE = 2  # per symbol: seq*seq is an attention score's size
+
+
+def _symbols(module_or_fn, example_args, dynamic, ranges):
+    """Checks ``dynamic`` and ``ranges``; returns ({symbol: (hint, lo, hi)},
+    [(input name, dim, symbol)])."""
+    is_module = isinstance(module_or_fn, torch.nn.Module)
+    leaves = []
+    for n, a in zip(_input_names(module_or_fn, len(example_args), is_module), example_args):
+        _flatten_args(n, a, leaves)
+    by_name = dict(leaves)
+    if not isinstance(dynamic, dict):
+        raise ExportError("fx_export: dynamic= must be a dict {input name: {dim: symbol}}")
+    dims, hints = [], {}
+    for inp, spec in dynamic.items():
+        if inp not in by_name:
+            raise ExportError(f"fx_export: dynamic= names input '{inp}', which is not a tensor input; the inputs are "
+                              + ", ".join(repr(n) for n, _ in leaves))
+        t = by_name[inp]
+        if not isinstance(spec, dict):
+            raise ExportError(f"fx_export: dynamic['{inp}'] must be a dict {{dim: symbol}}")
+        if not t.is_contiguous():
+            raise ExportError(f"fx_export: input '{inp}' has a dynamic dim but is not contiguous; pass a contiguous tensor")
+        for dim, sym in spec.items():
+            if isinstance(dim, bool) or not isinstance(dim, int) or not -t.dim() <= dim < t.dim():
+                raise ExportError(f"fx_export: dynamic['{inp}'] names dim {dim!r}, but '{inp}' has {t.dim()} dims")
+            dim %= t.dim()
+            if (not isinstance(sym, str) or not sym or len(sym) > 64 or not set(sym) <= _SYMBOL_CHARS
+                    or sym[0].isdigit() or sym in ("max", "min")):
+                raise ExportError(f"fx_export: symbol {sym!r} (dynamic['{inp}'][{dim}]) must be an identifier "
+                                  "[A-Za-z_][A-Za-z0-9_]*, not max or min")
+            size = t.shape[dim]
+            if size < 2:
+                raise ExportError(f"fx_export: dim {dim} of '{inp}' is {size} in the example; a dynamic dim's example "
+                                  f"size must be at least 2 (a size of 1 broadcasts, so its trace is not general)")
+            if sym in hints and hints[sym] != size:
+                raise ExportError(f"fx_export: symbol '{sym}' is {hints[sym]} in one input but dim {dim} of '{inp}' is "
+                                  f"{size}; the example values of one symbol must agree")
+            hints[sym] = size
+            dims.append((inp, dim, sym))
+    if len(hints) > _MAX_SYMBOLS:
+        raise ExportError(f"fx_export: {len(hints)} symbols; at most {_MAX_SYMBOLS} are supported")
+    if not isinstance(ranges, dict):
+        raise ExportError("fx_export: ranges= must be a dict {symbol: (min, max)}")
+    symbols = {}
+    for sym, hint in sorted(hints.items()):
+        lo, hi = 1, _MAX_SIZE
+        if sym in ranges:
+            r = ranges[sym]
+            if (not isinstance(r, (tuple, list)) or len(r) != 2
+                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in r)):
+                raise ExportError(f"fx_export: ranges['{sym}'] must be a pair of ints (min, max)")
+            lo, hi = r
+            if not 1 <= lo <= hint <= hi <= _MAX_SIZE:
+                raise ExportError(f"fx_export: ranges['{sym}'] = ({lo}, {hi}) must satisfy 1 <= min <= {hint} (the "
+                                  f"example) <= max <= {_MAX_SIZE}")
+        symbols[sym] = (hint, lo, hi)
+    for sym in ranges:
+        if sym not in hints:
+            raise ExportError(f"fx_export: ranges= names '{sym}', which no dynamic= dim defines")
+    return symbols, dims
+
+
+def _probe_args(module_or_fn, example_args, dims, sizes):
+    is_module = isinstance(module_or_fn, torch.nn.Module)
+    leaves = []
+    for n, a in zip(_input_names(module_or_fn, len(example_args), is_module), example_args):
+        _flatten_args(n, a, leaves)
+    new = []
+    for n, t in leaves:
+        r = t.detach()
+        for inp, dim, sym in dims:
+            if inp == n:
+                idx = torch.arange(sizes[sym]) % r.shape[dim]
+                r = r.index_select(dim, idx)
+        r = r.contiguous()
+        if t.requires_grad:
+            r.requires_grad_()
+        new.append(r)
+    return _rebuild(example_args, new, iter(range(len(new))))
+
+
+def _poly_mul(a, b):
+    """Product of two polynomials {monomial (sorted tuple of symbols, with
+    repeats for powers): Fraction}."""
+    out = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            out[m] = out.get(m, 0) + ca * cb
+    return {m: c for m, c in out.items() if c != 0}
+
+
+def _fit(points, values, hints):
+    """The polynomial of degree at most _DEGREE in each symbol through
+    `values` at `points`, the grid {h, 2h, ..., (_DEGREE+1)h} per symbol:
+    tensor-product Lagrange interpolation in exact arithmetic."""
+    from fractions import Fraction
+    syms = sorted(hints)
+    poly = {}
+    for p, v in zip(points, values):
+        term = {(): Fraction(v)}
+        for s in syms:
+            nodes = [hints[s] * (j + 1) for j in range(_DEGREE + 1)]
+            for b in nodes:
+                if b != p[s]:  # (x - b) / (p - b)
+                    term = _poly_mul(term, {(s,): Fraction(1, p[s] - b), (): Fraction(-b, p[s] - b)})
+        for m, c in term.items():
+            poly[m] = poly.get(m, 0) + c
+    return {m: c for m, c in poly.items() if c != 0}
+
+
+def _eval_fit(poly, point):
+    from fractions import Fraction
+    total = Fraction(0)
+    for m, c in poly.items():
+        t = Fraction(c)
+        for s in m:
+            t *= point[s]
+        total += t
+    return total
+
+
+def _expr_text(poly):
+    """(text of the expression, divisor guard or None) in Note [Symbolic
+    sizes]' grammar: sum of integer monomials, then // d when the fit has
+    fractions."""
+    from math import lcm
+    d = 1
+    for c in poly.values():
+        d = lcm(d, c.denominator)
+    terms = []
+    for m in sorted(poly, key=lambda m: (len(m), m)):
+        c = int(poly[m] * d)
+        body = "*".join(m)
+        if not m:
+            terms.append(str(c))
+        elif c == 1:
+            terms.append(body)
+        elif c == -1:
+            terms.append("-" + body)
+        else:
+            terms.append(f"{c}*{body}")
+    text = " + ".join(terms).replace("+ -", "- ") or "0"
+    if d == 1:
+        return text, None
+    return (f"({text}) // {d}" if len(terms) > 1 else f"{text} // {d}"), (text, d)
+
+
+def _dynamic_doc(module_or_fn, example_args, path, name, doc, weights0, dynamic, ranges):
+    """The document of one trace made general over the symbols (Note
+    [Dynamic export]): format version 3."""
+    symbols, dims = _symbols(module_or_fn, example_args, dynamic, ranges)
+    if not symbols:
+        return doc
+    hints = {s: v[0] for s, v in symbols.items()}
+    syms = sorted(hints)
+    points = [{}]
+    for s in syms:
+        points = [dict(p, **{s: hints[s] * (j + 1)}) for p in points for j in range(_DEGREE + 1)]
+    corners = points[1:]  # points[0] is the example itself
+    check = {s: (_DEGREE + 2) * hints[s] for s in syms}
+    docs = [doc]
+    for p in corners + [check]:
+        at = ", ".join(f"{s}={p[s]}" for s in syms)
+        try:
+            d, w = _trace(module_or_fn, _probe_args(module_or_fn, example_args, dims, p), path, name)
+        except ExportError as e:
+            raise ExportError(f"{e} (while tracing at {at}, Note [Dynamic export])") from None
+        except Exception as e:  # the program itself fails at that size
+            raise ExportError(f"fx_export: the program fails at {at}, which dynamic= allows: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        docs.append(d)
+        for k in set(w) | set(weights0):
+            if k not in w or k not in weights0 or w[k].shape != weights0[k].shape or not torch.equal(w[k], weights0[k]):
+                raise ExportError(f"fx_export: constant tensor '{k}' differs at {at}: the program builds a tensor "
+                                  "from a dynamic size, which cannot be exported as a constant")
+    guards = []
+
+    def unify(vals, where):
+        v0 = vals[0]
+        if isinstance(v0, bool) or not isinstance(v0, int):
+            if isinstance(v0, dict):
+                if any(not isinstance(v, dict) or v.keys() != v0.keys() for v in vals):
+                    raise ExportError(f"fx_export: the traces differ at {where} when the dynamic sizes change "
+                                      "(control flow depends on a size?)")
+                return {k: unify([v[k] for v in vals], f"{where} {k}") for k in v0}
+            if isinstance(v0, list):
+                if any(not isinstance(v, list) or len(v) != len(v0) for v in vals):
+                    raise ExportError(f"fx_export: the traces differ at {where} when the dynamic sizes change "
+                                      "(control flow or a list's length depends on a size?)")
+                return [unify([v[i] for v in vals], f"{where}[{i}]") for i in range(len(v0))]
+            for p, v in zip(points[1:] + [check], vals[1:]):
+                if v != v0 or type(v) is not type(v0):
+                    at = ", ".join(f"{s}={p[s]}" for s in syms)
+                    if isinstance(v0, float):
+                        raise ExportError(f"fx_export: {where} is {v0!r} at the example sizes and {v!r} at {at}; only "
+                                          "integers may depend on a dynamic size")
+                    raise ExportError(f"fx_export: the traces differ at {where}: {v0!r} at the example sizes, {v!r} at "
+                                      f"{at} (does control flow depend on a dynamic size?)")
+            return v0
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in vals):
+            raise ExportError(f"fx_export: the traces differ at {where} when the dynamic sizes change")
+        if all(v == v0 for v in vals):
+            return v0
+        poly = _fit(points, vals[:len(points)], hints)
+        if _eval_fit(poly, check) != vals[-1]:
+            seen = ", ".join(f"{v} at {', '.join(f'{s}={p[s]}' for s in syms)}" for p, v in zip(points + [check], vals))
+            raise ExportError(f"fx_export: {where} is not a polynomial of degree at most {_DEGREE} in each of "
+                              f"{', '.join(syms)} ({seen}); aotc cannot make it an expression")
+        text, guard = _expr_text(poly)
+        if guard:
+            g = {"expr": guard[0], "divisible_by": guard[1], "where": where}
+            if not any(x["expr"] == g["expr"] and x["divisible_by"] == g["divisible_by"] for x in guards):
+                guards.append(g)
+        return {"sym": text}
+
+    out = {}
+    for k in doc:
+        if k == "producer":
+            out[k] = doc[k]
+        elif k == "nodes" and all(len(d[k]) == len(doc[k]) for d in docs):
+            out[k] = []
+            for i, n in enumerate(doc[k]):
+                where = f"node '{n.get('name')}' ({n.get('target')}{', ' + n['source'] if 'source' in n else ''})"
+                out[k].append(unify([d[k][i] for d in docs], where))
+        else:
+            out[k] = unify([d[k] for d in docs], k)
+    out["version"] = 3
+    out["symbols"] = [{"name": s, "hint": symbols[s][0], "min": symbols[s][1], "max": symbols[s][2]} for s in syms]
+    if guards:
+        out["guards"] = guards
+    return out
 
 
 def _restore_versions(names, originals, versions):

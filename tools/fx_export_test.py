@@ -253,11 +253,6 @@ class CapturingTest(unittest.TestCase):
         self.assertEqual(by_target["aten.addmm.default"], [(f"{me}:{relu_line}", "blocks.0.proj"), (f"{me}:{relu_line}", "blocks.1.proj")])
         self.assertEqual(by_target["aten.sum.default"], [(f"{me}:{sum_line}", None)])
 
-    def test_dynamic_is_refused_until_supported(self):
-        with self.assertRaises(fx_export.ExportError):
-            fx_export.export(lambda x: x * 2, (torch.randn(2),), os.path.join(self.tmp, "dyn"), dynamic={"x": {0: "b"}})
-        self.assertFalse(os.path.exists(os.path.join(self.tmp, "dyn.json")))
-
     def test_schema_v2(self):
         import jsonschema
         with open(os.path.join(HERE, "..", "schemas", "fx_graph.schema.json")) as f:
@@ -289,6 +284,133 @@ class CapturingTest(unittest.TestCase):
         self.assertIn(f"node '_linalg_det' (aten._linalg_det.default) at {os.path.basename(__file__)}:{line} in inner: error: unsupported op",
                       r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "art")))
+
+
+
+def _validate(doc):
+    import jsonschema
+    with open(os.path.join(HERE, "..", "schemas", "fx_graph.schema.json")) as f:
+        schema = json.load(f)
+    jsonschema.validators.validator_for(schema)(schema).validate(doc)
+
+
+def _syms(x):
+    """Every {"sym": ...} expression in a JSON value."""
+    if isinstance(x, dict):
+        if set(x) == {"sym"}:
+            return [x["sym"]]
+        return [e for v in x.values() for e in _syms(v)]
+    if isinstance(x, list):
+        return [e for v in x for e in _syms(v)]
+    return []
+
+
+class Reshaper(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x, target):
+        b = x.size(0)
+        y = self.lin(x.reshape(b * 2, 8)).reshape(b, -1)
+        pairs = x.reshape(-1, 2, 16)  # needs an even batch
+        return torch.nn.functional.cross_entropy(y, target) + pairs.sum()
+
+
+class DynamicExportTest(unittest.TestCase):
+    """Note [Dynamic export]: sizes computed from a dynamic dim become
+    expressions over its symbol; whatever cannot is refused, nothing written."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def path(self, name="dyn"):
+        return os.path.join(self.tmp, name)
+
+    def test_sizes_become_expressions(self):
+        x, target = torch.randn(4, 2, 8), torch.tensor([1, 7, 0, 3])
+        doc = fx_export.export(Reshaper(), (x, target), self.path(), dynamic={"x": {0: "batch"}, "target": {0: "batch"}},
+                               ranges={"batch": (2, 512)})
+        _validate(doc)
+        self.assertEqual(doc["version"], 3)
+        self.assertEqual(doc["symbols"], [{"name": "batch", "hint": 4, "min": 2, "max": 512}])
+        inputs = {i["name"]: i for i in doc["inputs"]}
+        self.assertEqual(inputs["x"]["shape"], [{"sym": "batch"}, 2, 8])
+        self.assertEqual(inputs["target"]["shape"], [{"sym": "batch"}])
+        self.assertEqual(inputs["lin.weight"]["shape"], [4, 8])
+        exprs = set(_syms(doc["nodes"]))
+        self.assertIn("2*batch", exprs)       # reshape(b * 2, 8): computed in Python from x.size(0)
+        self.assertIn("batch // 2", exprs)    # reshape(-1, 2, 16): computed inside ATen
+        self.assertNotIn(8, [d for n in doc["nodes"] if n["target"].startswith("aten._reshape_alias")
+                             for d in n["args"][1][:1]])  # the example's 2*4 is nowhere a constant
+        self.assertEqual(doc["guards"][0]["expr"], "batch")
+        self.assertEqual(doc["guards"][0]["divisible_by"], 2)
+        self.assertIn(os.path.basename(__file__), doc["guards"][0]["where"])
+        with open(self.path() + ".json") as f:
+            self.assertEqual(json.load(f), doc)
+
+    def test_two_symbols_and_products(self):
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
+        doc = fx_export.export(torch.nn.TransformerEncoder(layer, num_layers=1), (torch.randn(2, 5, 16),), self.path(),
+                               dynamic={"src": {0: "batch", 1: "seq"}})
+        _validate(doc)
+        self.assertEqual([s["name"] for s in doc["symbols"]], ["batch", "seq"])
+        exprs = set(_syms(doc))
+        self.assertIn("batch*seq", exprs)      # the tokens, flattened for the projections
+        self.assertIn("2*batch", exprs)        # batch * heads
+        self.assertIn("seq*seq", exprs)        # an attention score's stride
+        self.assertNotIn("guards", doc)
+
+    def test_what_cannot_be_an_expression_is_refused(self):
+        cases = [
+            (lambda x: x[: max(x.size(0), 8)].sum(), "not a polynomial"),
+            (lambda x: x.sum() * x.size(0) ** 3, "not a polynomial"),
+            (lambda x: x * (x.size(0) / 2), "only integers may depend on a dynamic size"),
+            (lambda x: x * 2 if x.size(0) < 10 else x.exp(), "differ"),
+            (lambda x: x + torch.tensor(float(x.size(0))), "constant tensor"),
+            (lambda x: x.reshape(6, 3), "fails at"),
+        ]
+        for fn, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(fx_export.ExportError) as e:
+                    fx_export.export(fn, (torch.randn(6, 3),), self.path(), dynamic={"x": {0: "b"}})
+                self.assertIn(message, str(e.exception))
+                self.assertFalse(os.path.exists(self.path() + ".json"))
+
+    def test_bad_specifications_are_refused(self):
+        x = torch.randn(4, 3)
+        cases = [
+            ({"y": {0: "b"}}, None, "not a tensor input"),
+            ({"x": {2: "b"}}, None, "has 2 dims"),
+            ({"x": {0: "max"}}, None, "must be an identifier"),
+            ({"x": {0: "2b"}}, None, "must be an identifier"),
+            ({"x": {0: "b", 1: "b"}}, None, "must agree"),
+            ({"x": {0: "b"}}, {"c": (1, 8)}, "which no dynamic= dim defines"),
+            ({"x": {0: "b"}}, {"b": (5, 8)}, "must satisfy"),
+            ({"x": {0: "b"}}, {"b": (1, 2 ** 31)}, "must satisfy"),
+        ]
+        for dynamic, ranges, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(fx_export.ExportError) as e:
+                    fx_export.export(lambda x: x * 2, (x,), self.path(), dynamic=dynamic, ranges=ranges)
+                self.assertIn(message, str(e.exception))
+                self.assertFalse(os.path.exists(self.path() + ".json"))
+        with self.assertRaises(fx_export.ExportError) as e:
+            fx_export.export(lambda x: x * 2, (torch.randn(1, 3),), self.path(), dynamic={"x": {0: "b"}})
+        self.assertIn("at least 2", str(e.exception))
+        with self.assertRaises(fx_export.ExportError) as e:
+            fx_export.export(lambda x: x * 2, (torch.randn(3, 4).t(),), self.path(), dynamic={"x": {0: "b"}})
+        self.assertIn("not contiguous", str(e.exception))
+
+    @unittest.skipIf(AOTC is None, "needs the aotc binary (CTest passes it)")
+    def test_compiler_refuses_symbols_in_one_line(self):
+        fx_export.export(lambda x: x.reshape(x.size(0) * 3).sum(), (torch.randn(4, 3),), self.path(), dynamic={"x": {0: "n"}})
+        r = subprocess.run([AOTC, "compile", self.path() + ".json", "-o", self.path("art")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+        self.assertIn("dynamic dims (symbols n) are not compiled yet", r.stderr)
+        self.assertFalse(os.path.exists(self.path("art")))
 
 
 if __name__ == "__main__":

@@ -3299,10 +3299,18 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
     throw UserError(fileLoc, "not an aotc FX graph (\"format\" must be \"aotc.fx_graph\")");
   // Version 2 added source locations, tied-parameter aliases, specialized
   // arguments and output paths, all optional: version 1 files read as before.
+  // Version 3 adds dynamic dims (symbols, guards, integers as expressions;
+  // Note [Dynamic export] in tools/fx_export.py).
   if (!doc.contains("version") || !doc["version"].is_number_integer() || doc["version"].get<int64_t>() < 1 ||
-      doc["version"].get<int64_t>() > 2)
+      doc["version"].get<int64_t>() > 3)
     throw UserError(fileLoc, "unsupported FX graph version " + (doc.contains("version") ? doc["version"].dump() : "(none)") +
-                                 "; this aotc reads versions 1 and 2");
+                                 "; this aotc reads versions 1 to 3");
+  if (doc.contains("symbols") && doc["symbols"].is_array() && !doc["symbols"].empty()) {
+    std::string names;
+    for (const json& s : doc["symbols"]) names += (names.empty() ? "" : ", ") + (s.is_object() ? s.value("name", std::string("?")) : "?");
+    throw UserError(fileLoc, "dynamic dims (symbols " + names + ") are not compiled yet: sizes in aotc's IR are still "
+                                 "integers (issue 15); export without dynamic= for an artifact at the example sizes");
+  }
   const json& inputs = need("inputs", json::value_t::array, "an array");
   const json& nodes = need("nodes", json::value_t::array, "an array");
   if (nodes.size() > kMaxNodes)

@@ -827,6 +827,10 @@ def _symbols(module_or_fn, example_args, dynamic, ranges):
             if not 1 <= lo <= hint <= hi <= _MAX_SIZE:
                 raise ExportError(f"fx_export: ranges['{sym}'] = ({lo}, {hi}) must satisfy 1 <= min <= {hint} (the "
                                   f"example) <= max <= {_MAX_SIZE}")
+            if hi < (_DEGREE + 2) * hint:
+                raise ExportError(f"fx_export: ranges['{sym}'] = ({lo}, {hi}) ends below {(_DEGREE + 2) * hint}, but the "
+                                  f"export traces at up to {_DEGREE + 2} times the example size {hint} (Note [Dynamic "
+                                  f"export]); export with an example of at most {hi // (_DEGREE + 2)}")
         symbols[sym] = (hint, lo, hi)
     for sym in ranges:
         if sym not in hints:
@@ -992,7 +996,20 @@ def _dynamic_doc(module_or_fn, example_args, path, name, doc, weights0, dynamic,
     for k in doc:
         if k == "producer":
             out[k] = doc[k]
-        elif k == "nodes" and all(len(d[k]) == len(doc[k]) for d in docs):
+        elif k == "nodes" and any(len(d[k]) != len(doc[k]) for d in docs):
+            # Name the first node where the op sequences part.
+            for p, d in zip(points[1:] + [check], docs[1:]):
+                if len(d[k]) == len(doc[k]):
+                    continue
+                at = ", ".join(f"{s}={p[s]}" for s in syms)
+                i = next((i for i, (a, b) in enumerate(zip(doc[k], d[k])) if a.get("target") != b.get("target")),
+                         min(len(doc[k]), len(d[k])))
+                here = doc[k][i] if i < len(doc[k]) else d[k][i]
+                where = f"node '{here.get('name')}' ({here.get('target')}{', ' + here['source'] if 'source' in here else ''})"
+                raise ExportError(f"fx_export: the program runs {len(doc[k])} ops at the example sizes but {len(d[k])} at "
+                                  f"{at}, first differing at {where} (PyTorch skips a full slice, or control flow depends "
+                                  "on a dynamic size); choose an example (and ranges) where this size stays general")
+        elif k == "nodes":
             out[k] = []
             for i, n in enumerate(doc[k]):
                 where = f"node '{n.get('name')}' ({n.get('target')}{', ' + n['source'] if 'source' in n else ''})"

@@ -389,6 +389,7 @@ class DynamicExportTest(unittest.TestCase):
             ({"x": {0: "b"}}, {"c": (1, 8)}, "which no dynamic= dim defines"),
             ({"x": {0: "b"}}, {"b": (5, 8)}, "must satisfy"),
             ({"x": {0: "b"}}, {"b": (1, 2 ** 31)}, "must satisfy"),
+            ({"x": {0: "b"}}, {"b": (1, 12)}, "export with an example of at most 3"),
         ]
         for dynamic, ranges, message in cases:
             with self.subTest(message=message):
@@ -402,6 +403,60 @@ class DynamicExportTest(unittest.TestCase):
         with self.assertRaises(fx_export.ExportError) as e:
             fx_export.export(lambda x: x * 2, (torch.randn(3, 4).t(),), self.path(), dynamic={"x": {0: "b"}})
         self.assertIn("not contiguous", str(e.exception))
+
+    def test_the_dynamic_programs_of_issue_15_export(self):
+        """The exporter's half of issue 15's done-when list: each program
+        exports with its dims symbolic, and no example size survives as a
+        constant where the symbol belongs."""
+        import torchvision
+
+        class MlpCE(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 10))
+
+            def forward(self, x, target):
+                return torch.nn.functional.cross_entropy(self.net(x), target)
+
+        class Causal(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qkv = torch.nn.Linear(16, 48)
+                self.register_buffer("mask", torch.tril(torch.ones(32, 32)).bool())
+
+            def forward(self, x):
+                T = x.shape[1]
+                q, k, v = self.qkv(x).split(16, dim=2)
+                att = ((q @ k.transpose(-2, -1)) / 4.0).masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1)
+                return (att @ v).sum()
+
+        class ViewMutation(torch.nn.Module):
+            def forward(self, x):
+                x[:, 1:3].mul_(2)
+                return x.sum()
+
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)
+        cases = [
+            (MlpCE(), (torch.randn(8, 32), torch.randint(0, 10, (8,))), {"x": {0: "batch"}, "target": {0: "batch"}}, set()),
+            (torch.nn.TransformerEncoder(layer, num_layers=2).train(), (torch.randn(2, 6, 32),),
+             {"src": {0: "batch", 1: "seq"}}, {"batch*seq", "seq*seq"}),
+            (torchvision.models.resnet18(num_classes=10).train(), (torch.randn(2, 3, 32, 32),), {"x": {0: "batch"}}, set()),
+            (Causal(), (torch.randn(2, 4, 16),), {"x": {0: "batch", 1: "seq"}}, {"batch*seq", "seq*seq"}),
+            (torch.nn.BatchNorm1d(8).train(), (torch.randn(4, 8),), {"input": {0: "batch"}}, set()),
+            (ViewMutation(), (torch.randn(4, 6),), {"x": {0: "batch"}}, set()),
+        ]
+        for i, (m, args, dynamic, want) in enumerate(cases):
+            with self.subTest(program=type(m).__name__):
+                doc = fx_export.export(m, args, self.path(f"p{i}"), dynamic=dynamic, ranges={"seq": (1, 32)} if i == 3 else None)
+                _validate(doc)
+                names = sorted({s for spec in dynamic.values() for s in spec.values()})
+                self.assertEqual([s["name"] for s in doc["symbols"]], names)
+                for inp in doc["inputs"]:
+                    for d, sym in dynamic.get(inp["name"], {}).items():
+                        self.assertEqual(inp["shape"][d], {"sym": sym})
+                self.assertLessEqual(want, set(_syms(doc["nodes"])))
+                self.assertIn("batch", set(_syms(doc["nodes"])))
 
     @unittest.skipIf(AOTC is None, "needs the aotc binary (CTest passes it)")
     def test_compiler_refuses_symbols_in_one_line(self):

@@ -202,6 +202,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
     }
   };
   dump("captured", fx.graph);
+  if (fx.graph.isSymbolic()) throw UserError(SourceLoc{opts.model, "", ""}, symbolicNotCompiled(fx.graph));
   PipelineOptions po;
   po.partitioner = opts.partitioner;
   po.after_pass = dump;

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "aotc/ir/safetensors.h"
+#include "aotc/ir/unify.h"
 #include "aotc/ops/builder.h"
 #include "aotc/ops/decompose.h"
 #include "aotc/ops/ops.h"
@@ -3278,6 +3279,62 @@ FxModel loadFxGraphText(const std::string& text, const std::string& path) {
   }
 }
 
+FxModel convertFxDocument(const json& doc, const std::string& path);
+
+/// Note [Dynamic FX graphs]: a version 3 document with symbols (Note
+/// [Dynamic export] in tools/fx_export.py) is converted once per probe
+/// binding of its symbols -- every {"sym": EXPR} replaced by its value --
+/// by the same converter as any static document, and the graphs are unified
+/// into one symbolic graph (Note [Probing and unifying]): a size that an op's
+/// conversion computes from a dynamic dim becomes an expression however the
+/// converter computed it.  The exporter's guards are kept.
+static std::vector<SymbolDecl> fxSymbols(const json& doc, const SourceLoc& fileLoc) {
+  std::vector<SymbolDecl> out;
+  if (!doc.contains("symbols")) return out;
+  const json& syms = doc["symbols"];
+  if (!syms.is_array() || syms.size() > 3) throw UserError(fileLoc, "'symbols' must be an array of at most 3 symbols");
+  for (const json& j : syms) {
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("hint") || !j["hint"].is_number_integer() ||
+        !j.contains("min") || !j["min"].is_number_integer() || !j.contains("max") || !j["max"].is_number_integer())
+      throw UserError(fileLoc, "a symbol needs a name and integer hint, min and max");
+    SymbolDecl d{j["name"].get<std::string>(), j["hint"].get<int64_t>(), j["min"].get<int64_t>(), j["max"].get<int64_t>()};
+    try {
+      (void)sym::Expr::symbol(d.name);
+    } catch (const std::invalid_argument& e) {
+      throw UserError(fileLoc, std::string("symbol: ") + e.what());
+    }
+    if (!(1 <= d.min && d.min <= d.hint && d.hint <= d.max && d.max <= (int64_t{1} << 31) - 1 && d.hint >= 2))
+      throw UserError(fileLoc, "symbol " + d.name + ": needs 1 <= min <= hint <= max < 2^31 and a hint of at least 2");
+    for (const SymbolDecl& o : out)
+      if (o.name == d.name) throw UserError(fileLoc, "symbol " + d.name + " is declared twice");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+/// `j` with every {"sym": EXPR} replaced by its value at `b`.
+static json atBinding(const json& j, const sym::Bindings& b, const SourceLoc& fileLoc) {
+  if (j.is_object()) {
+    if (j.size() == 1 && j.contains("sym")) {
+      if (!j["sym"].is_string()) throw UserError(fileLoc, "a {\"sym\": ...} integer must hold an expression string");
+      try {
+        return sym::Expr::parse(j["sym"].get<std::string>()).eval(b);
+      } catch (const std::exception& e) {
+        throw UserError(fileLoc, "bad size expression '" + j["sym"].get<std::string>() + "': " + e.what());
+      }
+    }
+    json o = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) o[it.key()] = atBinding(it.value(), b, fileLoc);
+    return o;
+  }
+  if (j.is_array()) {
+    json a = json::array();
+    for (const json& x : j) a.push_back(atBinding(x, b, fileLoc));
+    return a;
+  }
+  return j;
+}
+
 FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
   const SourceLoc fileLoc{path, "", ""};
   json doc;
@@ -3290,6 +3347,49 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
     throw UserError(SourceLoc{path, "", ""},
                     "malformed JSON: " + (p == std::string::npos ? msg : msg.substr(p)));
   }
+  std::vector<SymbolDecl> symbols = doc.is_object() ? fxSymbols(doc, fileLoc) : std::vector<SymbolDecl>{};
+  if (symbols.empty()) return convertFxDocument(doc, path);
+  // Note [Dynamic FX graphs].
+  std::vector<Graph> graphs;
+  std::optional<FxModel> first;
+  for (const sym::Bindings& b : probeBindings(symbols)) {
+    std::string at;
+    for (const auto& [k, v] : b) at += (at.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+    FxModel m;
+    try {
+      m = convertFxDocument(atBinding(doc, b, fileLoc), path);
+    } catch (const UserError& e) {
+      std::vector<Diagnostic> d = e.diagnostics();
+      for (Diagnostic& x : d) x.message += " (converting at " + at + ", a probe of the dynamic sizes)";
+      throw UserError(std::move(d));
+    }
+    graphs.push_back(m.graph);
+    if (!first) first = std::move(m);
+  }
+  FxModel out = std::move(*first);
+  out.graph = unifyGraphs(graphs, symbols, path);
+  if (doc.contains("guards")) {
+    if (!doc["guards"].is_array()) throw UserError(fileLoc, "'guards' must be an array");
+    for (const json& j : doc["guards"]) {
+      if (!j.is_object() || !j.contains("expr") || !j["expr"].is_string() || !j.contains("divisible_by") ||
+          !j["divisible_by"].is_number_integer() || j["divisible_by"].get<int64_t>() < 2)
+        throw UserError(fileLoc, "a guard needs an expression and a divisor of at least 2");
+      SizeGuard g;
+      try {
+        g.expr = sym::Expr::parse(j["expr"].get<std::string>());
+      } catch (const std::exception& e) {
+        throw UserError(fileLoc, "bad guard '" + j["expr"].get<std::string>() + "': " + e.what());
+      }
+      g.divisor = j["divisible_by"].get<int64_t>();
+      g.where = j.value("where", std::string());
+      if (std::find(out.graph.guards.begin(), out.graph.guards.end(), g) == out.graph.guards.end()) out.graph.guards.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
+FxModel convertFxDocument(const json& doc, const std::string& path) {
+  const SourceLoc fileLoc{path, "", ""};
   auto need = [&](const char* key, json::value_t t, const char* what) -> const json& {
     if (!doc.is_object() || !doc.contains(key) || doc[key].type() != t)
       throw UserError(fileLoc, cat("missing or malformed '", key, "' (expected ", what, ")"));
@@ -3305,12 +3405,7 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
       doc["version"].get<int64_t>() > 3)
     throw UserError(fileLoc, "unsupported FX graph version " + (doc.contains("version") ? doc["version"].dump() : "(none)") +
                                  "; this aotc reads versions 1 to 3");
-  if (doc.contains("symbols") && doc["symbols"].is_array() && !doc["symbols"].empty()) {
-    std::string names;
-    for (const json& s : doc["symbols"]) names += (names.empty() ? "" : ", ") + (s.is_object() ? s.value("name", std::string("?")) : "?");
-    throw UserError(fileLoc, "dynamic dims (symbols " + names + ") are not compiled yet: sizes in aotc's IR are still "
-                                 "integers (issue 15); export without dynamic= for an artifact at the example sizes");
-  }
+
   const json& inputs = need("inputs", json::value_t::array, "an array");
   const json& nodes = need("nodes", json::value_t::array, "an array");
   if (nodes.size() > kMaxNodes)

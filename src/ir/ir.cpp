@@ -123,7 +123,55 @@ int64_t TensorType::storageSpan() const {
   return hi + 1;
 }
 
+std::vector<sym::Expr> contiguousStrides(const std::vector<sym::Expr>& sizes) {
+  std::vector<sym::Expr> st(sizes.size());
+  sym::Expr s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = s;
+    s = s * (sizes[i].constant() ? sym::Expr(std::max<int64_t>(*sizes[i].constant(), 1)) : sizes[i]);
+  }
+  return st;
+}
+
+SymLayout TensorType::symLayout() const {
+  if (sym) return *sym;
+  SymLayout l;
+  for (int64_t v : sizes) l.sizes.emplace_back(v);
+  for (int64_t v : strides) l.strides.emplace_back(v);
+  l.offset = offset;
+  return l;
+}
+
+bool TensorType::operator==(const TensorType& o) const {
+  if (dtype != o.dtype || sizes != o.sizes || strides != o.strides || offset != o.offset) return false;
+  if (!sym || !o.sym) return !sym && !o.sym;
+  return *sym == *o.sym;
+}
+
+sym::Bindings Graph::hints() const {
+  sym::Bindings b;
+  for (const SymbolDecl& s : symbols) b[s.name] = s.hint;
+  return b;
+}
+
 std::string TensorType::str() const {
+  if (sym) {
+    // Note [Symbolic types]: the expressions; the hints are the graph's.
+    std::string s = std::string(dtypeName(dtype)) + "[";
+    for (size_t i = 0; i < sym->sizes.size(); ++i) s += (i ? "," : "") + sym->sizes[i].str();
+    s += "]";
+    if (sym->strides != aotc::contiguousStrides(sym->sizes)) {
+      s += "{";
+      for (size_t i = 0; i < sym->strides.size(); ++i) s += (i ? "," : "") + sym->strides[i].str();
+      s += "}";
+    }
+    if (auto c = sym->offset.constant()) {
+      if (*c != 0) s += "+" + std::to_string(*c);
+    } else {
+      s += "+(" + sym->offset.str() + ")";
+    }
+    return s;
+  }
   std::string s = std::string(dtypeName(dtype)) + "[";
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
   s += "]";

@@ -59,6 +59,14 @@ auto guarded(const char* pass, Fn&& fn) {
 
 }  // namespace
 
+std::string symbolicNotCompiled(const Graph& g) {
+  std::string names;
+  for (const SymbolDecl& s : g.symbols) names += (names.empty() ? "" : ", ") + s.name;
+  return "dynamic dims (symbols " + names + ") are captured (aotc graph --stage captured shows them) but not compiled yet: "
+         "the passes after capture do not handle symbolic sizes (issue 15); export without dynamic= for an artifact at the "
+         "example sizes";
+}
+
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   auto stage = [&](const char* name, auto&& pass) {
     Graph g = guarded(name, pass);
@@ -67,6 +75,7 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
     return g;
   };
   verifyGraph(captured, "captured graph");
+  if (captured.isSymbolic()) throw UserError(SourceLoc{}, symbolicNotCompiled(captured));
   PipelineResult r;
   r.functional = stage("functionalize", [&] { return functionalize(captured); });
   r.functional = stage("dce", [&] { return dce(r.functional); });

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "aotc/ir/unify.h"
 #include "aotc/ops/ops.h"
 
 namespace aotc {
@@ -15,13 +16,24 @@ namespace aotc {
 namespace {
 std::string quote(const std::string& s) { return attrStr(AttrValue{s}); }
 
-std::string attrsStr(const Attrs& a) {
+/// Attributes; those in `sym` (Note [Symbolic types]) as their expressions.
+std::string attrsStr(const Attrs& a, const std::map<std::string, std::vector<sym::Expr>>& sym = {}) {
   if (a.empty()) return "";
   std::string s = " {";
   bool first = true;
   for (auto& [k, v] : a) {
-    s += (first ? "" : ", ") + k + "=" + attrStr(v);
+    s += (first ? "" : ", ") + k + "=";
     first = false;
+    auto e = sym.find(k);
+    if (e == sym.end()) {
+      s += attrStr(v);
+    } else if (std::holds_alternative<int64_t>(v)) {
+      s += e->second.at(0).str();
+    } else {
+      s += "[";
+      for (size_t i = 0; i < e->second.size(); ++i) s += (i ? ", " : "") + e->second[i].str();
+      s += "]";
+    }
   }
   return s + "}";
 }
@@ -45,6 +57,10 @@ std::string printGraph(const Graph& g) { return printGraphIndented(g, ""); }
 namespace {
 std::string printGraphIndented(const Graph& g, const std::string& ind) {
   std::string s = ind + "graph @" + g.name + " {\n";
+  for (const SymbolDecl& sd : g.symbols)
+    s += ind + "  symbol " + sd.name + " = " + std::to_string(sd.hint) + " in [" + std::to_string(sd.min) + ", " +
+         std::to_string(sd.max) + "]\n";
+  for (const SizeGuard& gd : g.guards) s += ind + "  guard divisible(" + gd.expr.str() + ", " + std::to_string(gd.divisor) + ")\n";
   auto vn = [&](ValueId v) { return "%" + g.values[v].name; };
   for (auto& in : g.inputs) {
     s += ind + "  input " + vn(in.value) + " : " + g.type(in.value).str() + " " + inputRoleName(in.role);
@@ -58,7 +74,7 @@ std::string printGraphIndented(const Graph& g, const std::string& ind) {
     if (!n.outputs.empty()) s += " = ";
     s += std::string(opName(n.op)) + "(";
     for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + vn(n.inputs[i]);
-    s += ")" + attrsStr(n.attrs) + tagsStr(n);
+    s += ")" + attrsStr(n.attrs, n.symAttrs) + tagsStr(n);
     if (!n.loc.node.empty() || !n.loc.op.empty() || !n.loc.source.empty() || !n.loc.scope.empty()) {
       s += " loc(" + quote(n.loc.node) + ", " + quote(n.loc.op);
       if (!n.loc.source.empty() || !n.loc.scope.empty()) s += ", " + quote(n.loc.source) + ", " + quote(n.loc.scope);
@@ -152,7 +168,13 @@ class Lexer {
       char c = src_[pos_];
       int line = line_;
       auto isName = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-'; };
-      if (c == '%' || c == '@' || c == '#') {
+      if (c == '%' && (pos_ + 1 >= src_.size() || !isName(src_[pos_ + 1]))) {  // modulo, in a size expression
+        out.push_back({Tok::Punct, "%", line});
+        ++pos_;
+      } else if (c == '/' && src_.compare(pos_, 2, "//") == 0) {  // floor division (a comment starts a line: skip())
+        out.push_back({Tok::Punct, "//", line});
+        pos_ += 2;
+      } else if (c == '%' || c == '@' || c == '#') {
         size_t b = ++pos_;
         while (pos_ < src_.size() && isName(src_[pos_])) ++pos_;
         if (b == pos_) error(line, std::string("expected a name after '") + c + "'");
@@ -182,7 +204,7 @@ class Lexer {
         if (pos_ >= src_.size()) error(line, "unterminated string");
         ++pos_;
         out.push_back({Tok::String, s, line});
-      } else if (std::string("{}()[],:=+").find(c) != std::string::npos) {
+      } else if (std::string("{}()[],:=+-*").find(c) != std::string::npos) {
         out.push_back({Tok::Punct, std::string(1, c), line});
         ++pos_;
       } else {
@@ -205,12 +227,19 @@ class Lexer {
         ++pos_;
       } else if (std::isspace(static_cast<unsigned char>(src_[pos_]))) {
         ++pos_;
-      } else if (src_.compare(pos_, 2, "//") == 0) {
+      } else if (src_.compare(pos_, 2, "//") == 0 && atLineStart()) {
         while (pos_ < src_.size() && src_[pos_] != '\n') ++pos_;
       } else {
         break;
       }
     }
+  }
+  /// Whether only blanks precede pos_ on its line: comments take a line of
+  /// their own, so `//` elsewhere is floor division (Note [Symbolic sizes]).
+  bool atLineStart() const {
+    for (size_t p = pos_; p-- > 0 && src_[p] != '\n';)
+      if (!std::isspace(static_cast<unsigned char>(src_[p]))) return false;
+    return true;
   }
   const std::string& src_;
   std::string file_;
@@ -248,7 +277,41 @@ class Parser {
     };
     while (!isPunct("}")) {
       const Token& head = peek();
-      if (head.kind == Tok::Ident && head.text == "input") {
+      if (head.kind == Tok::Ident && head.text == "symbol") {  // Note [Symbolic types]
+        next();
+        Token name = expect(Tok::Ident);
+        SymbolDecl d;
+        d.name = name.text;
+        try {
+          (void)sym::Expr::symbol(d.name);
+        } catch (const std::invalid_argument& e) {
+          error(name, e.what());
+        }
+        expectPunct("=");
+        d.hint = toInt(expect(Tok::Int));
+        expectIdent("in");
+        expectPunct("[");
+        d.min = toInt(expect(Tok::Int));
+        expectPunct(",");
+        d.max = toInt(expect(Tok::Int));
+        expectPunct("]");
+        if (!(1 <= d.min && d.min <= d.hint && d.hint <= d.max)) error(name, "symbol " + d.name + ": needs 1 <= min <= hint <= max");
+        if (hints_.count(d.name)) error(name, "symbol " + d.name + " is declared twice");
+        hints_[d.name] = d.hint;
+        g.symbols.push_back(d);
+      } else if (head.kind == Tok::Ident && head.text == "guard") {
+        next();
+        expectIdent("divisible");
+        expectPunct("(");
+        const Token& at = peek();
+        SizeGuard gd;
+        gd.expr = parseExpr();
+        expectPunct(",");
+        gd.divisor = toInt(expect(Tok::Int));
+        expectPunct(")");
+        if (gd.divisor < 2) error(at, "a guard's divisor must be at least 2");
+        g.guards.push_back(std::move(gd));
+      } else if (head.kind == Tok::Ident && head.text == "input") {
         next();
         Token name = expect(Tok::Value);
         expectPunct(":");
@@ -317,7 +380,7 @@ class Parser {
           else break;
         }
         expectPunct(")");
-        n.attrs = parseAttrs();
+        n.attrs = parseAttrs(&n.symAttrs);
         while (peek().kind == Tok::Hash) {
           Token tag = next();
           if (tag.text == "bw") n.phase = Phase::Backward;
@@ -361,21 +424,75 @@ class Parser {
     if (!dt) error(d, "unknown dtype '" + d.text + "'");
     TensorType t;
     t.dtype = *dt;
-    t.sizes = parseIntList("[", "]");
-    t.strides = isPunct("{") ? parseIntList("{", "}") : TensorType::contiguousStrides(t.sizes);
-    if (t.strides.size() != t.sizes.size()) error(d, "strides and sizes differ in rank");
+    std::vector<sym::Expr> sizes = parseSizeList("[", "]");
+    std::optional<std::vector<sym::Expr>> strides;
+    if (isPunct("{")) strides = parseSizeList("{", "}");
+    sym::Expr offset = 0;
     if (isPunct("+")) {
       next();
-      t.offset = toInt(expect(Tok::Int));
+      if (isPunct("(")) {
+        next();
+        offset = parseExpr();
+        expectPunct(")");
+      } else {
+        offset = toInt(expect(Tok::Int));
+      }
     }
+    if (strides && strides->size() != sizes.size()) error(d, "strides and sizes differ in rank");
+    for (const sym::Expr& e : sizes) t.sizes.push_back(atHints(e, d));
+    t.strides = strides ? Ints{} : TensorType::contiguousStrides(t.sizes);
+    if (strides)
+      for (const sym::Expr& e : *strides) t.strides.push_back(atHints(e, d));
+    t.offset = atHints(offset, d);
+    bool symbolic = !offset.isConstant();
+    for (const sym::Expr& e : sizes) symbolic = symbolic || !e.isConstant();
+    if (strides)
+      for (const sym::Expr& e : *strides) symbolic = symbolic || !e.isConstant();
+    if (symbolic)
+      t.sym = std::make_shared<const SymLayout>(SymLayout{sizes, strides ? *strides : contiguousStrides(sizes), offset});
     return t;
   }
 
-  Ints parseIntList(const char* open, const char* close) {
+  /// One size expression (Note [Symbolic sizes]' grammar): its tokens up to
+  /// a ',' or a closing bracket outside parentheses.
+  sym::Expr parseExpr() {
+    const Token first = peek();
+    if (first.kind == Tok::Int && pos_ + 1 < t_.size() && t_[pos_ + 1].kind == Tok::Punct &&
+        (t_[pos_ + 1].text == "," || t_[pos_ + 1].text == "]" || t_[pos_ + 1].text == "}" || t_[pos_ + 1].text == ")"))
+      return toInt(next());  // the common case: a plain integer
+    std::string text;
+    int depth = 0;
+    while (true) {
+      const Token& t = peek();
+      if (t.kind == Tok::Punct) {
+        if (t.text == "(") {
+          ++depth;
+        } else if (t.text == ")") {
+          if (depth == 0) break;
+          --depth;
+        } else if ((t.text == "," && depth == 0) || t.text == "]" || t.text == "}") {
+          break;
+        } else if (t.text != "+" && t.text != "-" && t.text != "*" && t.text != "//" && t.text != "%" && t.text != ",") {
+          error(t, "unexpected '" + t.text + "' in a size");
+        }
+      } else if (t.kind != Tok::Int && t.kind != Tok::Ident) {
+        error(t, "expected a size");
+      }
+      text += (text.empty() ? "" : " ") + next().text;
+    }
+    if (text.empty()) error(first, "expected a size");
+    try {
+      return sym::Expr::parse(text);
+    } catch (const std::exception& e) {
+      error(first, "bad size '" + text + "': " + e.what());
+    }
+  }
+
+  std::vector<sym::Expr> parseSizeList(const char* open, const char* close) {
     expectPunct(open);
-    Ints v;
+    std::vector<sym::Expr> v;
     while (!isPunct(close)) {
-      v.push_back(toInt(expect(Tok::Int)));
+      v.push_back(parseExpr());
       if (isPunct(",")) next();
       else break;
     }
@@ -383,21 +500,56 @@ class Parser {
     return v;
   }
 
-  Attrs parseAttrs() {
+  /// `e` at the declared symbols' hints (Note [Symbolic types]).
+  int64_t atHints(const sym::Expr& e, const Token& at) {
+    if (auto c = e.constant()) return *c;
+    try {
+      return e.eval(hints_);
+    } catch (const std::out_of_range&) {
+      error(at, "size " + e.str() + " uses a symbol the graph does not declare");
+    } catch (const std::exception& x) {
+      error(at, "size " + e.str() + ": " + x.what());
+    }
+  }
+
+  /// Attributes; integers given as size expressions (Note [Symbolic types])
+  /// go to `sym` with their values at the hints in the result.
+  Attrs parseAttrs(std::map<std::string, std::vector<sym::Expr>>* sym = nullptr) {
     Attrs a;
     if (!isPunct("{")) return a;
     next();
     while (!isPunct("}")) {
       Token key = expect(Tok::Ident);
       expectPunct("=");
-      const Token& v = peek();
-      if (v.kind == Tok::Int) a[key.text] = toInt(next());
-      else if (v.kind == Tok::Float) a[key.text] = toFloat(next());
+      const Token v = peek();
+      bool keyword = v.kind == Tok::Ident && (v.text == "true" || v.text == "false" || v.text == "inf" || v.text == "nan");
+      if (v.kind == Tok::Float) a[key.text] = toFloat(next());
       else if (v.kind == Tok::String) a[key.text] = next().text;
       else if (v.kind == Tok::Ident && (v.text == "true" || v.text == "false")) a[key.text] = next().text == "true";
       else if (v.kind == Tok::Ident && (v.text == "inf" || v.text == "nan")) a[key.text] = toFloat(next());
-      else if (isPunct("[")) a[key.text] = parseIntList("[", "]");
-      else error(v, "bad attribute value for '" + key.text + "'");
+      else if (v.kind == Tok::Int || (v.kind == Tok::Ident && !keyword) || isPunct("(")) {
+        sym::Expr e = parseExpr();
+        a[key.text] = atHints(e, v);
+        if (!e.isConstant()) {
+          if (!sym) error(v, "attribute '" + key.text + "' cannot be a size expression here");
+          (*sym)[key.text] = {e};
+        }
+      } else if (isPunct("[")) {
+        std::vector<sym::Expr> es = parseSizeList("[", "]");
+        Ints ints;
+        bool symbolic = false;
+        for (const sym::Expr& e : es) {
+          ints.push_back(atHints(e, v));
+          symbolic = symbolic || !e.isConstant();
+        }
+        a[key.text] = ints;
+        if (symbolic) {
+          if (!sym) error(v, "attribute '" + key.text + "' cannot hold size expressions here");
+          (*sym)[key.text] = es;
+        }
+      } else {
+        error(v, "bad attribute value for '" + key.text + "'");
+      }
       if (isPunct(",")) next();
       else break;
     }
@@ -445,6 +597,7 @@ class Parser {
   std::vector<Token> t_;
   std::string file_;
   size_t pos_ = 0;
+  sym::Bindings hints_;
 };
 
 }  // namespace
@@ -479,6 +632,22 @@ std::vector<std::string> splitInputFile(const std::string& text) {
 // ---------------------------------------------------------------- verifier
 
 void verifyGraph(const Graph& g, const std::string& file) {
+  if (g.isSymbolic()) {
+    // Note [Symbolic types]: the graph at its hints is checked below; its
+    // expressions are checked by checking it at every probe binding (Note
+    // [Probing and unifying]), where shape inference must agree with them.
+    for (const sym::Bindings& b : probeBindings(g.symbols)) {
+      Graph at;
+      try {
+        at = instantiate(g, b);
+      } catch (const UserError& e) {
+        throw UserError(SourceLoc{file, "", ""}, "verifier: " + e.diagnostics().front().message);
+      }
+      std::string where;
+      for (const auto& [k, v] : b) where += (where.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+      verifyGraph(at, file + " (at " + where + ")");
+    }
+  }
   auto fail = [&](const Node* n, const std::string& msg) {
     SourceLoc loc{file, "", ""};
     if (n) {
@@ -489,6 +658,41 @@ void verifyGraph(const Graph& g, const std::string& file) {
     }
     throw UserError(loc, "verifier: " + msg);
   };
+  // Note [Symbolic types]: every expression names declared symbols and
+  // equals, at their hints, the integer beside it.
+  sym::Bindings hints = g.hints();
+  auto atHints = [&](const sym::Expr& e, const std::string& what) {
+    try {
+      return e.eval(hints);
+    } catch (const std::exception&) {
+      fail(nullptr, what + ": " + e.str() + " uses a symbol the graph does not declare");
+    }
+    return int64_t{0};  // (fail throws)
+  };
+  for (const Value& v : g.values) {
+    const TensorType& t = v.type;
+    if (!t.sym) continue;
+    if (hints.empty()) fail(nullptr, "%" + v.name + " has a symbolic type in a graph without symbols");
+    const SymLayout& l = *t.sym;
+    bool ok = l.sizes.size() == t.sizes.size() && l.strides.size() == t.strides.size() && atHints(l.offset, "%" + v.name) == t.offset;
+    for (size_t i = 0; ok && i < l.sizes.size(); ++i)
+      ok = atHints(l.sizes[i], "%" + v.name) == t.sizes[i] && atHints(l.strides[i], "%" + v.name) == t.strides[i];
+    if (!ok) fail(nullptr, "%" + v.name + ": its type " + t.str() + " is not " + TensorType{t.dtype, t.sizes, t.strides, t.offset, nullptr}.str() + " at the hints");
+  }
+  for (const Node& n : g.nodes)
+    for (const auto& [key, es] : n.symAttrs) {
+      auto it = n.attrs.find(key);
+      bool ok = it != n.attrs.end();
+      if (ok && std::holds_alternative<int64_t>(it->second)) ok = es.size() == 1 && atHints(es[0], key) == std::get<int64_t>(it->second);
+      else if (ok && std::holds_alternative<Ints>(it->second)) {
+        const Ints& iv = std::get<Ints>(it->second);
+        ok = iv.size() == es.size();
+        for (size_t i = 0; ok && i < iv.size(); ++i) ok = atHints(es[i], key) == iv[i];
+      } else {
+        ok = false;
+      }
+      if (!ok) fail(&n, "symbolic attribute '" + key + "' does not match its value at the hints");
+    }
   std::vector<bool> defined(g.values.size(), false);
   std::set<std::string> names;
   for (auto& v : g.values)
@@ -529,8 +733,9 @@ void verifyGraph(const Graph& g, const std::string& file) {
       if (defined[o]) fail(&n, "value %" + g.values[o].name + " is defined twice");
       defined[o] = true;
       if (g.values[o].node != static_cast<int32_t>(i)) fail(&n, "result's defining node is wrong");
-      if (!(g.type(o) == want[k]))
-        fail(&n, "result %" + g.values[o].name + " has type " + g.type(o).str() + ", shape inference gives " + want[k].str());
+      const TensorType& have = g.type(o);
+      if (have.dtype != want[k].dtype || have.sizes != want[k].sizes || have.strides != want[k].strides || have.offset != want[k].offset)
+        fail(&n, "result %" + g.values[o].name + " has type " + have.str() + ", shape inference gives " + want[k].str());
     }
     for (const Graph& r : n.regions) verifyGraph(r, file);
     if (n.op == OpKind::EpilogueCopy) {

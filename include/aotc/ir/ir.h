@@ -3,7 +3,8 @@
 // One small SSA IR for every stage.  A Graph has typed inputs (with their
 // signature role), nodes in topological order, and outputs (with theirs).  A
 // Value is defined once, by a graph input or by one output slot of a node.
-// Types are static: dtype, sizes, strides and storage offset.
+// Types are dtype, sizes, strides and storage offset; sizes may be symbolic
+// (Note [Symbolic types]).
 //
 // Functional graphs (after `functionalize`) hold no Mutation ops.  Input
 // mutations are trailing `epilogue_copy(%input, %value)` nodes tagged with the
@@ -13,11 +14,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "aotc/ir/symbolic.h"
 #include "aotc/support/diag.h"
 
 namespace aotc {
@@ -48,12 +51,31 @@ inline constexpr int64_t kMaxExtent = int64_t{1} << 48;
 int64_t mulSize(int64_t a, int64_t b);  ///< a * b; UserError beyond +-2^62
 int64_t addSize(int64_t a, int64_t b);  ///< a + b; UserError beyond +-2^62
 
-/// Static tensor type.  Strides are in elements, as in PyTorch.
+/// Note [Symbolic types]
+/// ~~~~~~~~~~~~~~~~~~~~~~
+/// A graph with dynamic dims declares its symbols (name, hint, range) and
+/// the guards its sizes rely on.  A type's `sizes`, `strides` and `offset`
+/// are then the values at the hints -- the graph read at its hints is an
+/// ordinary static graph, which every pass and rule written for integers
+/// handles -- and `sym`, when set, says how each of them depends on the
+/// symbols (Note [Symbolic sizes]); an Ints attribute that depends on them
+/// has its expressions in the node's `symAttrs`.  The verifier checks that
+/// the expressions, evaluated at the hints, are the integers beside them.
+/// A graph without symbols has no `sym` anywhere.
+struct SymLayout {
+  std::vector<sym::Expr> sizes, strides;
+  sym::Expr offset;
+  bool operator==(const SymLayout&) const = default;
+};
+
+/// A tensor type.  Strides are in elements, as in PyTorch.
 struct TensorType {
   DType dtype = DType::F32;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
   int64_t offset = 0;
+  /// Note [Symbolic types]: null for a static type.
+  std::shared_ptr<const SymLayout> sym = nullptr;
 
   static TensorType contiguous(DType d, std::vector<int64_t> sizes);
   static std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& sizes);
@@ -62,8 +84,30 @@ struct TensorType {
   bool isContiguous() const;
   /// Number of elements the storage must hold to back this view.
   int64_t storageSpan() const;
-  std::string str() const;  ///< f32[4,8], f32[8,4]{1,8}, f32[2]{1}+3
-  bool operator==(const TensorType&) const = default;
+  std::string str() const;  ///< f32[4,8], f32[8,4]{1,8}, f32[2]{1}+3, f32[batch,8]
+  bool isSymbolic() const { return sym != nullptr; }
+  /// The symbolic layout, or this type's integers as constant expressions.
+  SymLayout symLayout() const;
+  bool operator==(const TensorType& o) const;
+};
+
+/// Contiguous strides of symbolic sizes.
+std::vector<sym::Expr> contiguousStrides(const std::vector<sym::Expr>& sizes);
+
+/// A dynamic dim's symbol (Note [Symbolic types]).
+struct SymbolDecl {
+  std::string name;
+  int64_t hint = 0, min = 1, max = (int64_t{1} << 31) - 1;
+  bool operator==(const SymbolDecl&) const = default;
+};
+
+/// What a graph's sizes rely on: `expr` % `divisor` == 0 at every binding
+/// the artifact accepts (a reshape that splits a dynamic dim).
+struct SizeGuard {
+  sym::Expr expr;
+  int64_t divisor = 1;
+  std::string where;  ///< what needed it, for messages
+  bool operator==(const SizeGuard& o) const { return expr == o.expr && divisor == o.divisor; }
 };
 
 using Ints = std::vector<int64_t>;
@@ -113,6 +157,10 @@ struct Node {
   uint32_t tags = kTagNone;
   /// Nested graphs (autograd_function: forward, backward).
   std::vector<Graph> regions;
+  /// Note [Symbolic types]: Ints (or int) attributes that depend on the
+  /// graph's symbols, as expressions; their integers in `attrs` are the
+  /// values at the hints.
+  std::map<std::string, std::vector<sym::Expr>> symAttrs = {};
 };
 
 enum class InputRole : uint8_t { Parameter, Buffer, UserInput, Tangent, Saved, Constant };
@@ -154,6 +202,14 @@ class Graph {
   std::vector<GraphInput> inputs;
   std::vector<Node> nodes;
   std::vector<GraphOutput> outputs;
+  /// Note [Symbolic types]: the dynamic dims' symbols and what the sizes
+  /// rely on; both empty for a static graph.
+  std::vector<SymbolDecl> symbols;
+  std::vector<SizeGuard> guards;
+
+  bool isSymbolic() const { return !symbols.empty(); }
+  /// Every symbol at its hint.
+  sym::Bindings hints() const;
 
   ValueId addInput(std::string name, TensorType type, InputRole role, bool requires_grad);
   /// Appends a node whose output types are given (its outputs must be values

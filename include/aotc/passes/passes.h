@@ -69,6 +69,9 @@ struct PipelineResult {
   Partition partition;
 };
 
+/// The one-line refusal of a symbolic graph (Note [Symbolic types]) by the
+/// passes, which do not handle symbolic sizes yet.
+std::string symbolicNotCompiled(const Graph& g);
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts);
 std::vector<std::string> partitionerNames();
 /// The stages runPipeline reports to `after_pass`, in order.

@@ -1,0 +1,58 @@
+//===- unify.h - Symbolic graphs from graphs at probe sizes --------*- C++ -*-===//
+//
+// Note [Probing and unifying]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A symbolic graph (Note [Symbolic types]) is made from static ones: the
+// same program built at probe bindings of its symbols -- the grid
+// {h, 2h, ..., (kFitDegree+1)h} per symbol (h its hint), then one check
+// point at (kFitDegree+2)h for all of them -- must agree on everything but
+// integers (ops, operands, dtypes, ranks, names, flags, non-integer
+// attributes), and every integer position (a size, a stride, an offset, an
+// Ints attribute's element) is fitted exactly, in rational arithmetic, by
+// the polynomial of degree at most kFitDegree in each symbol through the
+// grid; the check point must match the fit.  A fit with fractional
+// coefficients p(s)/d becomes p // d with the guard p % d == 0 (probes are
+// multiples of the hint, so they keep the hint's divisibility).  This is the
+// method of Note [Dynamic export] (tools/fx_export.py), here over IR: the
+// rules that build a graph stay written once, for integers, and whatever
+// they compute from a size is recovered as an expression -- or refused,
+// naming the value or node, when it is not a low-degree polynomial or the
+// structure changes with the size.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "aotc/ir/ir.h"
+
+namespace aotc {
+
+inline constexpr int kFitDegree = 2;
+
+/// The probe bindings: the grid (first: every symbol at its hint), then the
+/// check point.  Symbols in name order.
+std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols);
+
+/// A fitted integer: `expr`, which is `numerator // divisor` (divisor 1: no
+/// guard needed; else the guard numerator % divisor == 0).
+struct SizeFit {
+  sym::Expr expr, numerator;
+  int64_t divisor = 1;
+};
+/// The fit of `values` (one per probeBindings point); nullopt when no
+/// polynomial of degree at most kFitDegree per symbol passes through the
+/// grid and the check point.
+std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std::vector<int64_t>& values);
+
+/// One symbolic graph from `probes` (probes[i] built at probeBindings()[i]),
+/// declaring `symbols` and the guards the fits need.  Throws UserError at
+/// `where` naming the value, node or attribute that does not unify.
+Graph unifyGraphs(const std::vector<Graph>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where);
+
+/// `g` at binding `b`: every symbolic type and attribute evaluated, a static
+/// graph.  Throws UserError naming the guard or the value when `b` breaks a
+/// guard or makes a size negative.
+Graph instantiate(const Graph& g, const sym::Bindings& b);
+
+}  // namespace aotc

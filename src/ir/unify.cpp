@@ -1,0 +1,382 @@
+//===- unify.cpp - Symbolic graphs from graphs at probe sizes -------------===//
+//
+// Note [Probing and unifying] in aotc/ir/unify.h.
+//===----------------------------------------------------------------------===//
+#include "aotc/ir/unify.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace aotc {
+
+namespace {
+
+__extension__ typedef __int128 Wide;
+
+/// An exact rational with a 128-bit numerator and denominator; throws
+/// std::overflow_error rather than wrap (a fit that overflows fails).
+struct Q {
+  Wide n = 0, d = 1;
+  static Wide gcd(Wide a, Wide b) {
+    if (a < 0) a = -a;
+    if (b < 0) b = -b;
+    while (b) {
+      Wide t = a % b;
+      a = b;
+      b = t;
+    }
+    return a;
+  }
+  static Wide mul(Wide a, Wide b) {
+    Wide r;
+    if (__builtin_mul_overflow(a, b, &r)) throw std::overflow_error("size fit overflows");
+    return r;
+  }
+  static Wide add(Wide a, Wide b) {
+    Wide r;
+    if (__builtin_add_overflow(a, b, &r)) throw std::overflow_error("size fit overflows");
+    return r;
+  }
+  static Q make(Wide n, Wide d) {
+    if (d < 0) {
+      n = -n;
+      d = -d;
+    }
+    Wide g = gcd(n, d);
+    if (g > 1) {
+      n /= g;
+      d /= g;
+    }
+    return Q{n, d};
+  }
+  friend Q operator+(const Q& a, const Q& b) {
+    Wide g = gcd(a.d, b.d);
+    return make(add(mul(a.n, b.d / g), mul(b.n, a.d / g)), mul(a.d / g, b.d));
+  }
+  friend Q operator*(const Q& a, const Q& b) { return make(mul(a.n, b.n), mul(a.d, b.d)); }
+  bool zero() const { return n == 0; }
+};
+
+/// A polynomial: monomial (symbol names with repeats, sorted) -> coefficient.
+using QPoly = std::map<std::vector<std::string>, Q>;
+
+QPoly polyMul(const QPoly& a, const QPoly& b) {
+  QPoly out;
+  for (const auto& [ma, ca] : a)
+    for (const auto& [mb, cb] : b) {
+      std::vector<std::string> m = ma;
+      m.insert(m.end(), mb.begin(), mb.end());
+      std::sort(m.begin(), m.end());
+      auto [it, fresh] = out.try_emplace(m, ca * cb);
+      if (!fresh) it->second = it->second + ca * cb;
+    }
+  std::erase_if(out, [](const auto& kv) { return kv.second.zero(); });
+  return out;
+}
+
+Q evalPoly(const QPoly& p, const sym::Bindings& b) {
+  Q total;
+  for (const auto& [m, c] : p) {
+    Q t = c;
+    for (const std::string& s : m) t = t * Q{b.find(s)->second, 1};
+    total = total + t;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols) {
+  std::vector<SymbolDecl> syms = symbols;
+  std::sort(syms.begin(), syms.end(), [](const SymbolDecl& a, const SymbolDecl& b) { return a.name < b.name; });
+  std::vector<sym::Bindings> pts{sym::Bindings{}};
+  for (const SymbolDecl& s : syms) {
+    std::vector<sym::Bindings> next;
+    for (const sym::Bindings& p : pts)
+      for (int j = 0; j <= kFitDegree; ++j) {
+        sym::Bindings q = p;
+        q[s.name] = s.hint * (j + 1);
+        next.push_back(std::move(q));
+      }
+    pts = std::move(next);
+  }
+  sym::Bindings check;
+  for (const SymbolDecl& s : syms) check[s.name] = s.hint * (kFitDegree + 2);
+  pts.push_back(std::move(check));
+  return pts;
+}
+
+std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std::vector<int64_t>& values) {
+  std::vector<sym::Bindings> pts = probeBindings(symbols);
+  AOTC_CHECK(values.size() == pts.size(), "fitSize: ", values.size(), " values for ", pts.size(), " probes");
+  try {
+    // Tensor-product Lagrange interpolation through the grid (all points
+    // but the last).
+    QPoly poly;
+    for (size_t i = 0; i + 1 < pts.size(); ++i) {
+      QPoly term{{{}, Q{values[i], 1}}};
+      for (const SymbolDecl& s : symbols) {
+        const int64_t x = pts[i].at(s.name);
+        for (int j = 0; j <= kFitDegree; ++j) {
+          const int64_t node = s.hint * (j + 1);
+          if (node == x) continue;  // (s - node) / (x - node)
+          term = polyMul(term, QPoly{{{s.name}, Q::make(1, x - node)}, {{}, Q::make(-node, x - node)}});
+        }
+      }
+      for (const auto& [m, c] : term) {
+        auto [it, fresh] = poly.try_emplace(m, c);
+        if (!fresh) it->second = it->second + c;
+      }
+    }
+    std::erase_if(poly, [](const auto& kv) { return kv.second.zero(); });
+    Q at = evalPoly(poly, pts.back());
+    if (at.d != 1 || at.n != values.back()) return std::nullopt;
+    // p(s) / d with integer p.
+    Wide d = 1;
+    for (const auto& [m, c] : poly) d = Q::mul(d / Q::gcd(d, c.d), c.d);
+    if (d > (Wide{1} << 40)) return std::nullopt;
+    sym::Expr num = 0;
+    for (const auto& [m, c] : poly) {
+      Wide k = Q::mul(c.n, d / c.d);
+      if (k > (Wide{1} << 62) || k < -(Wide{1} << 62)) return std::nullopt;
+      sym::Expr t = static_cast<int64_t>(k);
+      for (const std::string& s : m) t = t * sym::Expr::symbol(s);
+      num = num + t;
+    }
+    SizeFit f{num, num, static_cast<int64_t>(d)};
+    if (d != 1) f.expr = floorDiv(num, sym::Expr(static_cast<int64_t>(d)));
+    return f;
+  } catch (const std::overflow_error&) {
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+std::string bindingText(const sym::Bindings& b) {
+  std::string s;
+  for (const auto& [k, v] : b) s += (s.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+struct Unifier {
+  const std::vector<SymbolDecl>& symbols;
+  std::string file;
+  std::vector<sym::Bindings> pts;
+  std::vector<SizeGuard> guards;
+
+  [[noreturn]] void fail(const SourceLoc& at, const std::string& msg) const {
+    SourceLoc l = at;
+    l.file = file;
+    throw UserError(l, msg);
+  }
+
+  /// The expression of one integer position, or nullopt when it is the
+  /// same at every probe.
+  std::optional<sym::Expr> fit(const std::vector<int64_t>& v, const SourceLoc& at, const std::string& what) {
+    if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; })) return std::nullopt;
+    std::optional<SizeFit> f = fitSize(symbols, v);
+    if (!f) {
+      std::string seen;
+      for (size_t i = 0; i < v.size(); ++i) seen += (i ? "; " : "") + std::to_string(v[i]) + " at " + bindingText(pts[i]);
+      fail(at, what + " is not a polynomial of degree at most " + std::to_string(kFitDegree) + " in each symbol (" + seen +
+                   "): it cannot be a dynamic size (Note [Probing and unifying])");
+    }
+    if (f->divisor != 1) {
+      SizeGuard g{f->numerator, f->divisor, what};
+      if (std::find(guards.begin(), guards.end(), g) == guards.end()) guards.push_back(std::move(g));
+    }
+    return f->expr;
+  }
+
+  /// One vector of integer positions; every element's expression (constants
+  /// where they do not vary), or nullopt when none varies.
+  std::optional<std::vector<sym::Expr>> fitAll(const std::vector<const Ints*>& v, const SourceLoc& at, const std::string& what) {
+    for (const Ints* x : v)
+      if (x->size() != v[0]->size()) fail(at, what + " changes length with the dynamic sizes");
+    std::vector<sym::Expr> out;
+    bool any = false;
+    for (size_t i = 0; i < v[0]->size(); ++i) {
+      std::vector<int64_t> col;
+      for (const Ints* x : v) col.push_back((*x)[i]);
+      std::optional<sym::Expr> e = fit(col, at, what + "[" + std::to_string(i) + "]");
+      any = any || e.has_value();
+      out.push_back(e ? *e : sym::Expr((*v[0])[i]));
+    }
+    if (!any) return std::nullopt;
+    return out;
+  }
+
+  TensorType type(const std::vector<const TensorType*>& t, const SourceLoc& at, const std::string& what) {
+    for (const TensorType* x : t)
+      if (x->dtype != t[0]->dtype || x->sizes.size() != t[0]->sizes.size())
+        fail(at, what + " changes dtype or rank with the dynamic sizes (" + t[0]->str() + " vs " + x->str() + ")");
+    std::vector<const Ints*> sz, st;
+    std::vector<int64_t> off;
+    for (const TensorType* x : t) {
+      sz.push_back(&x->sizes);
+      st.push_back(&x->strides);
+      off.push_back(x->offset);
+    }
+    auto s = fitAll(sz, at, what + " size");
+    auto r = fitAll(st, at, what + " stride");
+    auto o = fit(off, at, what + " offset");
+    TensorType out = *t[0];
+    out.sym = nullptr;
+    if (s || r || o) {
+      SymLayout l = t[0]->symLayout();
+      if (s) l.sizes = *s;
+      if (r) l.strides = *r;
+      if (o) l.offset = *o;
+      out.sym = std::make_shared<const SymLayout>(std::move(l));
+    }
+    return out;
+  }
+
+  Graph graph(const std::vector<const Graph*>& p) {
+    const Graph& g0 = *p[0];
+    SourceLoc top;
+    for (const Graph* g : p)
+      if (g->name != g0.name || g->values.size() != g0.values.size() || g->inputs.size() != g0.inputs.size() ||
+          g->nodes.size() != g0.nodes.size() || g->outputs.size() != g0.outputs.size())
+        fail(top, "the program's structure changes with the dynamic sizes (" + std::to_string(g0.nodes.size()) + " nodes at the hints, " +
+                      std::to_string(g->nodes.size()) + " at another probe)");
+    Graph out = g0;
+    out.symbols.clear();
+    out.guards.clear();
+    for (size_t v = 0; v < g0.values.size(); ++v) {
+      std::vector<const TensorType*> t;
+      for (const Graph* g : p) {
+        if (g->values[v].name != g0.values[v].name || g->values[v].node != g0.values[v].node)
+          fail(SourceLoc("", g0.values[v].name), "the program's values change with the dynamic sizes");
+        t.push_back(&g->values[v].type);
+      }
+      SourceLoc at("", g0.values[v].name);
+      if (int32_t d = g0.values[v].node; d >= 0) at = g0.nodes[static_cast<size_t>(d)].loc;
+      out.values[v].type = type(t, at, "the type of %" + g0.values[v].name);
+    }
+    for (size_t i = 0; i < g0.inputs.size(); ++i)
+      for (const Graph* g : p)
+        if (g->inputs[i].value != g0.inputs[i].value || g->inputs[i].role != g0.inputs[i].role ||
+            g->inputs[i].requires_grad != g0.inputs[i].requires_grad)
+          fail(SourceLoc("", g0.values[g0.inputs[i].value].name), "the program's inputs change with the dynamic sizes");
+    for (size_t k = 0; k < g0.nodes.size(); ++k) {
+      const Node& n0 = g0.nodes[k];
+      Node& n = out.nodes[k];
+      for (const Graph* g : p) {
+        const Node& x = g->nodes[k];
+        if (x.op != n0.op || x.inputs != n0.inputs || x.outputs != n0.outputs || x.phase != n0.phase || x.tags != n0.tags ||
+            x.regions.size() != n0.regions.size() || x.attrs.size() != n0.attrs.size())
+          fail(n0.loc, "the program's nodes change with the dynamic sizes (control flow on a size?)");
+      }
+      for (const auto& [key, v0] : n0.attrs) {
+        std::vector<const AttrValue*> vs;
+        for (const Graph* g : p) {
+          auto it = g->nodes[k].attrs.find(key);
+          if (it == g->nodes[k].attrs.end() || it->second.index() != v0.index())
+            fail(n0.loc, "attribute '" + key + "' changes kind with the dynamic sizes");
+          vs.push_back(&it->second);
+        }
+        if (const auto* i0 = std::get_if<int64_t>(&v0)) {
+          std::vector<int64_t> col;
+          for (const AttrValue* a : vs) col.push_back(std::get<int64_t>(*a));
+          (void)i0;
+          if (auto e = fit(col, n0.loc, "attribute '" + key + "'")) n.symAttrs[key] = {*e};
+        } else if (std::holds_alternative<Ints>(v0)) {
+          std::vector<const Ints*> cols;
+          for (const AttrValue* a : vs) cols.push_back(&std::get<Ints>(*a));
+          if (auto e = fitAll(cols, n0.loc, "attribute '" + key + "'")) n.symAttrs[key] = *e;
+        } else {
+          for (const AttrValue* a : vs)
+            if (*a != v0)
+              fail(n0.loc, "attribute '" + key + "' is " + attrStr(v0) + " at the hints and " + attrStr(*a) +
+                               " at another probe: only integers can depend on a dynamic size");
+        }
+      }
+      for (size_t r = 0; r < n0.regions.size(); ++r) {
+        std::vector<const Graph*> rs;
+        for (const Graph* g : p) rs.push_back(&g->nodes[k].regions[r]);
+        n.regions[r] = graph(rs);
+      }
+    }
+    for (size_t i = 0; i < g0.outputs.size(); ++i)
+      for (const Graph* g : p) {
+        const GraphOutput &o = g->outputs[i], &o0 = g0.outputs[i];
+        if (o.value != o0.value || o.role != o0.role || o.target != o0.target || o.alias_of != o0.alias_of ||
+            o.alias_chain != o0.alias_chain)
+          fail(SourceLoc("", g0.values[o0.value].name),
+               "the program's outputs change with the dynamic sizes (an output that is a view of an input with a "
+               "size-dependent view chain is not supported yet)");
+      }
+    return out;
+  }
+};
+
+}  // namespace
+
+namespace {
+
+void instantiateInto(Graph& g, const sym::Bindings& b) {
+  auto at = [&](const sym::Expr& e, const std::string& what) {
+    try {
+      return e.eval(b);
+    } catch (const std::exception& x) {
+      throw UserError(SourceLoc{}, what + ": " + e.str() + " at " + bindingText(b) + ": " + x.what());
+    }
+  };
+  for (Value& v : g.values) {
+    if (!v.type.sym) continue;
+    const SymLayout l = *v.type.sym;
+    v.type.sym = nullptr;
+    for (size_t i = 0; i < l.sizes.size(); ++i) {
+      v.type.sizes[i] = at(l.sizes[i], "the size of %" + v.name);
+      v.type.strides[i] = at(l.strides[i], "the stride of %" + v.name);
+      if (v.type.sizes[i] < 0) throw UserError(SourceLoc{}, "%" + v.name + " has a negative size at " + bindingText(b));
+    }
+    v.type.offset = at(l.offset, "the offset of %" + v.name);
+  }
+  for (Node& n : g.nodes) {
+    for (auto& [key, es] : n.symAttrs) {
+      AttrValue& a = n.attrs.at(key);
+      if (std::holds_alternative<int64_t>(a)) {
+        a = at(es.at(0), "attribute '" + key + "'");
+      } else {
+        Ints& iv = std::get<Ints>(a);
+        for (size_t i = 0; i < iv.size() && i < es.size(); ++i) iv[i] = at(es[i], "attribute '" + key + "'");
+      }
+    }
+    n.symAttrs.clear();
+    for (Graph& r : n.regions) instantiateInto(r, b);
+  }
+}
+
+}  // namespace
+
+Graph instantiate(const Graph& g, const sym::Bindings& b) {
+  for (const SizeGuard& gd : g.guards) {
+    int64_t v = gd.expr.eval(b);
+    if (v % gd.divisor != 0)
+      throw UserError(SourceLoc{}, "guard " + gd.expr.str() + " % " + std::to_string(gd.divisor) + " == 0 fails at " + bindingText(b) +
+                                       (gd.where.empty() ? "" : " (needed by " + gd.where + ")"));
+  }
+  Graph out = g;
+  out.symbols.clear();
+  out.guards.clear();
+  instantiateInto(out, b);
+  return out;
+}
+
+Graph unifyGraphs(const std::vector<Graph>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where) {
+  Unifier u{symbols, where, probeBindings(symbols), {}};
+  AOTC_CHECK(probes.size() == u.pts.size(), "unifyGraphs: ", probes.size(), " graphs for ", u.pts.size(), " probes");
+  std::vector<const Graph*> p;
+  for (const Graph& g : probes) p.push_back(&g);
+  Graph out = u.graph(p);
+  out.symbols = symbols;
+  std::sort(out.symbols.begin(), out.symbols.end(), [](const SymbolDecl& a, const SymbolDecl& b) { return a.name < b.name; });
+  out.guards = std::move(u.guards);
+  return out;
+}
+
+}  // namespace aotc

@@ -202,7 +202,6 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
     }
   };
   dump("captured", fx.graph);
-  if (fx.graph.isSymbolic()) throw UserError(SourceLoc{opts.model, "", ""}, symbolicNotCompiled(fx.graph));
   PipelineOptions po;
   po.partitioner = opts.partitioner;
   po.after_pass = dump;
@@ -210,6 +209,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   log->info("engine passes done at {:.1f} ms", ms());
   checkStorageGroups(fx, pr, opts.model);
   double tEngine = ms();
+  if (fx.graph.isSymbolic()) throw UserError(SourceLoc{opts.model, "", ""}, symbolicNotCompiled(fx.graph));
 
   CodegenResult cg = generateCuda(pr.partition);
   ManifestInfo mi;

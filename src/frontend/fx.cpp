@@ -325,14 +325,16 @@ V batchNorm(Converter& c) {
   if (w != kNoValue) out = c.op(OpKind::Mul, {out, bcast(w)});
   if (b != kNoValue) out = c.op(OpKind::Add, {out, bcast(b)});
   if (training) {
-    double n = static_cast<double>(xt.numel() / std::max<int64_t>(C, 1));
-    auto update = [&](ValueId running, ValueId stat, double scale) {
-      ValueId s = c.op(OpKind::Mul, {c.op(OpKind::Detach, {stat}), sc(momentum * scale)});
+    const int64_t n = xt.numel() / std::max<int64_t>(C, 1);
+    auto update = [&](ValueId running, ValueId stat, bool unbiased) {
+      // The unbiased variance scales by n / (n - 1): a size scalar (Note [Size scalars]).
+      auto factor = [&] { return unbiased && n > 1 ? c.sizeScalar(momentum, n, n - 1, dt) : sc(momentum * 1.0); };
+      ValueId s = c.op(OpKind::Mul, {c.op(OpKind::Detach, {stat}), factor()});
       ValueId keep = c.op(OpKind::Mul, {running, sc(1.0 - momentum)});
       c.op(OpKind::CopyInplace, {running, c.op(OpKind::Add, {keep, s})});
     };
-    if (rm != kNoValue) update(rm, mean, 1.0);
-    if (rv != kNoValue) update(rv, var, n > 1 ? n / (n - 1) : 1.0);
+    if (rm != kNoValue) update(rm, mean, false);
+    if (rv != kNoValue) update(rv, var, true);
     return {out, mean, invstd};
   }
   TensorType empty = TensorType::contiguous(dt, {0});

@@ -234,6 +234,40 @@ struct Unifier {
     return out;
   }
 
+  /// The symbolic attributes of one node (or view step) from its attributes
+  /// at every probe.
+  std::map<std::string, std::vector<sym::Expr>> attrs(const std::vector<const Attrs*>& as, const SourceLoc& at) {
+    std::map<std::string, std::vector<sym::Expr>> out;
+    const Attrs& a0 = *as[0];
+    for (const Attrs* a : as)
+      if (a->size() != a0.size()) fail(at, "the attributes change with the dynamic sizes");
+    for (const auto& [key, v0] : a0) {
+      std::vector<const AttrValue*> vs;
+      for (const Attrs* a : as) {
+        auto it = a->find(key);
+        if (it == a->end() || it->second.index() != v0.index()) fail(at, "attribute '" + key + "' changes kind with the dynamic sizes");
+        vs.push_back(&it->second);
+      }
+      if (std::holds_alternative<int64_t>(v0)) {
+        std::vector<int64_t> col;
+        for (const AttrValue* v : vs) col.push_back(std::get<int64_t>(*v));
+        if (auto e = fit(col, at, "attribute '" + key + "'")) out[key] = {*e};
+      } else if (std::holds_alternative<Ints>(v0)) {
+        std::vector<const Ints*> cols;
+        for (const AttrValue* v : vs) cols.push_back(&std::get<Ints>(*v));
+        if (auto e = fitAll(cols, at, "attribute '" + key + "'")) out[key] = *e;
+      } else if (key == "value" && a0.count("size_num") && a0.count("size_den")) {
+        // Note [Size scalars]: the value follows from the size integers.
+      } else {
+        for (const AttrValue* v : vs)
+          if (*v != v0)
+            fail(at, "attribute '" + key + "' is " + attrStr(v0) + " at the hints and " + attrStr(*v) +
+                         " at another probe: only integers can depend on a dynamic size");
+      }
+    }
+    return out;
+  }
+
   Graph graph(const std::vector<const Graph*>& p) {
     const Graph& g0 = *p[0];
     SourceLoc top;
@@ -270,45 +304,33 @@ struct Unifier {
             x.regions.size() != n0.regions.size() || x.attrs.size() != n0.attrs.size())
           fail(n0.loc, "the program's nodes change with the dynamic sizes (control flow on a size?)");
       }
-      for (const auto& [key, v0] : n0.attrs) {
-        std::vector<const AttrValue*> vs;
-        for (const Graph* g : p) {
-          auto it = g->nodes[k].attrs.find(key);
-          if (it == g->nodes[k].attrs.end() || it->second.index() != v0.index())
-            fail(n0.loc, "attribute '" + key + "' changes kind with the dynamic sizes");
-          vs.push_back(&it->second);
-        }
-        if (const auto* i0 = std::get_if<int64_t>(&v0)) {
-          std::vector<int64_t> col;
-          for (const AttrValue* a : vs) col.push_back(std::get<int64_t>(*a));
-          (void)i0;
-          if (auto e = fit(col, n0.loc, "attribute '" + key + "'")) n.symAttrs[key] = {*e};
-        } else if (std::holds_alternative<Ints>(v0)) {
-          std::vector<const Ints*> cols;
-          for (const AttrValue* a : vs) cols.push_back(&std::get<Ints>(*a));
-          if (auto e = fitAll(cols, n0.loc, "attribute '" + key + "'")) n.symAttrs[key] = *e;
-        } else {
-          for (const AttrValue* a : vs)
-            if (*a != v0)
-              fail(n0.loc, "attribute '" + key + "' is " + attrStr(v0) + " at the hints and " + attrStr(*a) +
-                               " at another probe: only integers can depend on a dynamic size");
-        }
-      }
+      std::vector<const Attrs*> as;
+      for (const Graph* g : p) as.push_back(&g->nodes[k].attrs);
+      n.symAttrs = attrs(as, n0.loc);
       for (size_t r = 0; r < n0.regions.size(); ++r) {
         std::vector<const Graph*> rs;
         for (const Graph* g : p) rs.push_back(&g->nodes[k].regions[r]);
         n.regions[r] = graph(rs);
       }
     }
-    for (size_t i = 0; i < g0.outputs.size(); ++i)
+    for (size_t i = 0; i < g0.outputs.size(); ++i) {
+      const GraphOutput& o0 = g0.outputs[i];
+      const SourceLoc at("", g0.values[o0.value].name);
       for (const Graph* g : p) {
-        const GraphOutput &o = g->outputs[i], &o0 = g0.outputs[i];
+        const GraphOutput& o = g->outputs[i];
         if (o.value != o0.value || o.role != o0.role || o.target != o0.target || o.alias_of != o0.alias_of ||
-            o.alias_chain != o0.alias_chain)
-          fail(SourceLoc("", g0.values[o0.value].name),
-               "the program's outputs change with the dynamic sizes (an output that is a view of an input with a "
-               "size-dependent view chain is not supported yet)");
+            o.alias_chain.size() != o0.alias_chain.size())
+          fail(at, "the program's outputs change with the dynamic sizes");
+        for (size_t s = 0; s < o0.alias_chain.size(); ++s)
+          if (o.alias_chain[s].op != o0.alias_chain[s].op) fail(at, "an output's view chain changes with the dynamic sizes");
       }
+      // An output that is a view of an input: its view chain's sizes.
+      for (size_t s = 0; s < o0.alias_chain.size(); ++s) {
+        std::vector<const Attrs*> as;
+        for (const Graph* g : p) as.push_back(&g->outputs[i].alias_chain[s].attrs);
+        out.outputs[i].alias_chain[s].symAttrs = attrs(as, at);
+      }
+    }
     return out;
   }
 };
@@ -336,9 +358,9 @@ void instantiateInto(Graph& g, const sym::Bindings& b) {
     }
     v.type.offset = at(l.offset, "the offset of %" + v.name);
   }
-  for (Node& n : g.nodes) {
-    for (auto& [key, es] : n.symAttrs) {
-      AttrValue& a = n.attrs.at(key);
+  auto attrs = [&](Attrs& as, std::map<std::string, std::vector<sym::Expr>>& sa, const SourceLoc& loc) {
+    for (auto& [key, es] : sa) {
+      AttrValue& a = as.at(key);
       if (std::holds_alternative<int64_t>(a)) {
         a = at(es.at(0), "attribute '" + key + "'");
       } else {
@@ -346,9 +368,21 @@ void instantiateInto(Graph& g, const sym::Bindings& b) {
         for (size_t i = 0; i < iv.size() && i < es.size(); ++i) iv[i] = at(es[i], "attribute '" + key + "'");
       }
     }
-    n.symAttrs.clear();
+    if (!sa.empty() && as.count("size_num") && as.count("size_den")) {
+      // Note [Size scalars] (aotc/ops/builder.h): value = scale * (num / den).
+      int64_t num = std::get<int64_t>(as.at("size_num")), den = std::get<int64_t>(as.at("size_den"));
+      if (den == 0)
+        throw UserError(loc, "a size scalar divides by zero at " + bindingText(b) + " (eager refuses this size too)");
+      as["value"] = std::get<double>(as.at("size_scale")) * (static_cast<double>(num) / static_cast<double>(den));
+    }
+    sa.clear();
+  };
+  for (Node& n : g.nodes) {
+    attrs(n.attrs, n.symAttrs, n.loc);
     for (Graph& r : n.regions) instantiateInto(r, b);
   }
+  for (GraphOutput& o : g.outputs)
+    for (ViewStep& s : o.alias_chain) attrs(s.attrs, s.symAttrs, SourceLoc{});
 }
 
 }  // namespace

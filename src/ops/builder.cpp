@@ -17,6 +17,15 @@ ValueId Builder::scalar(double v, DType d) {
   return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(d))}});
 }
 
+ValueId Builder::sizeScalar(double scale, int64_t num, int64_t den, DType d) {
+  AOTC_CHECK(den != 0, "sizeScalar: a zero denominator");
+  return op(OpKind::Constant, {}, Attrs{{"value", scale * (static_cast<double>(num) / static_cast<double>(den))},
+                                        {"dtype", std::string(dtypeName(d))},
+                                        {"size_scale", scale},
+                                        {"size_num", num},
+                                        {"size_den", den}});
+}
+
 ValueId Builder::full(double v, const TensorType& like) {
   return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(like.dtype))}, {"shape", like.sizes}});
 }

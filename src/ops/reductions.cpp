@@ -61,10 +61,10 @@ const std::vector<ReductionRule>& rows() {
      {{2, 3}, {1}, false}},
     {K::Mean, meanTypes, 0.0, plus, true, "0", "0", "",
      [](GradCtx& g) -> R {
-       double n = static_cast<double>(std::max<int64_t>(g.type(g.I(0)).numel(), 1)) /
-                  static_cast<double>(std::max<int64_t>(g.type(g.O(0)).numel(), 1));
+       // n = numel(in) / numel(out), a size scalar (Note [Size scalars]).
+       int64_t num = std::max<int64_t>(g.type(g.I(0)).numel(), 1), den = std::max<int64_t>(g.type(g.O(0)).numel(), 1);
        ValueId e = g.expand(g.reshape(g.GO(0), keptShape(g)), g.sizes(g.I(0)));
-       return {g.div(e, g.scalarLike(n, g.GO(0)))};
+       return {g.div(e, g.sizeScalar(1.0, num, den, g.type(g.GO(0)).dtype))};
      },
      {{2, 3, 2}, {0, 2}, true}},
     {K::Prod, sumTypes, 1.0, [](double a, double v) { return a * v; }, false, "1", "1", "aotc_mul",

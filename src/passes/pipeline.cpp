@@ -12,8 +12,10 @@
 //    forward saved, and only the joint graph knows both phases;
 //  * the verifier runs after every stage.
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <stdexcept>
 
+#include "aotc/ir/unify.h"
 #include "aotc/text/text.h"
 #include "aotc/passes/passes.h"
 
@@ -62,10 +64,62 @@ auto guarded(const char* pass, Fn&& fn) {
 std::string symbolicNotCompiled(const Graph& g) {
   std::string names;
   for (const SymbolDecl& s : g.symbols) names += (names.empty() ? "" : ", ") + s.name;
-  return "dynamic dims (symbols " + names + ") are captured (aotc graph --stage captured shows them) but not compiled yet: "
-         "the passes after capture do not handle symbolic sizes (issue 15); export without dynamic= for an artifact at the "
-         "example sizes";
+  return "dynamic dims (symbols " + names + ") go through the engine (aotc graph --stage forward|backward shows the "
+         "symbolic programs) but are not compiled yet: the code generator does not handle symbolic sizes (issue 15); "
+         "export without dynamic= for an artifact at the example sizes";
 }
+
+namespace {
+
+/// Note [Symbolic pipeline]: the engine on a symbolic graph is the engine on
+/// the graph at every probe binding of its symbols, each result unified
+/// into one symbolic graph per stage (Note [Probing and unifying]): every
+/// pass stays written for integers, and what it computes from a size (a
+/// gradient's expand, a partition's saved views) comes back as an
+/// expression, or the stage is refused naming what changed with the size.
+/// The min-cut partitioner's choice must be the same at every probe (its
+/// weights scale with the sizes); where it is not, the unification says so.
+PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<Graph>> stages;
+  std::vector<PipelineResult> runs;
+  for (const sym::Bindings& b : probeBindings(captured.symbols)) {
+    PipelineOptions o = opts;
+    o.after_pass = [&](const std::string& name, const Graph& g) {
+      if (runs.empty()) names.push_back(name);
+      stages[name].push_back(g);
+    };
+    runs.push_back(runPipeline(instantiate(captured, b), o));
+  }
+  std::map<std::string, Graph> unified;
+  for (const std::string& name : names) {
+    Graph g;
+    try {
+      g = unifyGraphs(stages[name], captured.symbols, "after " + name);
+    } catch (const UserError& e) {
+      std::vector<Diagnostic> d = e.diagnostics();
+      for (Diagnostic& x : d) x.message = "stage " + name + ": " + x.message;
+      throw UserError(std::move(d));
+    }
+    for (const SizeGuard& gd : captured.guards)
+      if (std::find(g.guards.begin(), g.guards.end(), gd) == g.guards.end()) g.guards.push_back(gd);
+    verifyGraph(g, "after " + name);
+    if (opts.after_pass) opts.after_pass(name, g);
+    unified[name] = std::move(g);
+  }
+  for (const PipelineResult& r : runs)
+    if (r.partition.saved != runs[0].partition.saved)
+      throw UserError(SourceLoc{}, "the partition saves other values at another probe of the dynamic sizes (Note [Symbolic pipeline])");
+  PipelineResult r;
+  r.functional = unified.at("dce");
+  r.joint = unified.at("dce-joint");
+  r.partition.forward = unified.at("partition.forward");
+  r.partition.backward = unified.at("partition.backward");
+  r.partition.saved = runs[0].partition.saved;
+  return r;
+}
+
+}  // namespace
 
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   auto stage = [&](const char* name, auto&& pass) {
@@ -75,7 +129,7 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
     return g;
   };
   verifyGraph(captured, "captured graph");
-  if (captured.isSymbolic()) throw UserError(SourceLoc{}, symbolicNotCompiled(captured));
+  if (captured.isSymbolic()) return runSymbolic(captured, opts);
   PipelineResult r;
   r.functional = stage("functionalize", [&] { return functionalize(captured); });
   r.functional = stage("dce", [&] { return dce(r.functional); });

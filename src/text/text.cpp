@@ -93,7 +93,7 @@ std::string printGraphIndented(const Graph& g, const std::string& ind) {
     if (o.alias_of) {
       s += " alias(" + quote(*o.alias_of) + ", [";
       for (size_t i = 0; i < o.alias_chain.size(); ++i)
-        s += (i ? ", " : "") + std::string(opName(o.alias_chain[i].op)) + attrsStr(o.alias_chain[i].attrs);
+        s += (i ? ", " : "") + std::string(opName(o.alias_chain[i].op)) + attrsStr(o.alias_chain[i].attrs, o.alias_chain[i].symAttrs);
       s += "])";
     }
     s += "\n";
@@ -351,7 +351,9 @@ class Parser {
             Token op = expect(Tok::Ident);
             auto k = opFromName(op.text);
             if (!k) error(op, "unknown op '" + op.text + "'");
-            o.alias_chain.push_back(ViewStep{*k, parseAttrs()});
+            ViewStep step{*k, {}};
+            step.attrs = parseAttrs(&step.symAttrs);
+            o.alias_chain.push_back(std::move(step));
             if (isPunct(",")) next();
           }
           next();

@@ -177,6 +177,8 @@ struct GraphInput {
 struct ViewStep {
   OpKind op;
   Attrs attrs;
+  /// Note [Symbolic types]: attributes that depend on the symbols.
+  std::map<std::string, std::vector<sym::Expr>> symAttrs = {};
   bool operator==(const ViewStep&) const = default;
 };
 

@@ -36,6 +36,12 @@ class Builder {
 
   ValueId scalar(double v, DType d);  ///< 0-dim constant
   ValueId scalarLike(double v, ValueId like) { return scalar(v, type(like).dtype); }
+  /// Note [Size scalars]: a 0-dim constant whose value is computed from sizes,
+  /// scale * (num / den), as a constant with value = that product and the
+  /// integers beside it (size_scale, size_num, size_den), so that a graph
+  /// built at several sizes unifies (Note [Probing and unifying]): the
+  /// integers become expressions and the value is recomputed from them.
+  ValueId sizeScalar(double scale, int64_t num, int64_t den, DType d);
   ValueId full(double v, const TensorType& like);  ///< constant of like's dtype and sizes
   ValueId zeros(const TensorType& like) { return full(0.0, like); }
   ValueId add(ValueId a, ValueId b) { return op(OpKind::Add, {a, b}); }

@@ -70,7 +70,7 @@ struct PipelineResult {
 };
 
 /// The one-line refusal of a symbolic graph (Note [Symbolic types]) by the
-/// passes, which do not handle symbolic sizes yet.
+/// code generator, which does not handle symbolic sizes yet.
 std::string symbolicNotCompiled(const Graph& g);
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts);
 std::vector<std::string> partitionerNames();

@@ -457,6 +457,12 @@ class DynamicExportTest(unittest.TestCase):
                         self.assertEqual(inp["shape"][d], {"sym": sym})
                 self.assertLessEqual(want, set(_syms(doc["nodes"])))
                 self.assertIn("batch", set(_syms(doc["nodes"])))
+                if AOTC is not None:
+                    # aotc's engine takes each one symbolically (Note [Symbolic pipeline]).
+                    r = subprocess.run([AOTC, "graph", self.path(f"p{i}") + ".json", "--stage", "backward", "--format", "ir"],
+                                       capture_output=True, text=True)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn("symbol batch = ", r.stdout)
 
     @unittest.skipIf(AOTC is None, "needs the aotc binary (CTest passes it)")
     def test_compiler_refuses_symbols_in_one_line(self):

@@ -295,8 +295,11 @@ class Parser {
         expectPunct(",");
         d.max = toInt(expect(Tok::Int));
         expectPunct("]");
-        if (!(1 <= d.min && d.min <= d.hint && d.hint <= d.max)) error(name, "symbol " + d.name + ": needs 1 <= min <= hint <= max");
+        if (!(1 <= d.min && d.min <= d.hint && d.hint <= d.max && d.max <= (int64_t{1} << 31) - 1))
+          error(name, "symbol " + d.name + ": needs 1 <= min <= hint <= max < 2^31");
         if (hints_.count(d.name)) error(name, "symbol " + d.name + " is declared twice");
+        // The verifier checks a symbolic graph at 3^k + 1 probe bindings.
+        if (g.symbols.size() >= 3) error(name, "a graph declares at most 3 symbols");
         hints_[d.name] = d.hint;
         g.symbols.push_back(d);
       } else if (head.kind == Tok::Ident && head.text == "guard") {
@@ -633,7 +636,16 @@ std::vector<std::string> splitInputFile(const std::string& text) {
 
 // ---------------------------------------------------------------- verifier
 
-void verifyGraph(const Graph& g, const std::string& file) {
+namespace {
+void verifyGraphIn(const Graph& g, const std::string& file, const sym::Bindings& outer);
+}  // namespace
+
+void verifyGraph(const Graph& g, const std::string& file) { verifyGraphIn(g, file, {}); }
+
+namespace {
+/// `outer`: the enclosing graph's hints, for a region (autograd_function's
+/// forward and backward), whose types may use its symbols.
+void verifyGraphIn(const Graph& g, const std::string& file, const sym::Bindings& outer) {
   if (g.isSymbolic()) {
     // Note [Symbolic types]: the graph at its hints is checked below; its
     // expressions are checked by checking it at every probe binding (Note
@@ -662,7 +674,7 @@ void verifyGraph(const Graph& g, const std::string& file) {
   };
   // Note [Symbolic types]: every expression names declared symbols and
   // equals, at their hints, the integer beside it.
-  sym::Bindings hints = g.hints();
+  sym::Bindings hints = g.isSymbolic() ? g.hints() : outer;
   auto atHints = [&](const sym::Expr& e, const std::string& what) {
     try {
       return e.eval(hints);
@@ -739,7 +751,7 @@ void verifyGraph(const Graph& g, const std::string& file) {
       if (have.dtype != want[k].dtype || have.sizes != want[k].sizes || have.strides != want[k].strides || have.offset != want[k].offset)
         fail(&n, "result %" + g.values[o].name + " has type " + have.str() + ", shape inference gives " + want[k].str());
     }
-    for (const Graph& r : n.regions) verifyGraph(r, file);
+    for (const Graph& r : n.regions) verifyGraphIn(r, file, hints);
     if (n.op == OpKind::EpilogueCopy) {
       const GraphInput* in = g.inputOf(n.inputs[0]);
       if (!in) fail(&n, "epilogue_copy must write a graph input");
@@ -757,5 +769,7 @@ void verifyGraph(const Graph& g, const std::string& file) {
     if (o.role == OutputRole::InputMeta && !o.alias_of) fail(nullptr, "input_meta output names no input");
   }
 }
+
+}  // namespace
 
 }  // namespace aotc

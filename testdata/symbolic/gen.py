@@ -8,7 +8,9 @@ mlp_dynamic: a batch-dynamic MLP whose forward reshapes with x.size(0) and
 splits the batch in two (a guard); attention_dynamic: causal attention over
 a fixed mask buffer with batch and seq dynamic (batch*seq and seq*seq
 sizes); batchnorm_dynamic: train-mode BatchNorm, whose unbiased running
-variance multiplies by n / (n - 1), a float computed from the batch."""
+variance multiplies by n / (n - 1), a float computed from the batch;
+function_dynamic: a custom autograd.Function over a batch-sized tensor (its
+traced forward and backward regions are symbolic too)."""
 import os
 import sys
 
@@ -44,6 +46,22 @@ class Attention(torch.nn.Module):
         return att @ v
 
 
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def squared(x):
+    return Square.apply(x.reshape(-1)).sum()
+
+
 def main():
     torch.manual_seed(0)
     export(Mlp(), (torch.randn(4, 2, 8),), os.path.join(HERE, "mlp_dynamic"), dynamic={"x": {0: "batch"}},
@@ -52,6 +70,7 @@ def main():
            dynamic={"x": {0: "batch", 1: "seq"}}, ranges={"seq": (1, 16)})
     export(torch.nn.BatchNorm1d(4).train(), (torch.randn(3, 4),), os.path.join(HERE, "batchnorm_dynamic"),
            dynamic={"input": {0: "batch"}})
+    export(squared, (torch.randn(4, 3, requires_grad=True),), os.path.join(HERE, "function_dynamic"), dynamic={"x": {0: "batch"}})
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ sizes computed from them expressions (Note [Dynamic export]; format version
 
 import inspect
 import json
+from fractions import Fraction
+from math import lcm
 import os
 import struct
 import sys
@@ -774,13 +776,19 @@ _MAX_SYMBOLS = 3
 _DEGREE = 2  # per symbol: seq*seq is an attention score's size
 
 
-def _symbols(module_or_fn, example_args, dynamic, ranges):
-    """Checks ``dynamic`` and ``ranges``; returns ({symbol: (hint, lo, hi)},
-    [(input name, dim, symbol)])."""
+def _tensor_leaves(module_or_fn, example_args):
+    """[(user input name, tensor)] of the example arguments, in order."""
     is_module = isinstance(module_or_fn, torch.nn.Module)
     leaves = []
     for n, a in zip(_input_names(module_or_fn, len(example_args), is_module), example_args):
         _flatten_args(n, a, leaves)
+    return leaves
+
+
+def _symbols(module_or_fn, example_args, dynamic, ranges):
+    """Checks ``dynamic`` and ``ranges``; returns ({symbol: (hint, lo, hi)},
+    [(input name, dim, symbol)])."""
+    leaves = _tensor_leaves(module_or_fn, example_args)
     by_name = dict(leaves)
     if not isinstance(dynamic, dict):
         raise ExportError("fx_export: dynamic= must be a dict {input name: {dim: symbol}}")
@@ -839,10 +847,10 @@ def _symbols(module_or_fn, example_args, dynamic, ranges):
 
 
 def _probe_args(module_or_fn, example_args, dims, sizes):
-    is_module = isinstance(module_or_fn, torch.nn.Module)
-    leaves = []
-    for n, a in zip(_input_names(module_or_fn, len(example_args), is_module), example_args):
-        _flatten_args(n, a, leaves)
+    """The example arguments with each dynamic dim resized to its symbol's
+    probe size, values repeated cyclically (integer inputs stay valid
+    indices)."""
+    leaves = _tensor_leaves(module_or_fn, example_args)
     new = []
     for n, t in leaves:
         r = t.detach()
@@ -872,7 +880,6 @@ def _fit(points, values, hints):
     """The polynomial of degree at most _DEGREE in each symbol through
     `values` at `points`, the grid {h, 2h, ..., (_DEGREE+1)h} per symbol:
     tensor-product Lagrange interpolation in exact arithmetic."""
-    from fractions import Fraction
     syms = sorted(hints)
     poly = {}
     for p, v in zip(points, values):
@@ -888,7 +895,6 @@ def _fit(points, values, hints):
 
 
 def _eval_fit(poly, point):
-    from fractions import Fraction
     total = Fraction(0)
     for m, c in poly.items():
         t = Fraction(c)
@@ -902,7 +908,6 @@ def _expr_text(poly):
     """(text of the expression, divisor guard or None) in Note [Symbolic
     sizes]' grammar: sum of integer monomials, then // d when the fit has
     fractions."""
-    from math import lcm
     d = 1
     for c in poly.values():
         d = lcm(d, c.denominator)

@@ -3294,22 +3294,13 @@ static std::vector<SymbolDecl> fxSymbols(const json& doc, const SourceLoc& fileL
   std::vector<SymbolDecl> out;
   if (!doc.contains("symbols")) return out;
   const json& syms = doc["symbols"];
-  if (!syms.is_array() || syms.size() > 3) throw UserError(fileLoc, "'symbols' must be an array of at most 3 symbols");
+  if (!syms.is_array()) throw UserError(fileLoc, "'symbols' must be an array");
   for (const json& j : syms) {
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("hint") || !j["hint"].is_number_integer() ||
         !j.contains("min") || !j["min"].is_number_integer() || !j.contains("max") || !j["max"].is_number_integer())
       throw UserError(fileLoc, "a symbol needs a name and integer hint, min and max");
     SymbolDecl d{j["name"].get<std::string>(), j["hint"].get<int64_t>(), j["min"].get<int64_t>(), j["max"].get<int64_t>()};
-    try {
-      (void)sym::Expr::symbol(d.name);
-    } catch (const std::invalid_argument& e) {
-      throw UserError(fileLoc, std::string("symbol: ") + e.what());
-    }
-    if (!(1 <= d.min && d.min <= d.hint && d.hint <= d.max && d.max <= (int64_t{1} << 31) - 1 && d.hint >= 2))
-      throw UserError(fileLoc, "symbol " + d.name + ": needs 1 <= min <= hint <= max < 2^31 and a hint of at least 2");
-    for (const SymbolDecl& o : out)
-      if (o.name == d.name) throw UserError(fileLoc, "symbol " + d.name + " is declared twice");
-    out.push_back(std::move(d));
+    if (std::string why = declareSymbol(out, std::move(d)); !why.empty()) throw UserError(fileLoc, why);
   }
   return out;
 }
@@ -3355,8 +3346,7 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
   std::vector<Graph> graphs;
   std::optional<FxModel> first;
   for (const sym::Bindings& b : probeBindings(symbols)) {
-    std::string at;
-    for (const auto& [k, v] : b) at += (at.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+    const std::string at = bindingText(b);
     FxModel m;
     try {
       m = convertFxDocument(atBinding(doc, b, fileLoc), path);
@@ -3384,7 +3374,7 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
       }
       g.divisor = j["divisible_by"].get<int64_t>();
       g.where = j.value("where", std::string());
-      if (std::find(out.graph.guards.begin(), out.graph.guards.end(), g) == out.graph.guards.end()) out.graph.guards.push_back(std::move(g));
+      addGuard(out.graph.guards, std::move(g));
     }
   }
   return out;

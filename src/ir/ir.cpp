@@ -148,6 +148,10 @@ bool TensorType::operator==(const TensorType& o) const {
   return *sym == *o.sym;
 }
 
+void addGuard(std::vector<SizeGuard>& guards, SizeGuard g) {
+  if (std::find(guards.begin(), guards.end(), g) == guards.end()) guards.push_back(std::move(g));
+}
+
 sym::Bindings Graph::hints() const {
   sym::Bindings b;
   for (const SymbolDecl& s : symbols) b[s.name] = s.hint;

@@ -87,6 +87,27 @@ Q evalPoly(const QPoly& p, const sym::Bindings& b) {
 
 }  // namespace
 
+std::string bindingText(const sym::Bindings& b) {
+  std::string s;
+  for (const auto& [k, v] : b) s += (s.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+std::string declareSymbol(std::vector<SymbolDecl>& symbols, SymbolDecl d) {
+  try {
+    (void)sym::Expr::symbol(d.name);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  if (!(1 <= d.min && d.min <= d.hint && d.hint <= d.max && d.max <= (int64_t{1} << 31) - 1 && d.hint >= 2))
+    return "symbol " + d.name + ": needs 1 <= min <= hint <= max < 2^31 and a hint of at least 2";
+  for (const SymbolDecl& o : symbols)
+    if (o.name == d.name) return "symbol " + d.name + " is declared twice";
+  if (symbols.size() >= kMaxSymbols) return "a graph declares at most " + std::to_string(kMaxSymbols) + " symbols";
+  symbols.push_back(std::move(d));
+  return {};
+}
+
 std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols) {
   std::vector<SymbolDecl> syms = symbols;
   std::sort(syms.begin(), syms.end(), [](const SymbolDecl& a, const SymbolDecl& b) { return a.name < b.name; });
@@ -107,8 +128,11 @@ std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols)
   return pts;
 }
 
-std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std::vector<int64_t>& values) {
-  std::vector<sym::Bindings> pts = probeBindings(symbols);
+namespace {
+
+/// fitSize at `pts` = probeBindings(symbols), computed once by the caller.
+std::optional<SizeFit> fitAt(const std::vector<SymbolDecl>& symbols, const std::vector<sym::Bindings>& pts,
+                             const std::vector<int64_t>& values) {
   AOTC_CHECK(values.size() == pts.size(), "fitSize: ", values.size(), " values for ", pts.size(), " probes");
   try {
     // Tensor-product Lagrange interpolation through the grid (all points
@@ -152,13 +176,13 @@ std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std
   }
 }
 
-namespace {
+}  // namespace
 
-std::string bindingText(const sym::Bindings& b) {
-  std::string s;
-  for (const auto& [k, v] : b) s += (s.empty() ? "" : ", ") + k + "=" + std::to_string(v);
-  return s;
+std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std::vector<int64_t>& values) {
+  return fitAt(symbols, probeBindings(symbols), values);
 }
+
+namespace {
 
 struct Unifier {
   const std::vector<SymbolDecl>& symbols;
@@ -176,17 +200,14 @@ struct Unifier {
   /// same at every probe.
   std::optional<sym::Expr> fit(const std::vector<int64_t>& v, const SourceLoc& at, const std::string& what) {
     if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; })) return std::nullopt;
-    std::optional<SizeFit> f = fitSize(symbols, v);
+    std::optional<SizeFit> f = fitAt(symbols, pts, v);
     if (!f) {
       std::string seen;
       for (size_t i = 0; i < v.size(); ++i) seen += (i ? "; " : "") + std::to_string(v[i]) + " at " + bindingText(pts[i]);
       fail(at, what + " is not a polynomial of degree at most " + std::to_string(kFitDegree) + " in each symbol (" + seen +
                    "): it cannot be a dynamic size (Note [Probing and unifying])");
     }
-    if (f->divisor != 1) {
-      SizeGuard g{f->numerator, f->divisor, what};
-      if (std::find(guards.begin(), guards.end(), g) == guards.end()) guards.push_back(std::move(g));
-    }
+    if (f->divisor != 1) addGuard(guards, SizeGuard{f->numerator, f->divisor, what});
     return f->expr;
   }
 
@@ -301,7 +322,7 @@ struct Unifier {
       for (const Graph* g : p) {
         const Node& x = g->nodes[k];
         if (x.op != n0.op || x.inputs != n0.inputs || x.outputs != n0.outputs || x.phase != n0.phase || x.tags != n0.tags ||
-            x.regions.size() != n0.regions.size() || x.attrs.size() != n0.attrs.size())
+            x.regions.size() != n0.regions.size())
           fail(n0.loc, "the program's nodes change with the dynamic sizes (control flow on a size?)");
       }
       std::vector<const Attrs*> as;

@@ -282,11 +282,6 @@ class Parser {
         Token name = expect(Tok::Ident);
         SymbolDecl d;
         d.name = name.text;
-        try {
-          (void)sym::Expr::symbol(d.name);
-        } catch (const std::invalid_argument& e) {
-          error(name, e.what());
-        }
         expectPunct("=");
         d.hint = toInt(expect(Tok::Int));
         expectIdent("in");
@@ -295,13 +290,8 @@ class Parser {
         expectPunct(",");
         d.max = toInt(expect(Tok::Int));
         expectPunct("]");
-        if (!(1 <= d.min && d.min <= d.hint && d.hint <= d.max && d.max <= (int64_t{1} << 31) - 1))
-          error(name, "symbol " + d.name + ": needs 1 <= min <= hint <= max < 2^31");
-        if (hints_.count(d.name)) error(name, "symbol " + d.name + " is declared twice");
-        // The verifier checks a symbolic graph at 3^k + 1 probe bindings.
-        if (g.symbols.size() >= 3) error(name, "a graph declares at most 3 symbols");
         hints_[d.name] = d.hint;
-        g.symbols.push_back(d);
+        if (std::string why = declareSymbol(g.symbols, std::move(d)); !why.empty()) error(name, why);
       } else if (head.kind == Tok::Ident && head.text == "guard") {
         next();
         expectIdent("divisible");
@@ -657,9 +647,7 @@ void verifyGraphIn(const Graph& g, const std::string& file, const sym::Bindings&
       } catch (const UserError& e) {
         throw UserError(SourceLoc{file, "", ""}, "verifier: " + e.diagnostics().front().message);
       }
-      std::string where;
-      for (const auto& [k, v] : b) where += (where.empty() ? "" : ", ") + k + "=" + std::to_string(v);
-      verifyGraph(at, file + " (at " + where + ")");
+      verifyGraph(at, file + " (at " + bindingText(b) + ")");
     }
   }
   auto fail = [&](const Node* n, const std::string& msg) {

@@ -109,6 +109,8 @@ struct SizeGuard {
   std::string where;  ///< what needed it, for messages
   bool operator==(const SizeGuard& o) const { return expr == o.expr && divisor == o.divisor; }
 };
+/// Adds `g` to `guards` unless an equal guard is there.
+void addGuard(std::vector<SizeGuard>& guards, SizeGuard g);
 
 using Ints = std::vector<int64_t>;
 using AttrValue = std::variant<int64_t, double, bool, std::string, Ints>;

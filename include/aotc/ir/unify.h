@@ -29,6 +29,17 @@
 namespace aotc {
 
 inline constexpr int kFitDegree = 2;
+/// A graph declares at most this many symbols: 3^k + 1 probes.
+inline constexpr size_t kMaxSymbols = 3;
+
+/// Adds `d` to `symbols` if it is a valid declaration: a symbol name, not
+/// declared yet, 1 <= min <= hint <= max < 2^31 with a hint of at least 2
+/// (probes go up to (kFitDegree + 2) * hint; a size of 1 broadcasts), at most
+/// kMaxSymbols in all.  Returns the one-line reason otherwise, adding nothing.
+std::string declareSymbol(std::vector<SymbolDecl>& symbols, SymbolDecl d);
+
+/// `batch=4, seq=3`: a binding in messages.
+std::string bindingText(const sym::Bindings& b);
 
 /// The probe bindings: the grid (first: every symbol at its hint), then the
 /// check point.  Symbols in name order.

@@ -209,9 +209,6 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   log->info("engine passes done at {:.1f} ms", ms());
   checkStorageGroups(fx, pr, opts.model);
   double tEngine = ms();
-  if (fx.graph.isSymbolic()) throw UserError(SourceLoc{opts.model, "", ""}, symbolicNotCompiled(fx.graph));
-
-  CodegenResult cg = generateCuda(pr.partition);
   ManifestInfo mi;
   mi.model_name = fx.graph.name;
   mi.source_file = fs::path(opts.model).filename().string();
@@ -221,11 +218,23 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.input_aliases = fx.input_aliases;
   mi.output_paths = fx.output_paths;
   mi.arguments = fx.arguments;
-  std::vector<KernelModule> modules = groupKernels(cg.kernels, kKernelsPerModule);
   mi.weights = "weights.safetensors";
-  plan::Manifest manifest = buildManifest(pr, cg, modules, mi);
-  const std::string manifestText = plan::toJson(manifest).dump(1) + "\n";
-  {
+  CodegenResult cg;
+  std::vector<KernelModule> modules;
+  plan::Manifest manifest;
+  std::string manifestText;
+  if (pr.functional.isSymbolic()) {
+    // Note [Dynamic codegen]: one artifact for every size the symbols allow.
+    DynamicCodegen d = generateDynamic(pr, mi, kKernelsPerModule);
+    cg = std::move(d.cg);
+    modules = std::move(d.modules);
+    manifest = std::move(d.atHint);
+    manifestText = d.manifest.dump(1) + "\n";
+  } else {
+    cg = generateCuda(pr.partition);
+    modules = groupKernels(cg.kernels, kKernelsPerModule);
+    manifest = buildManifest(pr, cg, modules, mi);
+    manifestText = plan::toJson(manifest).dump(1) + "\n";
     // Note [Typed plan]: what is written reads back as the same plan.
     plan::Manifest back = plan::manifestFromJson(nlohmann::json::parse(manifestText), "manifest.json", kMaxElements);
     AOTC_CHECK(nlohmann::json(back.flags) == nlohmann::json(manifest.flags) &&

@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/plan/plan.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "aotc/ir/unify.h"
 #include "aotc/ops/ops.h"
 #include "aotc/support/diag.h"
 
@@ -140,6 +142,7 @@ ojson stepJson(const Step& s) {
   if (const Launch* l = std::get_if<Launch>(&s)) {
     ojson j{{"op", "launch"}, {"kernel", l->kernel}, {"grid", l->grid}, {"block", l->block}, {"shared_bytes", l->shared_bytes},
             {"args", l->args}};
+    if (!l->scalars.empty()) j["scalars"] = l->scalars;
     if (l->epilogue) {
       j["epilogue"] = {{"input", l->epilogue->input}, {"phase", l->epilogue->phase == Phase::Forward ? "forward" : "backward"}};
       if (l->epilogue->region) j["epilogue"]["region"] = viewOpJson(*l->epilogue->region);
@@ -388,6 +391,7 @@ class Reader {
         if (!args[i].is_string() || !validName(args[i].get<std::string>())) fail(cat(where, ".args[", i, "]"), "not a buffer name");
         l.args.push_back(args[i].get<std::string>());
       }
+      if (o.contains("scalars")) l.scalars = ints(o, where, "scalars", 0, INT64_MAX, 8);
       if (o.contains("epilogue")) {
         const json& e = object(o, where, "epilogue");
         std::string ew = at(where, "epilogue");
@@ -516,7 +520,7 @@ class Reader {
     if (!m.is_object()) fail("", "not a JSON object");
     if (m.value("format", "") != "aotc.manifest") fail("format", "not an aotc manifest");
     if (!m.contains("version") || !m["version"].is_number_integer() || m["version"].get<int64_t>() != kManifestVersion)
-      fail("version", cat("this aotc runs manifests of version ", kManifestVersion));
+      fail("version", cat("this aotc runs manifests of versions ", kManifestVersion, " and ", kSymbolicManifestVersion));
     Manifest r;
     const json& model = object(m, "", "model");
     r.model_name = string(model, "model", "name");
@@ -721,8 +725,177 @@ ojson toJson(const Manifest& m) {
   return j;
 }
 
+namespace {
+
+/// The symbolic manifest's declarations, checked (Note [Symbolic manifest]).
+std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::string& file) {
+  auto fail = [&](const std::string& field, const std::string& msg) {
+    throw UserError(SourceLoc{file, field, ""}, "malformed manifest: " + msg);
+  };
+  auto s = std::make_shared<SymbolicManifest>();
+  s->templ = ojson::parse(j.dump());
+  if (!j.contains("symbols") || !j["symbols"].is_array() || j["symbols"].empty()) fail("symbols", "a version-5 manifest declares its symbols");
+  for (size_t i = 0; i < j["symbols"].size(); ++i) {
+    const json& d = j["symbols"][i];
+    const std::string f = cat("symbols[", i, "]");
+    auto num = [&](const char* k) {
+      if (!d.is_object() || !d.contains(k) || !d[k].is_number_integer() || d[k].get<int64_t>() < 0) fail(f + "." + k, "missing or not a size");
+      return d[k].get<int64_t>();
+    };
+    if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) fail(f + ".name", "missing or not a string");
+    SymbolDecl sd{d["name"].get<std::string>(), num("hint"), num("min"), num("max")};
+    if (std::string e = declareSymbol(s->symbols, sd); !e.empty()) fail(f, e);
+  }
+  if (j.contains("guards")) {
+    if (!j["guards"].is_array()) fail("guards", "not an array");
+    for (size_t i = 0; i < j["guards"].size(); ++i) {
+      const json& g = j["guards"][i];
+      const std::string f = cat("guards[", i, "]");
+      if (!g.is_object() || !g.contains("expr") || !g["expr"].is_string()) fail(f + ".expr", "missing or not a string");
+      if (!g.contains("divisible_by") || !g["divisible_by"].is_number_integer() || g["divisible_by"].get<int64_t>() < 1)
+        fail(f + ".divisible_by", "missing or not a positive integer");
+      SizeGuard sg;
+      try {
+        sg.expr = sym::Expr::parse(g["expr"].get<std::string>());
+      } catch (const std::exception& e) {
+        fail(f + ".expr", e.what());
+      }
+      sg.divisor = g["divisible_by"].get<int64_t>();
+      if (g.contains("where") && g["where"].is_string()) sg.where = g["where"].get<std::string>();
+      s->guards.push_back(std::move(sg));
+    }
+  }
+  return s;
+}
+
+/// `t` with every {"sym": EXPR} replaced by its value at `b`.
+ojson substitute(const ojson& t, const sym::Bindings& b, const std::string& file, const std::string& where) {
+  if (t.is_object()) {
+    if (t.size() == 1 && t.contains("sym")) {
+      if (!t["sym"].is_string()) throw UserError(SourceLoc{file, where, ""}, "malformed manifest: a sym entry is not a string");
+      try {
+        return sym::Expr::parse(t["sym"].get<std::string>()).eval(b);
+      } catch (const std::exception& e) {
+        throw UserError(SourceLoc{file, where, ""}, "cannot evaluate " + t["sym"].get<std::string>() + " at " + bindingText(b) + ": " + e.what());
+      }
+    }
+    ojson r = ojson::object();
+    for (auto it = t.begin(); it != t.end(); ++it) r[it.key()] = substitute(it.value(), b, file, where.empty() ? it.key() : where + "." + it.key());
+    return r;
+  }
+  if (t.is_array()) {
+    ojson r = ojson::array();
+    for (size_t i = 0; i < t.size(); ++i) r.push_back(substitute(t[i], b, file, cat(where, "[", i, "]")));
+    return r;
+  }
+  return t;
+}
+
+}  // namespace
+
+sym::Bindings hintBinding(const SymbolicManifest& s) {
+  sym::Bindings b;
+  for (const SymbolDecl& d : s.symbols) b[d.name] = d.hint;
+  return b;
+}
+
+sym::Bindings bindSymbols(const SymbolicManifest& s, const std::map<std::string, Ints>& shapes, const std::string& file,
+                          const sym::Bindings* defaults) {
+  sym::Bindings b;
+  std::map<std::string, std::pair<std::string, size_t>> from;  // symbol -> the input and dim that bound it
+  const ojson& inputs = s.templ.at("inputs");
+  for (const ojson& in : inputs) {
+    const std::string name = in.at("name").get<std::string>();
+    auto it = shapes.find(name);
+    if (it == shapes.end()) continue;
+    const ojson& dims = in.at("shape");
+    if (dims.size() != it->second.size()) continue;  // the shape check names it
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (!dims[d].is_object()) continue;
+      std::optional<std::string> sname = sym::Expr::parse(dims[d].at("sym").get<std::string>()).symbolName();
+      if (!sname) continue;
+      const int64_t v = it->second[d];
+      auto bt = b.find(*sname);
+      if (bt != b.end() && bt->second != v)
+        throw UserError(SourceLoc{file, name, "input"}, cat("dim ", d, " is ", v, ", but ", *sname, " = ", bt->second, " from input '",
+                                                         from[*sname].first, "' dim ", from[*sname].second));
+      b[*sname] = v;
+      from[*sname] = {name, d};
+    }
+  }
+  auto where = [&](const std::string& symbol) {
+    auto f = from.find(symbol);
+    return f == from.end() ? std::string() : f->second.first;
+  };
+  auto dimText = [&](const std::string& symbol) {
+    auto f = from.find(symbol);
+    if (f == from.end()) return cat(symbol, " = ", b[symbol]);
+    return cat("dim ", f->second.second, " is ", b[symbol], " (", symbol, ")");
+  };
+  for (const SymbolDecl& d : s.symbols) {
+    auto it = b.find(d.name);
+    if (it == b.end() && defaults && defaults->count(d.name)) it = b.emplace(d.name, defaults->at(d.name)).first;
+    if (it == b.end())
+      throw UserError(SourceLoc{file, d.name, "symbol"}, "no input given binds this dynamic dim (give the inputs whose shapes use it)");
+    if (it->second < d.min || it->second > d.max)
+      throw UserError(SourceLoc{file, where(d.name), "input"}, cat(dimText(d.name), ", outside the range the artifact takes: [", d.min, ", ", d.max, "]"));
+  }
+  for (const SizeGuard& g : s.guards) {
+    const int64_t v = g.expr.eval(b);
+    if (v % g.divisor == 0) continue;
+    std::string who, node;
+    for (const std::string& n : g.expr.symbols()) {
+      if (node.empty()) node = where(n);
+      who += (who.empty() ? "" : ", ") + (where(n) == node ? dimText(n) : "input '" + where(n) + "' " + dimText(n));
+    }
+    throw UserError(SourceLoc{file, node, "input"}, cat(who, ", which breaks the guard ", g.expr.str(), " % ", g.divisor,
+                                                     " == 0 the artifact was compiled under", g.where.empty() ? "" : " (needed by " + g.where + ")"));
+  }
+  // Every dim of every given input is now known: compare.
+  for (const ojson& in : inputs) {
+    const std::string name = in.at("name").get<std::string>();
+    auto it = shapes.find(name);
+    if (it == shapes.end()) continue;
+    const ojson dims = substitute(in.at("shape"), b, file, "inputs");
+    if (dims.size() != it->second.size()) continue;
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d].get<int64_t>() != it->second[d])
+        throw UserError(SourceLoc{file, name, "input"},
+                        cat("dim ", d, " is ", it->second[d], ", expected ",
+                            in.at("shape")[d].is_object() ? in.at("shape")[d]["sym"].get<std::string>() + " = " : "", dims[d].get<int64_t>(),
+                            " at ", bindingText(b)));
+  }
+  return b;
+}
+
+Manifest instantiateManifest(const std::shared_ptr<const SymbolicManifest>& s, const sym::Bindings& b, const std::string& file,
+                             int64_t maxElements) {
+  for (const SizeGuard& g : s->guards)
+    if (g.expr.eval(b) % g.divisor != 0)
+      throw UserError(SourceLoc{file, "", ""}, cat("guard ", g.expr.str(), " % ", g.divisor, " == 0 fails at ", bindingText(b)));
+  ojson j = substitute(s->templ, b, file, "");
+  j["version"] = kManifestVersion;
+  j.erase("symbols");
+  j.erase("guards");
+  Manifest m;
+  try {
+    m = Reader(file, maxElements).manifest(json::parse(j.dump()));
+  } catch (const json::exception& e) {
+    throw UserError(SourceLoc{file, "", ""}, std::string("malformed manifest: ") + e.what());
+  }
+  planArena(m.forward);
+  planArena(m.backward);
+  m.symbolic = s;
+  m.binding = b;
+  return m;
+}
+
 Manifest manifestFromJson(const json& j, const std::string& file, int64_t maxElements) {
   try {
+    if (j.is_object() && j.contains("version") && j["version"] == kSymbolicManifestVersion) {
+      std::shared_ptr<const SymbolicManifest> s = symbolicFromJson(j, file);
+      return instantiateManifest(s, hintBinding(*s), file, maxElements);
+    }
     return Reader(file, maxElements).manifest(j);
   } catch (const json::exception& e) {
     throw UserError(SourceLoc{file, "", ""}, std::string("malformed manifest: ") + e.what());
@@ -742,6 +915,64 @@ Manifest readManifest(const std::string& dir, int64_t maxElements) {
     throw UserError(SourceLoc{file.string(), "", ""}, std::string("malformed manifest: ") + e.what());
   }
   return manifestFromJson(j, file.string(), maxElements);
+}
+
+/// Note [Memory plan]: every owned buffer of a program lives in one arena.
+/// A buffer is live from the first step that touches it to the last (to the
+/// end of the program if it is a program output: the forward's saved tensors
+/// stay in the forward arena until the backward has run).  Offsets are
+/// assigned largest-first at the lowest address that no buffer with an
+/// overlapping lifetime occupies; alignment is 256 bytes.
+void planArena(Program& prog) {
+  std::map<std::string, std::pair<size_t, size_t>> live;  // alloc name -> [first, last] step
+  std::map<std::string, std::string> rootOf;
+  for (const Buffer& b : prog.buffers) rootOf[b.name] = b.kind == BufferKind::View ? b.base : b.name;
+  auto touch = [&](const std::string& buf, size_t step) {
+    std::string r = rootOf.count(buf) ? rootOf[buf] : buf;
+    auto it = live.find(r);
+    if (it == live.end()) live[r] = {step, step};
+    else it->second.second = std::max(it->second.second, step);
+  };
+  for (size_t i = 0; i < prog.steps.size(); ++i)
+    for (const std::string& b : stepBuffers(prog.steps[i])) touch(b, i);
+  for (const ProgramOutput& o : prog.outputs) touch(o.buffer, prog.steps.size());
+  struct Item {
+    std::string name;
+    int64_t bytes;
+    size_t first, last;
+  };
+  std::vector<Item> items;
+  for (const Buffer& b : prog.buffers)
+    if (b.kind == BufferKind::Alloc) {
+      auto it = live.find(b.name);
+      auto range = it == live.end() ? std::pair<size_t, size_t>{0, 0} : it->second;
+      items.push_back({b.name, std::max<int64_t>(b.bytes, 1), range.first, range.second});
+    }
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bytes > b.bytes; });
+  constexpr int64_t kAlign = 256;
+  std::vector<std::pair<const Item*, int64_t>> placed;
+  std::map<std::string, int64_t> offset;
+  int64_t arena = 0;
+  for (const Item& it : items) {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (auto& [other, off] : placed)
+      if (!(other->last < it.first || it.last < other->first)) busy.push_back({off, off + other->bytes});
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (auto& [b, e] : busy) {
+      if (at + it.bytes <= b) break;
+      at = std::max(at, (e + kAlign - 1) / kAlign * kAlign);
+    }
+    placed.push_back({&it, at});
+    offset[it.name] = at;
+    arena = std::max(arena, at + it.bytes);
+  }
+  for (Buffer& b : prog.buffers)
+    if (b.kind == BufferKind::Alloc) b.arena_offset = offset[b.name];
+  prog.arena_bytes = (arena + kAlign - 1) / kAlign * kAlign;
+  int64_t total = 0;
+  for (const Item& it : items) total += it.bytes;
+  prog.alloc_bytes_unplanned = total;
 }
 
 Layout applyViewChain(const Layout& base, const ViewChain& chain) {

@@ -337,8 +337,10 @@ class CudaDevice final : public Device {
     auto it = fns_.find(l.kernel);
     if (it == fns_.end()) fail("kernel " + l.kernel + " is in no module of the artifact");
     std::vector<CUdeviceptr> values(args.begin(), args.end());
+    std::vector<long long> scalars(l.scalars.begin(), l.scalars.end());  // Note [Symbolic manifest]
     std::vector<void*> params;
     for (CUdeviceptr& v : values) params.push_back(&v);
+    for (long long& v : scalars) params.push_back(&v);
     check(d_.launchKernel(it->second.fn, static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2]),
                           static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]),
                           static_cast<unsigned>(l.shared_bytes), nullptr, params.data(), nullptr),

@@ -136,8 +136,14 @@ class KernelLibrary {
       std::string param;
       int i = 0;
       while (std::getline(ps, param, ',')) {
-        std::string type = param.substr(0, param.find("__restrict__"));
-        tramp << (i ? ", " : "") << "(" << type << ")a[" << i << "]";
+        if (param.find('*') == std::string::npos) {
+          // A scalar (a dynamic-shape artifact's symbol, Note [Symbolic
+          // manifest]): passed by address, as cuLaunchKernel takes it.
+          tramp << (i ? ", " : "") << "*(long long*)a[" << i << "]";
+        } else {
+          std::string type = param.substr(0, param.find("__restrict__"));
+          tramp << (i ? ", " : "") << "(" << type << ")a[" << i << "]";
+        }
         ++i;
       }
       tramp << "); }\n";
@@ -244,6 +250,8 @@ class EmulateDevice final : public Device {
     AOTC_CHECK(lib_, "emulate: kernels not loaded");
     std::vector<void*> a;
     for (DevicePtr p : args) a.push_back(at(p));
+    std::vector<long long> scalars(l.scalars.begin(), l.scalars.end());
+    for (long long& v : scalars) a.push_back(&v);
     lib_->launch(l, a);
     if (lib_->indexError()) throw UserError(SourceLoc{}, "index out of range (an index tensor holds a value outside its dim)");
   }

@@ -1,6 +1,8 @@
 //===- executor.cpp - One executor over a Device (Note [One executor]) -----===//
 #include "aotc/runtime/executor.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -114,6 +116,27 @@ void checkBinding(const std::string& name, const DeviceTensor& t, const plan::La
 void Session::bind(const std::string& name, const DeviceTensor& t) {
   const plan::InputSpec* in = m_.input(name);
   if (!in) throw UserError(SourceLoc{"", name, "bind"}, "the artifact has no input of this name");
+  if (m_.symbolic && t.shape != in->layout.shape) {
+    // Note [Symbolic manifest]: a new size rebinds the symbols; the inputs
+    // bound before must agree with it.
+    std::map<std::string, Ints> shapes;
+    for (auto& [n, b] : bound_) shapes[n] = b.shape;
+    shapes[in->name] = t.shape;
+    sym::Bindings nb = plan::bindSymbols(*m_.symbolic, shapes, (fs::path(dir_) / "manifest.json").string(), &m_.binding);
+    if (nb != m_.binding) {
+      std::shared_ptr<const plan::SymbolicManifest> s = m_.symbolic;
+      m_ = plan::instantiateManifest(s, nb, (fs::path(dir_) / "manifest.json").string(), int64_t{1} << 40);
+      fwd_.reset();
+      bwd_.reset();
+      gradOutputs_.clear();
+      for (auto& [tangent, p] : zeros_) {
+        dev_.release(p);
+        owned_.erase(std::remove(owned_.begin(), owned_.end(), p), owned_.end());
+      }
+      zeros_.clear();
+      in = m_.input(name);
+    }
+  }
   checkBinding(name, t, in->layout, m_.runtime_checks.input_alignment_bytes, "the artifact's");
   DeviceTensor b = t;
   b.strides = in->layout.strides;

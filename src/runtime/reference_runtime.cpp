@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "aotc/ir/safetensors.h"
+#include "aotc/ir/unify.h"
 #include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/runtime/device.h"
@@ -156,7 +157,7 @@ std::map<std::string, HostTensor> runOnDevice(const plan::Manifest& m, const std
 
 std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, const RunOptions& opts) {
   fs::path root(dir);
-  const plan::Manifest m = plan::readManifest(dir, kMaxRunElements);
+  plan::Manifest m = plan::readManifest(dir, kMaxRunElements);
   const std::string manifestFile = (root / "manifest.json").string();
   if (opts.create_graph) {
     std::vector<Diagnostic> d;
@@ -200,6 +201,18 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
       from[k] = f;
       pool[k] = std::move(v);
     }
+  if (m.symbolic) {
+    // Note [Symbolic manifest]: the sizes of the inputs given bind the
+    // symbols; the manifest is read at that binding.
+    std::map<std::string, Ints> shapes;
+    for (const plan::InputSpec& in : m.inputs) {
+      if (pool.count(in.name)) shapes[in.name] = pool.at(in.name).sizes;
+      for (const std::string& a : in.aliases)
+        if (pool.count(a)) shapes[in.name] = pool.at(a).sizes;
+    }
+    std::shared_ptr<const plan::SymbolicManifest> s = m.symbolic;
+    m = plan::instantiateManifest(s, plan::bindSymbols(*s, shapes, manifestFile), manifestFile, kMaxRunElements);
+  }
   // Inputs not given: the artifact's initial weights, buffers and constants.
   std::map<std::string, HostTensor> weights;
   if (!m.weights.empty()) weights = readSafetensors((root / m.weights).string());
@@ -249,6 +262,10 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
   Graph bw = parseGraph(slurpIr(m.backward.ir), (root / "backward.ir").string());
   verifyGraph(fw, "forward.ir");
   verifyGraph(bw, "backward.ir");
+  if (m.symbolic) {
+    fw = instantiate(fw, m.binding);
+    bw = instantiate(bw, m.binding);
+  }
   std::vector<HostTensor> fin;
   for (const GraphInput& gi : fw.inputs) fin.push_back(caller.at(fw.values[gi.value].name));
   auto epilogue = [&](const std::string& name, const HostTensor& v) {

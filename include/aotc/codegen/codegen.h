@@ -23,12 +23,40 @@ struct CodegenResult {
   std::map<std::string, KernelSource> kernels;  ///< by name, ordered
   plan::Program forward;                        ///< buffers, steps, outputs, arena
   plan::Program backward;
+  /// Per step of each program: a launch's grid is max(1, ceil(threads / per))
+  /// for its {threads, per} here ({0, 0}: not a launch).  The grid of a
+  /// dynamic-shape artifact is that expression (Note [Dynamic codegen]).
+  std::vector<std::pair<int64_t, int64_t>> forwardGrids, backwardGrids;
+};
+
+/// Note [Dynamic codegen]: a symbolic pair of programs is compiled by
+/// generating code for each probe binding of its symbols (Note [Probing and
+/// unifying]) and unifying the results (dynamic.cpp): every integer of the
+/// plan, and every integer literal of a kernel's text, fitted as an
+/// expression over the symbols.  A probe's code must therefore not make
+/// decisions from sizes that hold at the probes but not at every size the
+/// symbols' ranges allow.  With `decide` set (the symbolic programs, whose
+/// integers are the hints):
+///  - vectorized access (Note [Vectorized access]: sizes and offsets
+///    divisible by four) is off;
+///  - a reduction's kind (one block or one thread per output) and a row
+///    group's block size are chosen from `decide`'s sizes, the same at every
+///    probe (both kinds are correct at every size);
+///  - index width (Note [32-bit indexing]) is `wide`, decided by the caller
+///    at the symbols' maxima;
+///  - a size scalar (Note [Size scalars]) is computed in the kernel from its
+///    integers, not written as one float literal.
+/// Anything else that differs between probes makes the unifier refuse,
+/// naming the kernel or step; it never guesses.
+struct CodegenOptions {
+  const Partition* decide = nullptr;
+  bool wide = false;
 };
 
 /// Lowers both programs: one kernel per pointwise/reduction/creation node,
 /// cuBLAS GEMM steps for mm, view steps for views, and copy kernels for the
 /// epilogue.  Pure: the same programs give the same result, byte for byte.
-CodegenResult generateCuda(const Partition& p);
+CodegenResult generateCuda(const Partition& p, const CodegenOptions& opts = {});
 
 /// The device prelude every kernel includes.
 const char* devicePrelude();

@@ -30,4 +30,16 @@ struct ManifestInfo {
 plan::Manifest buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std::vector<KernelModule>& modules,
                              const ManifestInfo& info);
 
+/// A dynamic-shape artifact's code (Note [Dynamic codegen], dynamic.cpp):
+/// the unified kernels and their modules, the version-5 manifest (Note
+/// [Symbolic manifest]) and that manifest read at the hints.
+struct DynamicCodegen {
+  CodegenResult cg;  ///< unified kernels; the programs at the hints
+  std::vector<KernelModule> modules;
+  nlohmann::ordered_json manifest;
+  plan::Manifest atHint;
+};
+/// Compiles a symbolic pipeline result (pr.functional.symbols non-empty).
+DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule);
+
 }  // namespace aotc

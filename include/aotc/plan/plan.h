@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -83,6 +84,9 @@ struct Launch {
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t shared_bytes = 0;
   std::vector<std::string> args;  ///< root buffers: outputs first, then operands
+  /// Integer arguments after the buffers: the values of the symbols the
+  /// kernel's text uses (Note [Symbolic manifest]); empty in static artifacts.
+  std::vector<int64_t> scalars;
   std::optional<Epilogue> epilogue;
   bool operator==(const Launch&) const = default;
 };
@@ -224,6 +228,8 @@ struct RuntimeChecks {
   bool operator==(const RuntimeChecks&) const = default;
 };
 
+struct SymbolicManifest;
+
 struct Manifest {
   std::string compiler_version = kCompilerVersion;
   std::string nvrtc_version;
@@ -241,6 +247,10 @@ struct Manifest {
   std::string prelude = "kernels/aotc_prelude.cuh";
   std::string weights;  ///< the initial tensors file ("" when the artifact has none)
   RuntimeChecks runtime_checks;
+  /// A dynamic-shape artifact (Note [Symbolic manifest]): its template, and
+  /// the symbol values this manifest was instantiated at.  Null: static.
+  std::shared_ptr<const SymbolicManifest> symbolic;
+  sym::Bindings binding;
 
   const InputSpec* input(const std::string& name) const;  ///< by name or alias
   const KernelSpec* kernel(const std::string& name) const;
@@ -255,6 +265,41 @@ nlohmann::ordered_json toJson(const Manifest& m);
 Manifest manifestFromJson(const nlohmann::json& j, const std::string& file, int64_t maxElements);
 /// Reads `dir`/manifest.json.
 Manifest readManifest(const std::string& dir, int64_t maxElements);
+
+/// Note [Symbolic manifest]: a dynamic-shape artifact's manifest.json is
+/// version kSymbolicManifestVersion.  It declares its symbols
+/// ({"name","hint","min","max"}) and guards ({"expr","divisible_by","where"}),
+/// and wherever an integer depends on the sizes it holds {"sym": EXPR}, EXPR
+/// in the grammar of Note [Symbolic sizes].  A runtime binds the symbols from
+/// the shapes of the inputs it is given (bindSymbols: every dim written as a
+/// bare symbol binds it; ranges and guards are checked, in one line naming
+/// the input, the dim and the guard), then reads the manifest at that binding
+/// (instantiateManifest) as an ordinary one: every expression evaluated, the
+/// result checked like any untrusted manifest.  Arenas are planned then, for
+/// the bound sizes (the memory planner is deterministic and cheap, and the
+/// best placement of buffers depends on their sizes), so a template's
+/// arena_offset fields are 0 and its arena_bytes an upper bound.
+inline constexpr int kSymbolicManifestVersion = 5;
+struct SymbolicManifest {
+  nlohmann::ordered_json templ;
+  std::vector<SymbolDecl> symbols;
+  std::vector<SizeGuard> guards;
+};
+/// The symbols' values that `shapes` (input name -> its dims, for the inputs
+/// the caller gives) imply; refuses a conflict, a symbol no input binds, a
+/// value outside its range and a broken guard.  A symbol no given input
+/// binds takes its value in `defaults` when given (an error otherwise).
+sym::Bindings bindSymbols(const SymbolicManifest& s, const std::map<std::string, Ints>& shapes, const std::string& file,
+                          const sym::Bindings* defaults = nullptr);
+/// The manifest at binding `b`, checked, with its arenas planned.
+Manifest instantiateManifest(const std::shared_ptr<const SymbolicManifest>& s, const sym::Bindings& b, const std::string& file,
+                             int64_t maxElements);
+/// The symbols' hints.
+sym::Bindings hintBinding(const SymbolicManifest& s);
+
+/// Note [Memory plan]: every owned buffer of a program lives in one arena;
+/// fills each Alloc buffer's arena_offset and the program's arena_bytes.
+void planArena(Program& prog);
 
 /// A view chain applied to a layout (the runtimes' alias regeneration): each
 /// op's shape rule gives the next sizes/strides/offset.

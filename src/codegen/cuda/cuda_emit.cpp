@@ -43,12 +43,14 @@ void ProgramBuilder::ensureView(ValueId v) {
   declare(v, plan::BufferKind::View, root[src]);
 }
 
-void ProgramBuilder::pushLaunch(const std::string& kernel, int64_t grid, int64_t block, std::vector<std::string> args) {
+void ProgramBuilder::pushLaunch(const std::string& kernel, int64_t threads, int64_t per, int64_t block, std::vector<std::string> args) {
   plan::Launch l;
   l.kernel = kernel;
-  l.grid = {grid, 1, 1};
+  l.grid = {std::max<int64_t>(1, (threads + per - 1) / per), 1, 1};
   l.block = {block, 1, 1};
   l.args = std::move(args);
+  grids.resize(steps.size());
+  grids.push_back({threads, per});
   steps.push_back(std::move(l));
 }
 
@@ -56,14 +58,14 @@ void ProgramBuilder::launch(const std::string& kernel, const std::vector<ValueId
                             const std::string& outRoot) {
   std::vector<std::string> a{outRoot.empty() ? root[out] : outRoot};
   for (ValueId v : args) a.push_back(root[v]);
-  pushLaunch(kernel, std::max<int64_t>(1, (threads + kBlock - 1) / kBlock), kBlock, std::move(a));
+  pushLaunch(kernel, threads, kBlock, kBlock, std::move(a));
 }
 
 void ProgramBuilder::launchAll(const std::string& kernel, const Node& n, int64_t threads) {
   std::vector<std::string> a;
   for (ValueId o : n.outputs) a.push_back(root[o]);
   for (ValueId v : n.inputs) a.push_back(root[v]);
-  pushLaunch(kernel, std::max<int64_t>(1, (threads + kBlock - 1) / kBlock), kBlock, std::move(a));
+  pushLaunch(kernel, threads, kBlock, kBlock, std::move(a));
 }
 
 /// Note [32-bit indexing]: when no value of the program spans 2^31
@@ -116,7 +118,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
           b.ensureView(l);
           a.push_back(b.root[l]);
         }
-        b.pushLaunch(k.name, k.grid, k.block, std::move(a));
+        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a));
       }
       if (!G.lowerViews.count(static_cast<int32_t>(idx))) continue;  // computed by the group's kernel
     }
@@ -176,8 +178,16 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
 }
 
 
-plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels, const std::string& ir) {
+plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels, const std::string& ir, const Graph* decide,
+                           bool wide, std::vector<std::pair<int64_t, int64_t>>& grids) {
   ProgramBuilder b(g, kernels);
+  std::optional<FusionPlan> decidePlan;
+  if (decide) {
+    decidePlan = planFusion(*decide);
+    b.decide = decide;
+    b.decidePlan = &*decidePlan;
+    b.presetWide(wide);
+  }
   lowerNodes(b, planFusion(g));
   plan::Program prog;
   prog.ir = ir;
@@ -185,16 +195,20 @@ plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& 
   prog.steps = std::move(b.steps);
   for (auto& o : g.outputs) prog.outputs.push_back({outputRoleName(o.role), g.values[o.value].name});
   planArena(prog);
+  grids = std::move(b.grids);
+  grids.resize(prog.steps.size());
   return prog;
 }
 
 }  // namespace
 }  // namespace cudagen
 
-CodegenResult generateCuda(const Partition& p) {
+CodegenResult generateCuda(const Partition& p, const CodegenOptions& opts) {
   CodegenResult r;
-  r.forward = cudagen::lowerProgram(p.forward, r.kernels, "forward.ir");
-  r.backward = cudagen::lowerProgram(p.backward, r.kernels, "backward.ir");
+  r.forward = cudagen::lowerProgram(p.forward, r.kernels, "forward.ir", opts.decide ? &opts.decide->forward : nullptr, opts.wide,
+                                    r.forwardGrids);
+  r.backward = cudagen::lowerProgram(p.backward, r.kernels, "backward.ir", opts.decide ? &opts.decide->backward : nullptr, opts.wide,
+                                     r.backwardGrids);
   return r;
 }
 

@@ -121,12 +121,14 @@ bool blockReduction(const TensorType& in, const Ints& dims, int64_t nred, int64_
   return !(columnWise && outputs >= kColumnOutputsMin);
 }
 
-/// Threads to launch for a reduction node (grid x block).
-int64_t reductionThreads(const TensorType& in, const Node& n, const TensorType& out) {
-  Ints dims = reductionDims(n.attrs, in.rank());
-  int64_t nred = 1;
-  for (int64_t d : dims) nred *= in.sizes[d];
-  return blockReduction(in, dims, nred, out.numel()) ? out.numel() * kBlock : out.numel();
+/// Note [Size scalars] in a kernel of a dynamic-shape artifact (Note
+/// [Dynamic codegen]): the value from its integers, as Builder::sizeScalar
+/// computes it, so that the integers can become expressions.
+std::string sizeScalarText(const Node& n, DType d) {
+  char scale[40];
+  std::snprintf(scale, sizeof scale, "%.17g", attrFloat(n.attrs, "size_scale"));
+  return std::string("((") + computeType(d) + ")(" + scale + " * ((double)" + std::to_string(attrInt(n.attrs, "size_num")) + " / (double)" +
+         std::to_string(attrInt(n.attrs, "size_den")) + ")))";
 }
 
 }  // namespace
@@ -172,7 +174,9 @@ std::string KernelEmitter::emitValue(ValueId v, const Ints& shape, const std::ve
   if (computedInline(val.node, x)) {
     const Node& n = g.nodes[static_cast<size_t>(val.node)];
     if (n.op != OpKind::Constant) noteNode(x, n);
-    if (n.op == OpKind::Constant) {
+    if (n.op == OpKind::Constant && b_.dynamic() && n.attrs.count("size_num")) {
+      var = sizeScalarText(n, val.type.dtype);
+    } else if (n.op == OpKind::Constant) {
       var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
       var = "((" + std::string(ct) + ")" + var + ")";
     } else if (isScatterExpr(n.op)) {
@@ -261,7 +265,7 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
   noteNode(x, root);
   const size_t rank = static_cast<size_t>(ot.rank());
   std::vector<std::string> c = coords(rank);
-  const bool vec = vectorStore(ot);
+  const bool vec = !b_.dynamic() && vectorStore(ot);  // Note [Dynamic codegen]
   if (vec)
     for (int64_t k = 0; k < kVec; ++k) {
       std::vector<std::string> l = c;
@@ -319,7 +323,16 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   x.indent = "    ";
   std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
   std::string v = emitValue(n.inputs[0], it.sizes, c, x);
-  const bool blockReduce = blockReduction(it, dims, nred, ot.numel());
+  bool blockReduce = blockReduction(it, dims, nred, ot.numel());
+  if (b_.dynamic()) {
+    // Note [Dynamic codegen]: decided at the hints, the same at every probe.
+    const size_t idx = static_cast<size_t>(&n - g.nodes.data());
+    const Node& dn = b_.decide->nodes.at(idx);
+    const TensorType& dt = b_.decide->type(dn.inputs[0]);
+    int64_t dred = 1;
+    for (int64_t d : dims) dred *= dt.sizes[static_cast<size_t>(d)];
+    blockReduce = blockReduction(dt, dims, dred, b_.decide->type(dn.outputs[0]).numel());
+  }
   std::ostringstream os;
   os << kernelHeader(x.ops, ot.dtype, x.leaves);
   if (blockReduce) {
@@ -350,7 +363,7 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   }
   if (rs.mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
   os << "  out[" << (ot.offset ? std::to_string(ot.offset) + " + " : std::string()) << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
-  return Kernel{b_.addKernel(os.str(), x.nodes), x.leaves, reductionThreads(it, n, ot)};
+  return Kernel{b_.addKernel(os.str(), x.nodes), x.leaves, blockReduce ? ot.numel() * kBlock : ot.numel()};
 }
 
 /// The kernel of a row group (Note [Row groups]), launched at its seed.
@@ -365,9 +378,13 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   // Note [Row groups]: short rows, and rows whose elements are a row apart
   // in memory (the innermost dim kept: column sums), are one thread per
   // row -- serial, in order, no barriers -- like plain reductions.
-  const bool perThread = !blockReduction(TensorType::contiguous(DType::F32, G.shape), G.dims, G.nred, G.rows);
+  // Note [Dynamic codegen]: the kind and block size are decided at the hints.
+  const RowGroup& D = b_.dynamic() ? b_.decidePlan->groups.at(static_cast<size_t>(&G - plan_.groups.data())) : G;
+  if (D.members != G.members || D.dims != G.dims)
+    throw UserError(SourceLoc{}, "the fusion plan differs between sizes at a row group (Note [Dynamic codegen])");
+  const bool perThread = !blockReduction(TensorType::contiguous(DType::F32, D.shape), D.dims, D.nred, D.rows);
   int64_t block = 32;
-  while (block < G.nred && block < kBlock) block *= 2;
+  while (block < D.nred && block < kBlock) block *= 2;
   if (perThread) block = kBlock;
   ExprCtx x;
   x.exprNodes = &G.exprNodes;
@@ -467,7 +484,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
   for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
   os << ") {\n" << body.str() << "}\n";
-  return GroupKernel{b_.addKernel(os.str(), x.nodes), outs, x.leaves, perThread ? (G.rows + block - 1) / block : G.rows, block};
+  return GroupKernel{b_.addKernel(os.str(), x.nodes), outs, x.leaves, G.rows, perThread ? block : 1, block};
 }
 
 /// A kernel with one thread per element of output 0 (dense): the header
@@ -497,7 +514,8 @@ std::string KernelEmitter::constant(const Node& n) {
   os << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out) {\n";
   os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
   os << "  if (i >= " << ot.numel() << ") return;\n";
-  os << "  out[i] = (" << storageType(ot.dtype) << ")" << literal(attrFloat(n.attrs, "value"), ot.dtype) << ";\n}\n";
+  os << "  out[i] = (" << storageType(ot.dtype) << ")"
+     << (b_.dynamic() && n.attrs.count("size_num") ? sizeScalarText(n, ot.dtype) : literal(attrFloat(n.attrs, "value"), ot.dtype)) << ";\n}\n";
   return b_.addKernel(os.str(), {nodeName(n)});
 }
 

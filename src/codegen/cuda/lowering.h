@@ -9,7 +9,9 @@
 //                    element kernels whose bodies are op rows' (Note [Op rows]);
 //   3. extern calls  (extern_calls.cpp): cuBLAS GEMMs and cuDNN convolutions,
 //                    with the dense copies of operands they cannot address;
-//   4. memory plan   (memory_plan.cpp): arena offsets from buffer lifetimes.
+//   4. memory plan   (plan::planArena in src/plan/plan.cpp, shared with the
+//                    runtimes, which plan a dynamic-shape artifact's arenas
+//                    at the sizes they bind): arena offsets from lifetimes.
 // cuda_emit.cpp walks the program once in order and asks stages 2 and 3 for
 // each node's step; ProgramBuilder holds what the walk accumulates (buffers,
 // steps, the kernel table).  Every size a kernel's text contains is written
@@ -40,9 +42,16 @@ struct ProgramBuilder {
   std::vector<plan::Step> steps;
   std::vector<std::string> root;          ///< root buffer per value ("" until declared)
   std::map<ValueId, std::string> dense;   ///< value -> its dense copy's buffer
+  /// Note [Dynamic codegen]: the program whose sizes decide (null: `g`'s own)
+  /// and its fusion plan; per step, a launch's {threads, per} grid rule.
+  const Graph* decide = nullptr;
+  const FusionPlan* decidePlan = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> grids;
 
   ProgramBuilder(const Graph& graph, std::map<std::string, KernelSource>& k)
       : g(graph), kernels(k), root(graph.values.size()) {}
+  bool dynamic() const { return decide != nullptr; }
+  void presetWide(bool w) { wide_ = w; }
 
   static plan::Layout layout(const TensorType& t) { return plan::Layout{t.dtype, t.sizes, t.strides, t.offset}; }
 
@@ -54,7 +63,8 @@ struct ProgramBuilder {
   /// reads it.
   void ensureView(ValueId v);
 
-  void pushLaunch(const std::string& kernel, int64_t grid, int64_t block, std::vector<std::string> args);
+  /// A launch of max(1, ceil(threads / per)) blocks of `block` threads.
+  void pushLaunch(const std::string& kernel, int64_t threads, int64_t per, int64_t block, std::vector<std::string> args);
   /// One thread per unit of `threads`: out (or `outRoot`), then `args`.
   void launch(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
               const std::string& outRoot = "");
@@ -92,7 +102,7 @@ class KernelEmitter {
   struct GroupKernel {
     std::string name;
     std::vector<ValueId> outs, leaves;
-    int64_t grid = 0, block = 0;
+    int64_t threads = 0, per = 1, block = 0;  ///< grid = ceil(threads / per)
   };
   GroupKernel rowGroup(const RowGroup& G);
   /// A kernel with one thread per element of output 0 (dense), around an op
@@ -121,6 +131,6 @@ void lowerGemm(ProgramBuilder& b, KernelEmitter& k, const FusionPlan& plan, cons
 void lowerConv(ProgramBuilder& b, KernelEmitter& k, const FusionPlan& plan, const Node& n);
 
 /// Stage 4 (Note [Memory plan]).
-void planArena(plan::Program& prog);
+using plan::planArena;
 
 }  // namespace aotc::cudagen

@@ -1,0 +1,470 @@
+//===- dynamic.cpp - One artifact for every size (Note [Dynamic codegen]) ---===//
+//
+// A symbolic pair of programs is compiled at every probe binding of its
+// symbols (probeBindings: the grid {h, 2h, 3h} per symbol and a check point),
+// each probe with the hints deciding what sizes decide (codegen.h).  The
+// probes' results are then unified, exactly as the engine's graphs are (Note
+// [Probing and unifying]):
+//   - kernels: the probes' kernels at the same step are one kernel; their
+//     texts must agree token for token except integer literals, and each
+//     literal that varies is fitted as an expression over the symbols and
+//     written as C over kernel parameters (`long long aotc_sym_<name>`, the
+//     symbols it uses, sorted), which launches pass as scalars;
+//   - the manifest: every integer of the probes' manifests is fitted the same
+//     way and written {"sym": EXPR} where it varies (Note [Symbolic
+//     manifest]); grids are max(1, ceil(threads / per)) of the fitted
+//     thread count (a ceiling is not a polynomial); arenas are planned by the
+//     runtime at the sizes it binds.
+// A fit that needs a division adds a divisibility guard; anything that does
+// not unify (texts that differ beyond integers, an integer no polynomial of
+// degree <= 2 per symbol gives, a float that varies) is refused with one
+// line naming the kernel or the manifest field.  Every probe's manifest is
+// then read back from the template and compared, so the template provably
+// reproduces every probe.
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cctype>
+
+#include "aotc/codegen/manifest.h"
+#include "aotc/ir/unify.h"
+#include "aotc/support/hash.h"
+
+namespace aotc {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// ------------------------------------------------------------ C expressions
+
+/// An Expr's text form (Note [Symbolic sizes]) as C over the kernel's symbol
+/// parameters, with Python's floor division and modulo.
+class CRender {
+ public:
+  explicit CRender(const std::string& s) : s_(s) {}
+  std::string run() {
+    std::string r = expr();
+    AOTC_CHECK(pos_ == s_.size(), "CRender: trailing text in ", s_);
+    return r;
+  }
+  bool usesHelpers = false;
+
+ private:
+  void skip() {
+    while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
+  }
+  bool eat(const char* t) {
+    skip();
+    size_t n = std::char_traits<char>::length(t);
+    if (s_.compare(pos_, n, t) != 0) return false;
+    pos_ += n;
+    return true;
+  }
+  std::string expr() {
+    std::string r = term();
+    for (;;) {
+      if (eat("+")) r = "(" + r + " + " + term() + ")";
+      else if (eat("-")) r = "(" + r + " - " + term() + ")";
+      else return r;
+    }
+  }
+  std::string term() {
+    std::string r = unary();
+    for (;;) {
+      if (eat("//")) {
+        usesHelpers = true;
+        r = "aotc_floordiv(" + r + ", " + unary() + ")";
+      } else if (eat("*")) {
+        r = "(" + r + " * " + unary() + ")";
+      } else if (eat("%")) {
+        usesHelpers = true;
+        r = "aotc_floormod(" + r + ", " + unary() + ")";
+      } else {
+        return r;
+      }
+    }
+  }
+  std::string unary() {
+    if (eat("-")) return "(-" + unary() + ")";
+    return atom();
+  }
+  std::string atom() {
+    skip();
+    AOTC_CHECK(pos_ < s_.size(), "CRender: unexpected end of ", s_);
+    if (eat("(")) {
+      std::string r = expr();
+      AOTC_CHECK(eat(")"), "CRender: ')' expected in ", s_);
+      return r;
+    }
+    if (std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+      size_t b = pos_;
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      return s_.substr(b, pos_ - b) + "LL";
+    }
+    size_t b = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+    std::string name = s_.substr(b, pos_ - b);
+    AOTC_CHECK(!name.empty(), "CRender: a name expected in ", s_);
+    if ((name == "max" || name == "min") && eat("(")) {
+      usesHelpers = true;
+      std::string a = expr();
+      AOTC_CHECK(eat(","), "CRender: ',' expected in ", s_);
+      std::string c = expr();
+      AOTC_CHECK(eat(")"), "CRender: ')' expected in ", s_);
+      return "aotc_sym" + name + "(" + a + ", " + c + ")";
+    }
+    return "aotc_sym_" + name;
+  }
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+constexpr const char* kSymHelpers =
+    "#ifndef AOTC_SYM_HELPERS\n"
+    "#define AOTC_SYM_HELPERS\n"
+    "__device__ __forceinline__ long long aotc_floordiv(long long a, long long b) { long long q = a / b; "
+    "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
+    "__device__ __forceinline__ long long aotc_floormod(long long a, long long b) { long long r = a % b; "
+    "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
+    "__device__ __forceinline__ long long aotc_symmax(long long a, long long b) { return a > b ? a : b; }\n"
+    "__device__ __forceinline__ long long aotc_symmin(long long a, long long b) { return a < b ? a : b; }\n"
+    "#endif\n";
+
+// ------------------------------------------------------------ fitting
+
+struct Fitter {
+  const std::vector<SymbolDecl>& symbols;
+  const std::vector<sym::Bindings>& pts;
+  std::vector<SizeGuard>& guards;
+
+  /// The expression giving `values` at the probes; nullopt when none does.
+  std::optional<sym::Expr> fit(const std::vector<int64_t>& values, const std::string& where) {
+    if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) return sym::Expr(values[0]);
+    std::optional<SizeFit> f = fitSize(symbols, values);
+    if (!f) return std::nullopt;
+    if (f->divisor != 1) addGuard(guards, SizeGuard{f->numerator, f->divisor, where});
+    return f->expr;
+  }
+};
+
+std::string valuesText(const std::vector<sym::Bindings>& pts, const std::vector<std::string>& vals) {
+  std::string s;
+  for (size_t i = 0; i < pts.size() && i < 4; ++i) s += (i ? ", " : "") + vals[i] + " at " + bindingText(pts[i]);
+  return s;
+}
+
+// ------------------------------------------------------------ kernel text
+
+struct Token {
+  std::string text;
+  bool integer = false;
+};
+
+std::vector<Token> tokenize(const std::string& s) {
+  std::vector<Token> r;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t j = i + 1;
+    bool integer = false;
+    if (std::isalpha(c) || c == '_') {
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+    } else if (std::isdigit(c)) {
+      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+      integer = true;
+      // A float literal or a suffixed one is one (non-integer) token: 1.5e-05f, 2ULL.
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '.' || s[j] == '_' ||
+                              ((s[j] == '-' || s[j] == '+') && (s[j - 1] == 'e' || s[j - 1] == 'E')))) {
+        integer = false;
+        ++j;
+      }
+    }
+    r.push_back({s.substr(i, j - i), integer});
+    i = j;
+  }
+  return r;
+}
+
+struct UnifiedKernel {
+  std::string text;                  ///< with @KERNEL@ for its name
+  std::vector<std::string> symbols;  ///< its parameters, sorted
+};
+
+/// The kernel the probes' texts are (Note [Dynamic codegen]).
+UnifiedKernel unifyKernelText(const std::vector<std::string>& texts, Fitter& fitter, const std::string& who) {
+  std::vector<std::vector<Token>> toks;
+  for (const std::string& t : texts) toks.push_back(tokenize(t));
+  auto refuse = [&](const std::string& why) {
+    throw UserError(SourceLoc{"", who, "dynamic shapes"}, "the kernel computing this node " + why);
+  };
+  for (size_t p = 1; p < toks.size(); ++p)
+    if (toks[p].size() != toks[0].size()) refuse("has a different structure at " + bindingText(fitter.pts[p]) + " than at " + bindingText(fitter.pts[0]));
+  std::string out;
+  std::set<std::string> used;
+  bool helpers = false;
+  for (size_t i = 0; i < toks[0].size(); ++i) {
+    const Token& t0 = toks[0][i];
+    bool same = true;
+    for (size_t p = 1; p < toks.size(); ++p) same = same && toks[p][i].text == t0.text;
+    if (same) {
+      out += t0.text;
+      continue;
+    }
+    std::vector<std::string> shown;
+    for (auto& tk : toks) shown.push_back("'" + tk[i].text + "'");
+    bool ints = true;
+    for (auto& tk : toks) ints = ints && tk[i].integer;
+    if (!ints) refuse("differs between sizes beyond its integers (" + valuesText(fitter.pts, shown) + ")");
+    std::vector<int64_t> vals;
+    for (auto& tk : toks) {
+      try {
+        vals.push_back(std::stoll(tk[i].text));
+      } catch (const std::exception&) {
+        refuse("holds an integer literal out of range: " + tk[i].text);
+      }
+    }
+    std::optional<sym::Expr> e = fitter.fit(vals, "kernel for " + who);
+    if (!e) refuse("holds an integer that is no polynomial of the symbols (" + valuesText(fitter.pts, shown) + ")");
+    for (const std::string& s : e->symbols()) used.insert(s);
+    CRender r(e->str());
+    out += "(" + r.run() + ")";
+    helpers = helpers || r.usesHelpers;
+  }
+  UnifiedKernel k;
+  k.symbols.assign(used.begin(), used.end());
+  if (!k.symbols.empty()) {
+    // The symbols become parameters after the buffers.
+    size_t sig = out.find("@KERNEL@(");
+    AOTC_CHECK(sig != std::string::npos, "a kernel without its signature");
+    size_t close = out.find(')', sig);
+    std::string params;
+    for (const std::string& s : k.symbols) params += ", long long aotc_sym_" + s;
+    out.insert(close, params);
+  }
+  if (helpers) {
+    const std::string inc = "#include \"aotc_prelude.cuh\"\n";
+    AOTC_CHECK(out.rfind(inc, 0) == 0, "a kernel that does not start with the prelude's include");
+    out.insert(inc.size(), kSymHelpers);
+  }
+  k.text = std::move(out);
+  return k;
+}
+
+// ------------------------------------------------------------ manifests
+
+/// The manifests' JSON, unified (Note [Symbolic manifest]).  A launch's
+/// grid[0] arrives as {"threads", "per"}.
+ojson unifyJson(const std::vector<const ojson*>& js, Fitter& fitter, const std::string& where) {
+  const ojson& a = *js[0];
+  auto refuse = [&](const std::string& why) {
+    throw UserError(SourceLoc{"manifest.json", where, "dynamic shapes"}, why);
+  };
+  for (const ojson* j : js)
+    if (j->type() != a.type() && !(j->is_number_integer() && a.is_number_integer()))
+      refuse("differs between sizes: " + a.dump() + " at " + bindingText(fitter.pts[0]) + ", " + j->dump());
+  if (a.is_object()) {
+    if (a.size() == 2 && a.contains("threads") && a.contains("per") && where.size() > 7 && where.substr(where.size() - 7) == "grid[0]") {
+      std::vector<int64_t> t, per;
+      for (const ojson* j : js) {
+        t.push_back((*j)["threads"].get<int64_t>());
+        per.push_back((*j)["per"].get<int64_t>());
+      }
+      std::optional<sym::Expr> te = fitter.fit(t, where);
+      std::optional<sym::Expr> pe = fitter.fit(per, where);
+      if (!te || !pe || !pe->isConstant()) refuse("a launch's thread count is no polynomial of the symbols");
+      sym::Expr grid = max(sym::Expr(1), ceilDiv(*te, *pe));
+      if (auto c = grid.constant()) return *c;
+      return ojson{{"sym", grid.str()}};
+    }
+    ojson r = ojson::object();
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      std::vector<const ojson*> sub;
+      for (const ojson* j : js) {
+        if (!j->contains(it.key()) || j->size() != a.size()) refuse("has different fields at different sizes");
+        sub.push_back(&(*j)[it.key()]);
+      }
+      r[it.key()] = unifyJson(sub, fitter, where.empty() ? it.key() : where + "." + it.key());
+    }
+    return r;
+  }
+  if (a.is_array()) {
+    ojson r = ojson::array();
+    for (const ojson* j : js)
+      if (j->size() != a.size()) refuse(cat("has ", a.size(), " entries at ", bindingText(fitter.pts[0]), " and ", j->size(), " at another size"));
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::vector<const ojson*> sub;
+      for (const ojson* j : js) sub.push_back(&(*j)[i]);
+      r.push_back(unifyJson(sub, fitter, cat(where, "[", i, "]")));
+    }
+    return r;
+  }
+  if (a.is_number_integer()) {
+    std::vector<int64_t> v;
+    for (const ojson* j : js) v.push_back(j->get<int64_t>());
+    std::optional<sym::Expr> e = fitter.fit(v, where);
+    if (!e) {
+      std::vector<std::string> shown;
+      for (int64_t x : v) shown.push_back(std::to_string(x));
+      refuse("an integer that is no polynomial of the symbols (" + valuesText(fitter.pts, shown) + ")");
+    }
+    if (auto c = e->constant()) return *c;
+    return ojson{{"sym", e->str()}};
+  }
+  for (const ojson* j : js)
+    if (*j != a) refuse("differs between sizes: " + a.dump() + " at " + bindingText(fitter.pts[0]) + ", " + j->dump() + " at another");
+  return a;
+}
+
+/// Whether any value of the programs can span 2^31 elements at a size the
+/// symbols' ranges allow (Note [32-bit indexing]), judged at their maxima.
+bool wideAtMaxima(const Partition& p, const std::vector<SymbolDecl>& symbols) {
+  sym::Bindings top;
+  for (const SymbolDecl& s : symbols) top[s.name] = s.max;
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  for (const Graph* g : {&p.forward, &p.backward})
+    for (const Value& v : g->values) {
+      const TensorType& t = v.type;
+      if (t.numel() >= kLimit || t.storageSpan() >= kLimit) return true;
+      if (!t.sym) continue;
+      try {
+        sym::Expr span = t.sym->offset + 1, numel = 1;
+        for (size_t d = 0; d < t.sym->sizes.size(); ++d) {
+          numel = numel * t.sym->sizes[d];
+          span = span + (t.sym->sizes[d] - 1) * t.sym->strides[d];
+        }
+        if (numel.eval(top) >= kLimit || span.eval(top) >= kLimit) return true;
+      } catch (const std::exception&) {
+        return true;  // overflows int64: certainly wide
+      }
+    }
+  return false;
+}
+
+}  // namespace
+
+DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule) {
+  const std::vector<SymbolDecl>& symbols = pr.functional.symbols;
+  AOTC_CHECK(!symbols.empty(), "generateDynamic on a static program");
+  std::vector<SizeGuard> guards;
+  for (const Graph* g : {&pr.functional, &pr.partition.forward, &pr.partition.backward})
+    for (const SizeGuard& s : g->guards) addGuard(guards, s);
+  const std::vector<sym::Bindings> pts = probeBindings(symbols);
+  Fitter fitter{symbols, pts, guards};
+
+  CodegenOptions co;
+  co.decide = &pr.partition;
+  co.wide = wideAtMaxima(pr.partition, symbols);
+  std::vector<PipelineResult> probes;
+  std::vector<CodegenResult> cgs;
+  for (const sym::Bindings& b : pts) {
+    PipelineResult p;
+    p.functional = instantiate(pr.functional, b);
+    p.partition = Partition{instantiate(pr.partition.forward, b), instantiate(pr.partition.backward, b), pr.partition.saved};
+    cgs.push_back(generateCuda(p.partition, co));
+    probes.push_back(std::move(p));
+  }
+
+  // Kernels: the probes' kernels at one step are one kernel.
+  DynamicCodegen r;
+  std::map<std::vector<std::string>, std::pair<std::string, std::vector<std::string>>> unified;  // probe names -> name, symbols
+  for (int prog = 0; prog < 2; ++prog) {
+    auto steps = [&](CodegenResult& c) -> std::vector<plan::Step>& { return prog ? c.backward.steps : c.forward.steps; };
+    const std::string which = prog ? "backward" : "forward";
+    for (size_t p = 1; p < cgs.size(); ++p)
+      if (steps(cgs[p]).size() != steps(cgs[0]).size())
+        throw UserError(SourceLoc{"", which, "dynamic shapes"}, cat("the ", which, " has ", steps(cgs[0]).size(), " steps at ", bindingText(pts[0]), " and ",
+                                                                   steps(cgs[p]).size(), " at ", bindingText(pts[p])));
+    for (size_t i = 0; i < steps(cgs[0]).size(); ++i) {
+      if (!std::holds_alternative<plan::Launch>(steps(cgs[0])[i])) continue;
+      std::vector<std::string> key;
+      for (CodegenResult& c : cgs) {
+        const plan::Launch* l = std::get_if<plan::Launch>(&steps(c)[i]);
+        if (!l) throw UserError(SourceLoc{"", which, "dynamic shapes"}, cat("step ", i, " of the ", which, " is a launch at some sizes only"));
+        key.push_back(l->kernel);
+      }
+      auto it = unified.find(key);
+      if (it == unified.end()) {
+        std::vector<std::string> texts;
+        for (size_t p = 0; p < cgs.size(); ++p) {
+          std::string t = cgs[p].kernels.at(key[p]).source;
+          for (size_t q; (q = t.find(key[p])) != std::string::npos;) t.replace(q, key[p].size(), "@KERNEL@");
+          texts.push_back(std::move(t));
+        }
+        const KernelSource& k0 = cgs[0].kernels.at(key[0]);
+        std::string who;
+        for (size_t n = 0; n < k0.nodes.size() && n < 3; ++n) who += (n ? ", " : "") + k0.nodes[n];
+        UnifiedKernel uk = unifyKernelText(texts, fitter, who);
+        std::string name = "k_" + sha256Hex(uk.text).substr(0, 16);
+        for (size_t q; (q = uk.text.find("@KERNEL@")) != std::string::npos;) uk.text.replace(q, 8, name);
+        KernelSource& ks = r.cg.kernels[name];
+        ks.name = name;
+        ks.source = uk.text;
+        for (const std::string& n : k0.nodes)
+          if (std::find(ks.nodes.begin(), ks.nodes.end(), n) == ks.nodes.end()) ks.nodes.push_back(n);
+        it = unified.emplace(key, std::make_pair(name, uk.symbols)).first;
+      }
+      for (size_t p = 0; p < cgs.size(); ++p) {
+        plan::Launch& l = std::get<plan::Launch>(steps(cgs[p])[i]);
+        l.kernel = it->second.first;
+        l.scalars.clear();
+        for (const std::string& s : it->second.second) l.scalars.push_back(pts[p].at(s));
+      }
+    }
+  }
+  for (CodegenResult& c : cgs) c.kernels = r.cg.kernels;
+  r.modules = groupKernels(r.cg.kernels, perModule);
+
+  // The manifests at the probes, unified.
+  std::vector<plan::Manifest> ms;
+  std::vector<ojson> js;
+  for (size_t p = 0; p < pts.size(); ++p) {
+    ms.push_back(buildManifest(probes[p], cgs[p], r.modules, info));
+    ojson j = plan::toJson(ms.back());
+    for (int prog = 0; prog < 2; ++prog) {
+      ojson& pj = j[prog ? "backward" : "forward"];
+      const auto& grids = prog ? cgs[p].backwardGrids : cgs[p].forwardGrids;
+      for (size_t i = 0; i < pj["steps"].size(); ++i)
+        if (pj["steps"][i]["op"] == "launch") pj["steps"][i]["grid"][0] = ojson{{"threads", grids.at(i).first}, {"per", grids.at(i).second}};
+      // Arenas are planned where the sizes are bound (Note [Symbolic manifest]).
+      pj["arena_bytes"] = pj["alloc_bytes_unplanned"];
+      for (ojson& b : pj["buffers"])
+        if (b["kind"] == "alloc") b["arena_offset"] = 0;
+    }
+    js.push_back(std::move(j));
+  }
+  std::vector<const ojson*> jp;
+  for (const ojson& j : js) jp.push_back(&j);
+  ojson body = unifyJson(jp, fitter, "");
+  ojson t = ojson::object();
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() == "version") {
+      t["version"] = plan::kSymbolicManifestVersion;
+      ojson syms = ojson::array();
+      for (const SymbolDecl& s : symbols) syms.push_back({{"name", s.name}, {"hint", s.hint}, {"min", s.min}, {"max", s.max}});
+      t["symbols"] = syms;
+      ojson gs = ojson::array();
+      for (const SizeGuard& g : guards) gs.push_back({{"expr", g.expr.str()}, {"divisible_by", g.divisor}, {"where", g.where}});
+      t["guards"] = gs;
+      continue;
+    }
+    t[it.key()] = it.value();
+  }
+  r.manifest = std::move(t);
+
+  // The template reproduces every probe's manifest.
+  auto parsed = plan::manifestFromJson(nlohmann::json::parse(r.manifest.dump()), "manifest.json", int64_t{1} << 40);
+  for (size_t p = 0; p < pts.size(); ++p) {
+    plan::Manifest back = plan::instantiateManifest(parsed.symbolic, pts[p], "manifest.json", int64_t{1} << 40);
+    plan::Manifest want = ms[p];
+    back.symbolic = nullptr;
+    back.binding.clear();
+    back.flags = want.flags;
+    back.arguments = want.arguments;
+    AOTC_CHECK(back == want, "the dynamic manifest does not reproduce the probe at ", bindingText(pts[p]));
+  }
+  r.atHint = std::move(ms[0]);
+  r.cg.forward = r.atHint.forward;
+  r.cg.backward = r.atHint.backward;
+  return r;
+}
+
+}  // namespace aotc

@@ -5,6 +5,9 @@ IR pointwise/reduction ops vs kernel launches (target: at most one launch per
 three ops), cold compile time vs warm (kernel cache hit; target under 10% of
 cold), NVRTC's (and nvJitLink's) share of the cold compile (times: best of RUNS), and the peak arena bytes of the
 forward and the backward beside the sum of all their buffers.  Then a model
+dynamic twin of each model (batch, and sequence length for the transformer,
+symbolic: issue 15) at the hint sizes: launches, cold compile time and emulate
+time beside the static model's.  Then a model
 zoo compiled into one cache (resnet18, then resnet34, mobilenet_v2 and the
 transformer): how many of each model's kernels an earlier model already
 compiled, and its compile time beside its own cold compile.  Everything is
@@ -63,6 +66,67 @@ export(torchvision.models.resnet34(num_classes=10).train(), (torch.randn(2, 3, 6
     subprocess.run(["/usr/bin/python3", "-c", code], check=True, capture_output=True)
 
 
+# Each model's dims that the dynamic twin exports as symbols (issue 15).
+DYNAMIC = {"resnet18": {"x": {0: "batch"}}, "mobilenet_v2": {"x": {0: "batch"}}, "transformer": {"src": {0: "batch", 1: "seq"}}}
+
+
+def export_dynamic(models, tmp):
+    """The models of gen_models.py again, their dims in DYNAMIC symbolic."""
+    code = f"""
+import sys, runpy, torch
+sys.path.insert(0, {os.path.join(ROOT, 'tools')!r})
+from fx_export import export
+g = runpy.run_path({os.path.join(ROOT, 'testdata', 'models', 'gen_models.py')!r})
+for name, m, args in g["models"]():
+    if name in {sorted(DYNAMIC)!r}:
+        export(m, args, {tmp!r} + "/" + name, dynamic={DYNAMIC!r}[name])
+"""
+    subprocess.run(["/usr/bin/python3", "-c", code], check=True, capture_output=True)
+
+
+def emulate_seconds(aotc, art, inputs, cache):
+    """One forward + backward under --backend emulate, kernels already host-compiled (best of RUNS)."""
+    cmd = [aotc, "run", art, "--inputs", inputs, "--backend", "emulate", "--cache-dir", cache, "--out", os.path.join(art, "out.safetensors")]
+    subprocess.run(cmd, check=True, capture_output=True)
+    best = None
+    for _ in range(RUNS):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        t = time.perf_counter() - t0
+        best = t if best is None else min(best, t)
+    return best
+
+
+def dynamic_twins(aotc, models, arch):
+    """Issue 15: beside each static model, its dynamic twin at the hint
+    sizes: kernel launches (should be equal), cold compile time (target
+    within 1.5x) and emulate time of a training step."""
+    tmp = tempfile.mkdtemp()
+    try:
+        export_dynamic(models, tmp)
+        print(f"\n{'dynamic twin':14} {'launches':>8} {'static':>7} {'cold s':>7} {'static s':>8} {'ratio':>6} "
+              f"{'emulate s':>9} {'static s':>8} {'ratio':>6}")
+        for name in ["resnet18", "mobilenet_v2", "transformer"]:
+            row = {}
+            for kind, model in (("static", os.path.join(models, name + ".json")), ("dynamic", os.path.join(tmp, name + ".json"))):
+                colds = []
+                for r in range(RUNS):
+                    cache = os.path.join(tmp, f"{name}-{kind}-cache{r}")
+                    colds.append(compile_once(aotc, model, os.path.join(tmp, f"{name}-{kind}{r}"), cache, arch)[0])
+                art = os.path.join(tmp, f"{name}-{kind}0")
+                with open(os.path.join(art, "manifest.json")) as f:
+                    man = json.load(f)
+                launches = sum(1 for p in ("forward", "backward") for s in man[p]["steps"] if s["op"] == "launch")
+                emu = emulate_seconds(aotc, art, os.path.join(models, name + ".inputs.safetensors"), os.path.join(tmp, "emu"))
+                row[kind] = (launches, min(colds), emu)
+            d, st = row["dynamic"], row["static"]
+            print(f"{name:14} {d[0]:8d} {st[0]:7d} {d[1]:7.2f} {st[1]:8.2f} {d[1] / st[1]:6.2f} {d[2]:9.2f} {st[2]:8.2f} {d[2] / st[2]:6.2f}",
+                  flush=True)
+        print("targets: launches equal; dynamic compile within 1.5x of static")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -99,6 +163,8 @@ def main():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print("\ntargets: ops/launch >= 3; warm/cold < 10%")
+
+    dynamic_twins(aotc, models, a.arch)
 
     # A zoo sharing one cache: each model compiles only the kernels no earlier
     # model emitted (Note [Kernel cache]); the artifacts are the same bytes.

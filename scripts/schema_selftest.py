@@ -71,6 +71,10 @@ def main():
             "alias without recipe": lambda d: d["outputs"][0].update(kind="alias_of_input") or d["outputs"][0].pop("alias", None),
             "bad step": lambda d: d["forward"]["steps"].append({"op": "launch"}),
             "no runtime checks": lambda d: d.pop("runtime_checks"),
+            "version 5 without symbols": lambda d: d.__setitem__("version", 5),
+            "symbols in version 4": lambda d: d.__setitem__("symbols", [{"name": "b", "hint": 2, "min": 1, "max": 8}]),
+            "an expression outside the grammar": lambda d: d.update(version=5, symbols=[{"name": "b", "hint": 2, "min": 1, "max": 8}])
+            or d["inputs"][0]["shape"].__setitem__(0, {"sym": "b; rm -rf"}),
         }
         if not man.is_valid(m):
             print(f"FAIL: {manifests[0]} should be valid")
@@ -81,7 +85,7 @@ def main():
             ok = not man.is_valid(d)
             print(("ok  " if ok else "FAIL") + f": manifest schema rejects {what}")
             fails += not ok
-    print(f"{(len(breakages) + (5 if manifests else 0)) - fails} passed, {fails} failed")
+    print(f"{(len(breakages) + (len(mb) if manifests else 0)) - fails} passed, {fails} failed")
     return 1 if fails else 0
 
 

@@ -431,19 +431,40 @@ std::string inspect(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(fs::path(path) / "manifest.json", ec)) throw UserError(SourceLoc{path, "", ""}, "not an aotc artifact (no manifest.json)");
     const plan::Manifest m = loadManifest(path);
-    os << "artifact " << path << " (manifest v" << plan::kManifestVersion << ", model " << m.model_name << ", aotc " << m.compiler_version
-       << ")\n";
+    os << "artifact " << path << " (manifest v" << (m.symbolic ? plan::kSymbolicManifestVersion : plan::kManifestVersion) << ", model "
+       << m.model_name << ", aotc " << m.compiler_version << ")\n";
     auto dims = [](const Ints& v) { return nlohmann::json(v).dump(); };
+    // A dynamic-shape artifact (Note [Symbolic manifest]): its symbols and
+    // guards, and its inputs' and outputs' dims as expressions.
+    auto symDims = [&](const char* list, size_t i, const Ints& fallback) {
+      if (!m.symbolic) return dims(fallback);
+      std::string r = "[";
+      const nlohmann::ordered_json& sh = m.symbolic->templ.at(list).at(i).at("shape");
+      for (size_t d = 0; d < sh.size(); ++d) r += (d ? "," : "") + (sh[d].is_object() ? sh[d]["sym"].get<std::string>() : sh[d].dump());
+      return r + "]";
+    };
+    if (m.symbolic) {
+      os << "  symbols:";
+      for (const SymbolDecl& d : m.symbolic->symbols) os << " " << d.name << " in [" << d.min << ", " << d.max << "] (hint " << d.hint << ")";
+      os << "\n";
+      for (const SizeGuard& g : m.symbolic->guards)
+        os << "  guard: " << g.expr.str() << " % " << g.divisor << " == 0" << (g.where.empty() ? "" : " (needed by " + g.where + ")") << "\n";
+      os << "  (sizes below are at the hints; a runtime plans the arenas for the sizes it binds)\n";
+    }
     os << "  inputs:\n";
-    for (const plan::InputSpec& in : m.inputs)
-      os << "    " << in.name << " " << in.role << " " << dtypeName(in.layout.dtype) << dims(in.layout.shape)
+    for (size_t i = 0; i < m.inputs.size(); ++i) {
+      const plan::InputSpec& in = m.inputs[i];
+      os << "    " << in.name << " " << in.role << " " << dtypeName(in.layout.dtype) << symDims("inputs", i, in.layout.shape)
          << (in.requires_grad ? " requires_grad" : "")
          << (in.mutation != plan::Mutation::None ? std::string(" mutated:") + plan::mutationName(in.mutation) : "")
          << (in.aliases.empty() ? "" : " aliases:" + nlohmann::json(in.aliases).dump()) << "\n";
+    }
     os << "  outputs: " << m.outputs.size() << ", grads: " << m.grads.size() << "\n";
-    for (const plan::OutputSpec& o : m.outputs)
-      os << "    output." << o.index << (!o.path || o.path->empty() ? "" : " '" + *o.path + "'") << " " << dtypeName(o.dtype) << dims(o.shape)
-         << (o.alias ? " (aliases an input)" : "") << "\n";
+    for (size_t i = 0; i < m.outputs.size(); ++i) {
+      const plan::OutputSpec& o = m.outputs[i];
+      os << "    output." << o.index << (!o.path || o.path->empty() ? "" : " '" + *o.path + "'") << " " << dtypeName(o.dtype)
+         << symDims("outputs", i, o.shape) << (o.alias ? " (aliases an input)" : "") << "\n";
+    }
     if (!m.arguments.is_null() && !m.arguments.empty()) os << specializedArguments(m.arguments);
     int64_t savedBytes = 0;
     for (const plan::SavedSpec& s : m.saved) savedBytes += s.layout.numel() * dtypeSize(s.layout.dtype);

@@ -32,15 +32,18 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "aotc/ir/safetensors.h"
+#include "aotc/ir/unify.h"
 #include "aotc/ops/builder.h"
 #include "aotc/ops/decompose.h"
 #include "aotc/ops/ops.h"
@@ -2613,8 +2616,70 @@ Model Loader::load(const std::string& bytes) {
 
 }  // namespace
 
+namespace {
+
+/// Note [Dynamic ONNX dims]: a graph input's dim_param that neither --dim nor
+/// --shape binds is a symbol (issue 15): the model is converted at every
+/// probe binding of its symbols (Note [Probing and unifying]) and the graphs
+/// unified, exactly as the FX front end does for an exporter's dynamic dims
+/// (Note [Dynamic FX graphs]).  ONNX records no example size, so the hint is
+/// kOnnxHint and the range 1 to 2^31-1; a model whose conversion fails at a
+/// probe says so and how to bind the dim instead.  A dim_param that is not an
+/// identifier, and a dim with neither value nor name, stay unbound errors.
+constexpr int64_t kOnnxHint = 2;
+
+std::vector<SymbolDecl> onnxSymbols(const std::string& bytes, const std::string& path, const FrontendOptions& opts) {
+  onnx::ModelProto m;
+  if (bytes.size() > static_cast<size_t>(INT_MAX) || !m.ParseFromString(bytes)) return {};  // the loader reports it
+  std::set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  std::vector<SymbolDecl> symbols;
+  for (const auto& in : m.graph().input()) {
+    if (inits.count(in.name()) || opts.shapes.count(in.name()) || !in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      if (d.has_dim_value() || !d.has_dim_param() || opts.dims.count(d.dim_param())) continue;
+      const std::string& p = d.dim_param();
+      bool ident = !p.empty() && p.size() <= 64 && (std::isalpha(static_cast<unsigned char>(p[0])) || p[0] == '_') && p != "max" && p != "min";
+      for (char c : p) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!ident || std::any_of(symbols.begin(), symbols.end(), [&](const SymbolDecl& s) { return s.name == p; })) continue;
+      symbols.push_back(SymbolDecl{p, kOnnxHint, 1, (int64_t{1} << 31) - 1});
+    }
+  }
+  if (symbols.size() > kMaxSymbols) {
+    std::string list;
+    for (const SymbolDecl& s : symbols) list += (list.empty() ? "" : ", ") + s.name;
+    throw UserError(SourceLoc{path}, cat("the graph inputs have ", symbols.size(), " symbolic dims (", list, "); aotc takes at most ", kMaxSymbols,
+                                         " dynamic ones: bind the others with --dim PARAM=N"));
+  }
+  return symbols;
+}
+
+}  // namespace
+
 Model loadOnnxBytes(const std::string& bytes, const std::string& path, const FrontendOptions& opts) {
-  return Loader(path, opts).load(bytes);
+  std::vector<SymbolDecl> symbols = onnxSymbols(bytes, path, opts);
+  if (symbols.empty()) return Loader(path, opts).load(bytes);
+  // Note [Dynamic ONNX dims].
+  std::vector<Graph> graphs;
+  std::optional<Model> first;
+  for (const sym::Bindings& b : probeBindings(symbols)) {
+    FrontendOptions o = opts;
+    for (const auto& [name, value] : b) o.dims[name] = value;
+    Model m;
+    try {
+      m = Loader(path, o).load(bytes);
+    } catch (const UserError& e) {
+      std::vector<Diagnostic> d = e.diagnostics();
+      for (Diagnostic& x : d)
+        x.message += " (converting at " + bindingText(b) + ", a probe of the model's symbolic dims; --dim PARAM=N gives a static artifact)";
+      throw UserError(std::move(d));
+    }
+    graphs.push_back(m.graph);
+    if (!first) first = std::move(m);
+  }
+  Model out = std::move(*first);
+  out.graph = unifyGraphs(graphs, symbols, path);
+  return out;
 }
 
 Model loadOnnx(const std::string& path, const FrontendOptions& opts) {

@@ -61,14 +61,6 @@ auto guarded(const char* pass, Fn&& fn) {
 
 }  // namespace
 
-std::string symbolicNotCompiled(const Graph& g) {
-  std::string names;
-  for (const SymbolDecl& s : g.symbols) names += (names.empty() ? "" : ", ") + s.name;
-  return "dynamic dims (symbols " + names + ") go through the engine (aotc graph --stage forward|backward shows the "
-         "symbolic programs) but are not compiled yet: the code generator does not handle symbolic sizes (issue 15); "
-         "export without dynamic= for an artifact at the example sizes";
-}
-
 namespace {
 
 /// Note [Symbolic pipeline]: the engine on a symbolic graph is the engine on

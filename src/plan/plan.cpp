@@ -773,8 +773,14 @@ ojson substitute(const ojson& t, const sym::Bindings& b, const std::string& file
   if (t.is_object()) {
     if (t.size() == 1 && t.contains("sym")) {
       if (!t["sym"].is_string()) throw UserError(SourceLoc{file, where, ""}, "malformed manifest: a sym entry is not a string");
+      sym::Expr e;
       try {
-        return sym::Expr::parse(t["sym"].get<std::string>()).eval(b);
+        e = sym::Expr::parse(t["sym"].get<std::string>());
+      } catch (const std::exception& x) {
+        throw UserError(SourceLoc{file, where, ""}, std::string("malformed manifest: ") + x.what());
+      }
+      try {
+        return e.eval(b);
       } catch (const std::exception& e) {
         throw UserError(SourceLoc{file, where, ""}, "cannot evaluate " + t["sym"].get<std::string>() + " at " + bindingText(b) + ": " + e.what());
       }

@@ -69,9 +69,6 @@ struct PipelineResult {
   Partition partition;
 };
 
-/// The one-line refusal of a symbolic graph (Note [Symbolic types]) by the
-/// code generator, which does not handle symbolic sizes yet.
-std::string symbolicNotCompiled(const Graph& g);
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts);
 std::vector<std::string> partitionerNames();
 /// The stages runPipeline reports to `after_pass`, in order.

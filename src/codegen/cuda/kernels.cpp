@@ -416,6 +416,8 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     x.memo.clear();
     return code;
   };
+  // A row's element count as a double (an integer token where it may vary: Note [Dynamic codegen]).
+  const std::string nredText = b_.dynamic() ? "(double)" + std::to_string(G.nred) : std::to_string(G.nred) + ".0";
   int reg = 0;
   for (int32_t m : G.members) {
     const Node& n = g.nodes[static_cast<size_t>(m)];
@@ -433,12 +435,12 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
       if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
       else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
       if (perThread) {
-        body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + std::to_string(G.nred) + ".0)" : "acc") << ";\n  }\n";
+        body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + nredText + ")" : "acc") << ";\n  }\n";
         x.registers[v] = r;
         continue;
       }
       body << blockTree(block, combine);
-      body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(part[0] / " + std::to_string(G.nred) + ".0)" : "part[0]")
+      body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(part[0] / " + nredText + ")" : "part[0]")
            << ";\n  __syncthreads();\n  }\n";
       x.registers[v] = r;
     } else if (G.rowLevel.count(v) && opInfo(n.op).category == OpCategory::Pointwise) {

@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""dynamic_test.py AOTC [--backend B]... [--only NAME]... [--work DIR]
+
+Issue 15's done-when: each program is exported with dynamic dims, compiled
+ONCE by aotc, and the one artifact is run at several sizes -- 1 where eager
+PyTorch accepts it, the hint, and at least two others -- under each backend
+(reference and emulate by default), every result compared with eager
+PyTorch 1.13 at that size: outputs, the gradient of every parameter, and
+every tensor the program mutates (after the forward and after the backward).
+A program whose compile assumed a divisibility must refuse, at run time and
+in one line, a size that breaks it.  Exits 1 on any difference."""
+import argparse
+import copy
+import inspect
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+sys.path.insert(0, HERE)
+import fx_export  # noqa: E402
+from compare_safetensors import load  # noqa: E402
+
+
+class MlpCE(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 10))
+
+    def forward(self, x, target):
+        return torch.nn.functional.cross_entropy(self.net(x), target)
+
+
+class Causal(torch.nn.Module):
+    """Causal self-attention with a fixed mask buffer sliced to the length."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+        self.register_buffer("mask", torch.tril(torch.ones(32, 32)).bool())
+
+    def forward(self, x):
+        T = x.shape[1]
+        q, k, v = self.qkv(x).split(16, dim=2)
+        att = ((q @ k.transpose(-2, -1)) / 4.0).masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1)
+        return att @ v
+
+
+class ViewMutation(torch.nn.Module):
+    """Mutates its input through a view (the caller sees the new values)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(2))
+
+    def forward(self, x):
+        x[:, 1:3].mul_(self.w)
+        return x.sum(0) * 3
+
+
+class PairMean(torch.nn.Module):
+    """reshape(batch // 2, 2, ...): the artifact needs an even batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(x.reshape(x.size(0) // 2, 2, 8).mean(1))
+
+
+def cases():
+    """name -> (module, make_args(sizes), dynamic, ranges, hint sizes, other sizes, tolerance)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)
+    return {
+        "mlp_ce": (MlpCE(), lambda s: (torch.randn(s["batch"], 32), torch.randint(0, 10, (s["batch"],))),
+                   {"x": {0: "batch"}, "target": {0: "batch"}}, None, {"batch": 8}, [{"batch": 1}, {"batch": 3}, {"batch": 13}], 1e-4),
+        "transformer": (torch.nn.TransformerEncoder(layer, num_layers=2).train(), lambda s: (torch.randn(s["batch"], s["seq"], 32),),
+                        {"src": {0: "batch", 1: "seq"}}, None, {"batch": 2, "seq": 6},
+                        [{"batch": 1, "seq": 1}, {"batch": 3, "seq": 5}, {"batch": 5, "seq": 11}], 2e-4),
+        # 64x64 images: the last stage is 2x2, so train-mode BatchNorm has at
+        # least four values per channel even at batch 1 (with one or two its
+        # gradient is too ill-conditioned to compare in float32).
+        "resnet18": (torchvision.models.resnet18(num_classes=10).train(), lambda s: (torch.randn(s["batch"], 3, 64, 64),),
+                     {"x": {0: "batch"}}, None, {"batch": 2}, [{"batch": 1}, {"batch": 3}, {"batch": 5}], 2e-3),
+        "causal_attention": (Causal(), lambda s: (torch.randn(s["batch"], s["seq"], 16),), {"x": {0: "batch", 1: "seq"}},
+                             {"seq": (1, 32)}, {"batch": 2, "seq": 4}, [{"batch": 1, "seq": 1}, {"batch": 3, "seq": 7}, {"batch": 2, "seq": 32}], 1e-4),
+        "batchnorm": (torch.nn.BatchNorm1d(8).train(), lambda s: (torch.randn(s["batch"], 8),), {"input": {0: "batch"}},
+                      {"batch": (2, 4096)}, {"batch": 4}, [{"batch": 2}, {"batch": 3}, {"batch": 17}], 1e-4),
+        "view_mutation": (ViewMutation(), lambda s: (torch.randn(s["batch"], 6),), {"x": {0: "batch"}}, None, {"batch": 4},
+                          [{"batch": 1}, {"batch": 5}, {"batch": 9}], 1e-5),
+        "even_batch": (PairMean(), lambda s: (torch.randn(s["batch"], 8),), {"x": {0: "batch"}}, None, {"batch": 4},
+                       [{"batch": 2}, {"batch": 6}, {"batch": 10}], 1e-5),
+    }
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def eager(module, args, names, grad_outputs):
+    """What PyTorch computes: outputs, parameter gradients, mutated tensors."""
+    m = copy.deepcopy(module)
+    args = [a.clone() for a in args]
+    outs = m(*args)
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    res = {f"output.{i}": o.detach() for i, o in enumerate(outs)}
+    params = [(n, p) for n, p in m.named_parameters() if p.requires_grad]
+    diff = [(o, g) for o, g in zip(outs, grad_outputs) if o.requires_grad]
+    grads = torch.autograd.grad([o for o, _ in diff], [p for _, p in params], [g for _, g in diff], allow_unused=True) if params else []
+    for (n, p), g in zip(params, grads):
+        res[f"grad.{n}"] = torch.zeros_like(p) if g is None else g
+    state = dict(m.named_buffers())
+    state.update({n: a for n, a in zip(names, args)})
+    return res, state
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("aotc")
+    ap.add_argument("--backend", action="append")
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    backends = a.backend or ["reference", "emulate"]
+    work = a.work or tempfile.mkdtemp(prefix="aotc-dynamic-")
+    bad = 0
+    for name, (module, make_args, dynamic, ranges, hint, others, tol) in cases().items():
+        if a.only and name not in a.only:
+            continue
+        prefix = os.path.join(work, name)
+        torch.manual_seed(1)
+        fx_export.export(module, make_args(hint), prefix, dynamic=dynamic, ranges=ranges)
+        art = prefix + ".art"
+        rc, _, err = run([a.aotc, "compile", prefix + ".json", "-o", art])
+        if rc != 0:
+            print(f"FAIL {name}: compile: {err.strip()}")
+            bad += 1
+            continue
+        rc, out, _ = run([sys.executable, os.path.join(HERE, "validate_json.py"), os.path.join(HERE, "..", "schemas", "manifest.schema.json"),
+                          os.path.join(art, "manifest.json")])
+        if rc != 0:
+            print(f"FAIL {name}: the manifest does not validate: {out.strip()}")
+            bad += 1
+        names = list(inspect.signature(module.forward).parameters)
+        for sizes in [hint] + others:
+            torch.manual_seed(2)
+            args = make_args(sizes)
+            torch.manual_seed(3)
+            m = copy.deepcopy(module)
+            outs = m(*[x.clone() for x in args])
+            outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+            gouts = [torch.randn_like(o) if o.requires_grad else None for o in outs]
+            want, state = eager(module, args, names, gouts)
+            inputs = os.path.join(work, f"{name}.in.safetensors")
+            fx_export.write_safetensors(inputs, dict(zip(names, args)))
+            gfile = os.path.join(work, f"{name}.grad.safetensors")
+            fx_export.write_safetensors(gfile, {f"grad_output.{i}": g for i, g in enumerate(gouts) if g is not None})
+            for be in backends:
+                out = os.path.join(work, f"{name}.{be}.out.safetensors")
+                rc, _, err = run([a.aotc, "run", art, "--inputs", inputs, "--grad-outputs", gfile, "--backend", be, "--out", out])
+                label = f"{name} {sizes} {be}"
+                if rc != 0:
+                    print(f"FAIL {label}: {err.strip()}")
+                    bad += 1
+                    continue
+                got = load(out)
+                errors = []
+                for k, v in got.items():
+                    if k.startswith("after_"):
+                        ref = state.get(k.split(".", 1)[1])
+                        if ref is None:
+                            errors.append(f"{k}: no eager tensor of this name")
+                            continue
+                    elif k in want:
+                        ref = want[k]
+                    else:
+                        errors.append(f"{k}: not computed by eager")
+                        continue
+                    ref = ref.detach().double().numpy()
+                    if ref.shape != v.shape or not np.allclose(v, ref, atol=tol, rtol=tol, equal_nan=True):
+                        d = np.abs(v - ref).max() if ref.shape == v.shape else f"shape {v.shape} vs {ref.shape}"
+                        errors.append(f"{k}: max difference {d}")
+                for k in want:
+                    if k not in got:
+                        errors.append(f"{k}: missing")
+                if errors:
+                    print(f"FAIL {label}: " + "; ".join(errors))
+                    bad += 1
+                else:
+                    print(f"ok   {label}: {len(got)} tensors")
+        if name == "even_batch":
+            # The compile assumed an even batch: an odd one is refused in one line.
+            fx_export.write_safetensors(os.path.join(work, "odd.safetensors"), {"x": torch.randn(5, 8)})
+            for be in backends:
+                rc, _, err = run([a.aotc, "run", art, "--inputs", os.path.join(work, "odd.safetensors"), "--backend", be,
+                                  "--out", os.path.join(work, "odd.out.safetensors")])
+                lines = err.strip().splitlines()
+                if rc == 0 or len(lines) != 1 or "dim 0 is 5 (batch)" not in err or "% 2 == 0" not in err:
+                    print(f"FAIL {name} odd batch {be}: rc {rc}, {err.strip()}")
+                    bad += 1
+                elif os.path.exists(os.path.join(work, "odd.out.safetensors")):
+                    print(f"FAIL {name} odd batch {be}: wrote results")
+                    bad += 1
+                else:
+                    print(f"ok   {name} odd batch {be} refused: {lines[0]}")
+    print("dynamic_test:", "FAILED" if bad else "all passed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

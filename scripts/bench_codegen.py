@@ -86,7 +86,7 @@ for name, m, args in g["models"]():
 
 def emulate_seconds(aotc, art, inputs, cache):
     """One forward + backward under --backend emulate, kernels already host-compiled (best of RUNS)."""
-    cmd = [aotc, "run", art, "--inputs", inputs, "--backend", "emulate", "--cache-dir", cache, "--out", os.path.join(art, "out.safetensors")]
+    cmd = [aotc, "run", art, "--inputs", inputs, "--grad-outputs", inputs, "--backend", "emulate", "--cache-dir", cache, "--out", os.path.join(art, "out.safetensors")]
     subprocess.run(cmd, check=True, capture_output=True)
     best = None
     for _ in range(RUNS):

@@ -410,30 +410,7 @@ class DynamicExportTest(unittest.TestCase):
         constant where the symbol belongs."""
         import torchvision
 
-        class MlpCE(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 10))
-
-            def forward(self, x, target):
-                return torch.nn.functional.cross_entropy(self.net(x), target)
-
-        class Causal(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.qkv = torch.nn.Linear(16, 48)
-                self.register_buffer("mask", torch.tril(torch.ones(32, 32)).bool())
-
-            def forward(self, x):
-                T = x.shape[1]
-                q, k, v = self.qkv(x).split(16, dim=2)
-                att = ((q @ k.transpose(-2, -1)) / 4.0).masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1)
-                return (att @ v).sum()
-
-        class ViewMutation(torch.nn.Module):
-            def forward(self, x):
-                x[:, 1:3].mul_(2)
-                return x.sum()
+        from dynamic_test import Causal, MlpCE, ViewMutation
 
         torch.manual_seed(0)
         layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)

@@ -24,9 +24,11 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "aotc/codegen/manifest.h"
 #include "aotc/ir/unify.h"
+#include "aotc/ops/ops.h"
 #include "aotc/support/hash.h"
 
 namespace aotc {
@@ -38,10 +40,12 @@ using ojson = nlohmann::ordered_json;
 // ------------------------------------------------------------ C expressions
 
 /// An Expr's text form (Note [Symbolic sizes]) as C over the kernel's symbol
-/// parameters, with Python's floor division and modulo.
+/// parameters, with Python's floor division and modulo; in `int` when the
+/// program's indices are 32-bit (Note [32-bit indexing]: every size, stride
+/// and offset then fits), else in long long.
 class CRender {
  public:
-  explicit CRender(const std::string& s) : s_(s) {}
+  CRender(const std::string& s, bool wide) : s_(s), wide_(wide) {}
   std::string run() {
     std::string r = expr();
     AOTC_CHECK(pos_ == s_.size(), "CRender: trailing text in ", s_);
@@ -99,7 +103,7 @@ class CRender {
     if (std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       size_t b = pos_;
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-      return s_.substr(b, pos_ - b) + "LL";
+      return s_.substr(b, pos_ - b) + (wide_ ? "LL" : "");
     }
     size_t b = pos_;
     while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
@@ -113,9 +117,10 @@ class CRender {
       AOTC_CHECK(eat(")"), "CRender: ')' expected in ", s_);
       return "aotc_sym" + name + "(" + a + ", " + c + ")";
     }
-    return "aotc_sym_" + name;
+    return wide_ ? "aotc_sym_" + name : "((int)aotc_sym_" + name + ")";
   }
   const std::string& s_;
+  const bool wide_;
   size_t pos_ = 0;
 };
 
@@ -128,19 +133,23 @@ constexpr const char* kSymHelpers =
     "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
     "__device__ __forceinline__ long long aotc_symmax(long long a, long long b) { return a > b ? a : b; }\n"
     "__device__ __forceinline__ long long aotc_symmin(long long a, long long b) { return a < b ? a : b; }\n"
+    "__device__ __forceinline__ int aotc_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
+    "__device__ __forceinline__ int aotc_floormod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
+    "__device__ __forceinline__ int aotc_symmax(int a, int b) { return a > b ? a : b; }\n"
+    "__device__ __forceinline__ int aotc_symmin(int a, int b) { return a < b ? a : b; }\n"
     "#endif\n";
 
 // ------------------------------------------------------------ fitting
 
 struct Fitter {
-  const std::vector<SymbolDecl>& symbols;
+  const SizeFitter& sizes;
   const std::vector<sym::Bindings>& pts;
   std::vector<SizeGuard>& guards;
 
   /// The expression giving `values` at the probes; nullopt when none does.
   std::optional<sym::Expr> fit(const std::vector<int64_t>& values, const std::string& where) {
     if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) return sym::Expr(values[0]);
-    std::optional<SizeFit> f = fitSize(symbols, values);
+    std::optional<SizeFit> f = sizes.fit(values);
     if (!f) return std::nullopt;
     if (f->divisor != 1) addGuard(guards, SizeGuard{f->numerator, f->divisor, where});
     return f->expr;
@@ -190,7 +199,7 @@ struct UnifiedKernel {
 };
 
 /// The kernel the probes' texts are (Note [Dynamic codegen]).
-UnifiedKernel unifyKernelText(const std::vector<std::string>& texts, Fitter& fitter, const std::string& who) {
+UnifiedKernel unifyKernelText(const std::vector<std::string>& texts, Fitter& fitter, const std::string& who, bool wide) {
   std::vector<std::vector<Token>> toks;
   for (const std::string& t : texts) toks.push_back(tokenize(t));
   auto refuse = [&](const std::string& why) {
@@ -225,7 +234,7 @@ UnifiedKernel unifyKernelText(const std::vector<std::string>& texts, Fitter& fit
     std::optional<sym::Expr> e = fitter.fit(vals, "kernel for " + who);
     if (!e) refuse("holds an integer that is no polynomial of the symbols (" + valuesText(fitter.pts, shown) + ")");
     for (const std::string& s : e->symbols()) used.insert(s);
-    CRender r(e->str());
+    CRender r(e->str(), wide);
     out += "(" + r.run() + ")";
     helpers = helpers || r.usesHelpers;
   }
@@ -347,8 +356,9 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   std::vector<SizeGuard> guards;
   for (const Graph* g : {&pr.functional, &pr.partition.forward, &pr.partition.backward})
     for (const SizeGuard& s : g->guards) addGuard(guards, s);
-  const std::vector<sym::Bindings> pts = probeBindings(symbols);
-  Fitter fitter{symbols, pts, guards};
+  const SizeFitter sizes(symbols);
+  const std::vector<sym::Bindings>& pts = sizes.points();
+  Fitter fitter{sizes, pts, guards};
 
   CodegenOptions co;
   co.decide = &pr.partition;
@@ -392,7 +402,7 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
         const KernelSource& k0 = cgs[0].kernels.at(key[0]);
         std::string who;
         for (size_t n = 0; n < k0.nodes.size() && n < 3; ++n) who += (n ? ", " : "") + k0.nodes[n];
-        UnifiedKernel uk = unifyKernelText(texts, fitter, who);
+        UnifiedKernel uk = unifyKernelText(texts, fitter, who, co.wide);
         std::string name = "k_" + sha256Hex(uk.text).substr(0, 16);
         for (size_t q; (q = uk.text.find("@KERNEL@")) != std::string::npos;) uk.text.replace(q, 8, name);
         KernelSource& ks = r.cg.kernels[name];
@@ -444,6 +454,17 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
       ojson gs = ojson::array();
       for (const SizeGuard& g : guards) gs.push_back({{"expr", g.expr.str()}, {"divisible_by", g.divisor}, {"where", g.where}});
       t["guards"] = gs;
+      // Size scalars' denominators (Note [Size scalars]) must not be zero.
+      ojson nz = ojson::array();
+      std::set<std::string> seen;
+      for (const Graph* g : {&pr.partition.forward, &pr.partition.backward})
+        for (const Node& n : g->nodes) {
+          auto it = n.symAttrs.find("size_den");
+          if (n.op != OpKind::Constant || it == n.symAttrs.end() || it->second.empty() || it->second[0].isConstant()) continue;
+          if (seen.insert(it->second[0].str()).second)
+            nz.push_back({{"expr", it->second[0].str()}, {"where", "the size scalar of " + (n.loc.node.empty() ? std::string("a constant") : n.loc.node)}});
+        }
+      if (!nz.empty()) t["nonzero"] = nz;
       continue;
     }
     t[it.key()] = it.value();

@@ -449,6 +449,7 @@ std::string inspect(const std::string& path) {
       os << "\n";
       for (const SizeGuard& g : m.symbolic->guards)
         os << "  guard: " << g.expr.str() << " % " << g.divisor << " == 0" << (g.where.empty() ? "" : " (needed by " + g.where + ")") << "\n";
+      for (const auto& [e, why] : m.symbolic->nonzero) os << "  guard: " << e.str() << " != 0" << (why.empty() ? "" : " (" + why + ")") << "\n";
       os << "  (sizes below are at the hints; a runtime plans the arenas for the sizes it binds)\n";
     }
     os << "  inputs:\n";

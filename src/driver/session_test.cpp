@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/null_sink.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "aotc/driver/driver.h"
@@ -137,6 +138,66 @@ TEST_F(SessionTest, GradOutputsNotBoundAreZero) {
   s_->backward();
   for (const plan::GradSpec& g : s_->manifest().grads)
     for (double v : readDeviceTensor(*dev_, s_->grad(g.input)).data) EXPECT_EQ(v, 0.0) << g.input;
+}
+
+/// Note [Symbolic manifest]: one session over a dynamic-shape artifact runs
+/// at the size of whatever it is bound to, rebinding the symbols (and
+/// replanning its arenas) when a bound input's shape changes; each size's
+/// results equal the reference runtime's at that size, and sizes outside the
+/// range or the guards are refused at bind time in one line.
+TEST(DynamicSession, RebindsTheSymbolsAtEachSize) {
+  CompileOptions o;
+  o.model = (fs::path(AOTC_SOURCE_DIR) / "testdata" / "symbolic" / "mlp_dynamic.json").string();
+  o.out_dir = (fs::path(AOTC_BINARY_DIR) / "session_test" / "mlp_dynamic").string();
+  o.archs = {"sm_90"};
+  fs::remove_all(o.out_dir);
+  compileModel(o, std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()));
+  auto dev = makeEmulateDevice(EmulateOptions{(fs::path(AOTC_BINARY_DIR) / "session_test" / "emu").string(), "c++"});
+  std::vector<DevicePtr> owned;
+  {
+    Session s(loadManifest(o.out_dir), o.out_dir, *dev);
+    ASSERT_TRUE(s.manifest().symbolic);
+    for (int64_t batch : {6, 2, 10}) {
+      HostTensor x = HostTensor::zeros(DType::F32, {batch, 2, 8});
+      for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = std::sin(0.37 * static_cast<double>(i) + static_cast<double>(batch));
+      const plan::Layout lx{DType::F32, x.sizes, TensorType::contiguousStrides(x.sizes), 0};
+      s.bind("x", uploadTensor(*dev, lx, x, owned));
+      EXPECT_EQ(s.manifest().binding.at("batch"), batch);
+      s.forward();
+      const plan::OutputSpec& out = s.manifest().outputs.at(0);
+      HostTensor g = HostTensor::zeros(out.dtype, out.shape);
+      for (double& v : g.data) v = 0.5;
+      s.bindGradOutput(0, uploadTensor(*dev, plan::Layout{out.dtype, out.shape, TensorType::contiguousStrides(out.shape), 0}, g, owned));
+      s.backward();
+      const std::string file = (fs::path(AOTC_BINARY_DIR) / "session_test" / "dyn_in.safetensors").string();
+      writeSafetensors(file, {{"x", x}, {"grad_output.0", g}});
+      RunOptions ro;
+      ro.input_files = {file};
+      ro.grad_outputs_file = file;
+      auto want = runArtifact(o.out_dir, ro);
+      std::map<std::string, HostTensor> got{{"output.0", readDeviceTensor(*dev, s.output(0))}};
+      for (const plan::GradSpec& gs : s.manifest().grads) got["grad." + gs.input] = readDeviceTensor(*dev, s.grad(gs.input));
+      ASSERT_EQ(got.size(), want.size());
+      for (auto& [name, w] : want) {
+        ASSERT_TRUE(got.count(name)) << name;
+        ASSERT_EQ(got.at(name).sizes, w.sizes) << name;
+        for (size_t i = 0; i < w.data.size(); ++i)
+          EXPECT_LE(elementError(got.at(name).data[i], w.data[i]), 1e-6) << name << "[" << i << "] at batch " << batch;
+      }
+    }
+    auto refusal = [&](int64_t batch) {
+      HostTensor x = HostTensor::zeros(DType::F32, {batch, 2, 8});
+      try {
+        s.bind("x", uploadTensor(*dev, plan::Layout{DType::F32, x.sizes, TensorType::contiguousStrides(x.sizes), 0}, x, owned));
+      } catch (const UserError& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    EXPECT_NE(refusal(5).find("dim 0 is 5 (batch), which breaks the guard batch % 2 == 0"), std::string::npos) << refusal(5);
+    EXPECT_NE(refusal(2048).find("outside the range the artifact takes: [2, 1024]"), std::string::npos) << refusal(2048);
+  }
+  for (DevicePtr p : owned) dev->release(p);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 namespace aotc {
 
-namespace {
+namespace fitdetail {
 
 __extension__ typedef __int128 Wide;
 
@@ -85,7 +85,9 @@ Q evalPoly(const QPoly& p, const sym::Bindings& b) {
   return total;
 }
 
-}  // namespace
+}  // namespace fitdetail
+
+using namespace fitdetail;
 
 std::string bindingText(const sym::Bindings& b) {
   std::string s;
@@ -128,29 +130,49 @@ std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols)
   return pts;
 }
 
-namespace {
+/// Note [Probing and unifying]: the Lagrange basis of the probe grid, one
+/// polynomial per grid point, computed once; a fit is then the values'
+/// weighted sum of the basis, checked at the check point.
+struct SizeFitter::Impl {
+  std::vector<SymbolDecl> symbols;
+  std::vector<sym::Bindings> pts;
+  std::vector<QPoly> basis;
+};
 
-/// fitSize at `pts` = probeBindings(symbols), computed once by the caller.
-std::optional<SizeFit> fitAt(const std::vector<SymbolDecl>& symbols, const std::vector<sym::Bindings>& pts,
-                             const std::vector<int64_t>& values) {
+SizeFitter::SizeFitter(const std::vector<SymbolDecl>& symbols) {
+  auto impl = std::make_shared<Impl>();
+  impl->symbols = symbols;
+  impl->pts = probeBindings(symbols);
+  for (size_t i = 0; i + 1 < impl->pts.size(); ++i) {
+    QPoly term{{{}, Q{1, 1}}};
+    for (const SymbolDecl& s : symbols) {
+      const int64_t x = impl->pts[i].at(s.name);
+      for (int j = 0; j <= kFitDegree; ++j) {
+        const int64_t node = s.hint * (j + 1);
+        if (node == x) continue;  // (s - node) / (x - node)
+        term = polyMul(term, QPoly{{{s.name}, Q::make(1, x - node)}, {{}, Q::make(-node, x - node)}});
+      }
+    }
+    impl->basis.push_back(std::move(term));
+  }
+  impl_ = std::move(impl);
+}
+
+const std::vector<sym::Bindings>& SizeFitter::points() const { return impl_->pts; }
+
+std::optional<SizeFit> SizeFitter::fit(const std::vector<int64_t>& values) const {
+  const std::vector<sym::Bindings>& pts = impl_->pts;
   AOTC_CHECK(values.size() == pts.size(), "fitSize: ", values.size(), " values for ", pts.size(), " probes");
+  if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; }))
+    return SizeFit{sym::Expr(values[0]), sym::Expr(values[0]), 1};
   try {
-    // Tensor-product Lagrange interpolation through the grid (all points
-    // but the last).
     QPoly poly;
     for (size_t i = 0; i + 1 < pts.size(); ++i) {
-      QPoly term{{{}, Q{values[i], 1}}};
-      for (const SymbolDecl& s : symbols) {
-        const int64_t x = pts[i].at(s.name);
-        for (int j = 0; j <= kFitDegree; ++j) {
-          const int64_t node = s.hint * (j + 1);
-          if (node == x) continue;  // (s - node) / (x - node)
-          term = polyMul(term, QPoly{{{s.name}, Q::make(1, x - node)}, {{}, Q::make(-node, x - node)}});
-        }
-      }
-      for (const auto& [m, c] : term) {
-        auto [it, fresh] = poly.try_emplace(m, c);
-        if (!fresh) it->second = it->second + c;
+      if (values[i] == 0) continue;
+      const Q w{values[i], 1};
+      for (const auto& [m, c] : impl_->basis[i]) {
+        auto [it, fresh] = poly.try_emplace(m, c * w);
+        if (!fresh) it->second = it->second + c * w;
       }
     }
     std::erase_if(poly, [](const auto& kv) { return kv.second.zero(); });
@@ -176,10 +198,8 @@ std::optional<SizeFit> fitAt(const std::vector<SymbolDecl>& symbols, const std::
   }
 }
 
-}  // namespace
-
 std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std::vector<int64_t>& values) {
-  return fitAt(symbols, probeBindings(symbols), values);
+  return SizeFitter(symbols).fit(values);
 }
 
 namespace {
@@ -189,6 +209,7 @@ struct Unifier {
   std::string file;
   std::vector<sym::Bindings> pts;
   std::vector<SizeGuard> guards;
+  SizeFitter fitter;
 
   [[noreturn]] void fail(const SourceLoc& at, const std::string& msg) const {
     SourceLoc l = at;
@@ -200,7 +221,7 @@ struct Unifier {
   /// same at every probe.
   std::optional<sym::Expr> fit(const std::vector<int64_t>& v, const SourceLoc& at, const std::string& what) {
     if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; })) return std::nullopt;
-    std::optional<SizeFit> f = fitAt(symbols, pts, v);
+    std::optional<SizeFit> f = fitter.fit(v);
     if (!f) {
       std::string seen;
       for (size_t i = 0; i < v.size(); ++i) seen += (i ? "; " : "") + std::to_string(v[i]) + " at " + bindingText(pts[i]);
@@ -423,7 +444,7 @@ Graph instantiate(const Graph& g, const sym::Bindings& b) {
 }
 
 Graph unifyGraphs(const std::vector<Graph>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where) {
-  Unifier u{symbols, where, probeBindings(symbols), {}};
+  Unifier u{symbols, where, probeBindings(symbols), {}, SizeFitter(symbols)};
   AOTC_CHECK(probes.size() == u.pts.size(), "unifyGraphs: ", probes.size(), " graphs for ", u.pts.size(), " probes");
   std::vector<const Graph*> p;
   for (const Graph& g : probes) p.push_back(&g);

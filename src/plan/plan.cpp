@@ -765,6 +765,19 @@ std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::str
       s->guards.push_back(std::move(sg));
     }
   }
+  if (j.contains("nonzero")) {
+    if (!j["nonzero"].is_array()) fail("nonzero", "not an array");
+    for (size_t i = 0; i < j["nonzero"].size(); ++i) {
+      const json& g = j["nonzero"][i];
+      const std::string f = cat("nonzero[", i, "]");
+      if (!g.is_object() || !g.contains("expr") || !g["expr"].is_string()) fail(f + ".expr", "missing or not a string");
+      try {
+        s->nonzero.push_back({sym::Expr::parse(g["expr"].get<std::string>()), g.value("where", std::string())});
+      } catch (const std::exception& e) {
+        fail(f + ".expr", e.what());
+      }
+    }
+  }
   return s;
 }
 
@@ -846,17 +859,21 @@ sym::Bindings bindSymbols(const SymbolicManifest& s, const std::map<std::string,
     if (it->second < d.min || it->second > d.max)
       throw UserError(SourceLoc{file, where(d.name), "input"}, cat(dimText(d.name), ", outside the range the artifact takes: [", d.min, ", ", d.max, "]"));
   }
-  for (const SizeGuard& g : s.guards) {
-    const int64_t v = g.expr.eval(b);
-    if (v % g.divisor == 0) continue;
+  // A broken guard names the input and dim that bound each of its symbols.
+  auto refuse = [&](const sym::Expr& e, const std::string& what) {
     std::string who, node;
-    for (const std::string& n : g.expr.symbols()) {
+    for (const std::string& n : e.symbols()) {
       if (node.empty()) node = where(n);
       who += (who.empty() ? "" : ", ") + (where(n) == node ? dimText(n) : "input '" + where(n) + "' " + dimText(n));
     }
-    throw UserError(SourceLoc{file, node, "input"}, cat(who, ", which breaks the guard ", g.expr.str(), " % ", g.divisor,
-                                                     " == 0 the artifact was compiled under", g.where.empty() ? "" : " (needed by " + g.where + ")"));
-  }
+    throw UserError(SourceLoc{file, node, "input"}, who + ", which " + what);
+  };
+  for (const SizeGuard& g : s.guards)
+    if (g.expr.eval(b) % g.divisor != 0)
+      refuse(g.expr, cat("breaks the guard ", g.expr.str(), " % ", g.divisor, " == 0 the artifact was compiled under",
+                         g.where.empty() ? "" : " (needed by " + g.where + ")"));
+  for (const auto& [e, why] : s.nonzero)
+    if (e.eval(b) == 0) refuse(e, cat("makes ", e.str(), " zero, and the artifact divides by it", why.empty() ? "" : " (" + why + ")"));
   // Every dim of every given input is now known: compare.
   for (const ojson& in : inputs) {
     const std::string name = in.at("name").get<std::string>();
@@ -879,10 +896,13 @@ Manifest instantiateManifest(const std::shared_ptr<const SymbolicManifest>& s, c
   for (const SizeGuard& g : s->guards)
     if (g.expr.eval(b) % g.divisor != 0)
       throw UserError(SourceLoc{file, "", ""}, cat("guard ", g.expr.str(), " % ", g.divisor, " == 0 fails at ", bindingText(b)));
+  for (const auto& [e, why] : s->nonzero)
+    if (e.eval(b) == 0) throw UserError(SourceLoc{file, "", ""}, cat(e.str(), " is zero at ", bindingText(b), " and the artifact divides by it"));
   ojson j = substitute(s->templ, b, file, "");
   j["version"] = kManifestVersion;
   j.erase("symbols");
   j.erase("guards");
+  j.erase("nonzero");
   Manifest m;
   try {
     m = Reader(file, maxElements).manifest(json::parse(j.dump()));

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -55,6 +56,20 @@ struct SizeFit {
 /// polynomial of degree at most kFitDegree per symbol passes through the
 /// grid and the check point.
 std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std::vector<int64_t>& values);
+/// fitSize for many integers at one set of symbols: the probe grid's
+/// interpolation basis is computed once, so a fit is a weighted sum; an
+/// integer equal at every probe is its own fit.
+class SizeFitter {
+ public:
+  explicit SizeFitter(const std::vector<SymbolDecl>& symbols);
+  std::optional<SizeFit> fit(const std::vector<int64_t>& values) const;
+  /// probeBindings(symbols).
+  const std::vector<sym::Bindings>& points() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
 
 /// One symbolic graph from `probes` (probes[i] built at probeBindings()[i]),
 /// declaring `symbols` and the guards the fits need.  Throws UserError at

@@ -284,6 +284,9 @@ struct SymbolicManifest {
   nlohmann::ordered_json templ;
   std::vector<SymbolDecl> symbols;
   std::vector<SizeGuard> guards;
+  /// Expressions the artifact divides by (a size scalar's denominator, Note
+  /// [Size scalars]: BatchNorm's unbiased n / (n - 1)): each must not be 0.
+  std::vector<std::pair<sym::Expr, std::string>> nonzero;
 };
 /// The symbols' values that `shapes` (input name -> its dims, for the inputs
 /// the caller gives) imply; refuses a conflict, a symbol no input binds, a

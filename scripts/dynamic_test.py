@@ -94,12 +94,21 @@ def cases():
         "causal_attention": (Causal(), lambda s: (torch.randn(s["batch"], s["seq"], 16),), {"x": {0: "batch", 1: "seq"}},
                              {"seq": (1, 32)}, {"batch": 2, "seq": 4}, [{"batch": 1, "seq": 1}, {"batch": 3, "seq": 7}, {"batch": 2, "seq": 32}], 1e-4),
         "batchnorm": (torch.nn.BatchNorm1d(8).train(), lambda s: (torch.randn(s["batch"], 8),), {"input": {0: "batch"}},
-                      {"batch": (2, 4096)}, {"batch": 4}, [{"batch": 2}, {"batch": 3}, {"batch": 17}], 1e-4),
+                      None, {"batch": 4}, [{"batch": 2}, {"batch": 3}, {"batch": 17}], 1e-4),
         "view_mutation": (ViewMutation(), lambda s: (torch.randn(s["batch"], 6),), {"x": {0: "batch"}}, None, {"batch": 4},
                           [{"batch": 1}, {"batch": 5}, {"batch": 9}], 1e-5),
         "even_batch": (PairMean(), lambda s: (torch.randn(s["batch"], 8),), {"x": {0: "batch"}}, None, {"batch": 4},
                        [{"batch": 2}, {"batch": 6}, {"batch": 10}], 1e-5),
     }
+
+
+# Sizes each artifact must refuse at run time, in one line, writing nothing:
+# what its compile assumed (an even batch), and a batch that would divide by
+# zero (BatchNorm's unbiased variance at batch 1, which eager refuses too).
+REFUSALS = {
+    "even_batch": ({"x": (5, 8)}, "dim 0 is 5 (batch), which breaks the guard batch % 2 == 0"),
+    "batchnorm": ({"input": (1, 8)}, "dim 0 is 1 (batch), which makes batch - 1 zero, and the artifact divides by it"),
+}
 
 
 def run(cmd):
@@ -198,21 +207,22 @@ def main():
                     bad += 1
                 else:
                     print(f"ok   {label}: {len(got)} tensors")
-        if name == "even_batch":
-            # The compile assumed an even batch: an odd one is refused in one line.
-            fx_export.write_safetensors(os.path.join(work, "odd.safetensors"), {"x": torch.randn(5, 8)})
+        if name in REFUSALS:
+            shapes, fragment = REFUSALS[name]
+            bad_in = os.path.join(work, "refused.safetensors")
+            fx_export.write_safetensors(bad_in, {k: torch.randn(*v) for k, v in shapes.items()})
             for be in backends:
-                rc, _, err = run([a.aotc, "run", art, "--inputs", os.path.join(work, "odd.safetensors"), "--backend", be,
-                                  "--out", os.path.join(work, "odd.out.safetensors")])
+                out = os.path.join(work, "refused.out.safetensors")
+                rc, _, err = run([a.aotc, "run", art, "--inputs", bad_in, "--backend", be, "--out", out])
                 lines = err.strip().splitlines()
-                if rc == 0 or len(lines) != 1 or "dim 0 is 5 (batch)" not in err or "% 2 == 0" not in err:
-                    print(f"FAIL {name} odd batch {be}: rc {rc}, {err.strip()}")
+                if rc == 0 or len(lines) != 1 or fragment not in err:
+                    print(f"FAIL {name} {shapes} {be}: not refused as expected: rc {rc}, {err.strip()}")
                     bad += 1
-                elif os.path.exists(os.path.join(work, "odd.out.safetensors")):
-                    print(f"FAIL {name} odd batch {be}: wrote results")
+                elif os.path.exists(out):
+                    print(f"FAIL {name} {shapes} {be}: wrote results")
                     bad += 1
                 else:
-                    print(f"ok   {name} odd batch {be} refused: {lines[0]}")
+                    print(f"ok   {name} {shapes} {be} refused: {lines[0]}")
     print("dynamic_test:", "FAILED" if bad else "all passed")
     return 1 if bad else 0
 

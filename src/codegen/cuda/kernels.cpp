@@ -78,6 +78,17 @@ std::string blockTree(int64_t block, const std::string& combine) {
          "; s > 0; s >>= 1) {\n    if (threadIdx.x < s) part[threadIdx.x] = " + both + ";\n    __syncthreads();\n  }\n";
 }
 
+/// One step of decomposing a linear index `r` (< the product of the sizes
+/// still to come) into coordinates: `c[d] = r % size; r /= size;`.  Note
+/// [Dynamic codegen]: in a dynamic-shape kernel the outermost coordinate is
+/// `r` itself, sparing a division by a run-time size (static kernels keep
+/// their text, which the static_plans test holds).
+std::string coordStep(const std::string& indent, const char* c, int64_t d, const char* r, int64_t size, bool outermost, bool dynamic) {
+  const std::string cd = std::string(c) + "[" + std::to_string(d) + "]";
+  if (outermost && dynamic) return indent + cd + " = " + r + ";\n";
+  return indent + cd + " = " + r + " % " + std::to_string(size) + "; " + r + " /= " + std::to_string(size) + ";\n";
+}
+
 std::string joinCoords(const std::vector<std::string>& c) {
   std::string k;
   for (const std::string& s : c) k += s + ",";
@@ -289,7 +300,7 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
   os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
   os << "  if (i >= " << threads << ") return;\n";
   os << "  aotc_i64 r = i" << (vec ? " * " + std::to_string(kVec) : std::string()) << ", c[" << std::max<size_t>(rank, 1) << "];\n";
-  for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
+  for (int64_t d = ot.rank(); d-- > 0;) os << coordStep("  ", "c", d, "r", ot.sizes[d], d == 0, b_.dynamic());
   os << x.code.str();
   if (vec) {
     os << "  aotc_st4(out + " << at(ot, c) << ", make_float4(";
@@ -344,14 +355,16 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   os << "  if (i >= " << ot.numel() << ") return;\n";
   os << "  aotc_i64 c[" << std::max<int64_t>(it.rank(), 1) << "];\n";
   os << "  { aotc_i64 r = i;\n";
+  int64_t outerKept = 0;
+  while (outerKept < it.rank() && keptSizes[outerKept] == 1) ++outerKept;
   for (int64_t d = it.rank(); d-- > 0;)
-    if (keptSizes[d] != 1) os << "    c[" << d << "] = r % " << keptSizes[d] << "; r /= " << keptSizes[d] << ";\n";
+    if (keptSizes[d] != 1) os << coordStep("    ", "c", d, "r", keptSizes[d], d == outerKept, b_.dynamic());
     else if (!std::binary_search(dims.begin(), dims.end(), d)) os << "    c[" << d << "] = 0;\n";
   os << "  }\n";
   os << "  " << acc << " acc = " << (isFloating(ot.dtype) ? rs.cudaInit : rs.cudaInitInt) << ";\n";
   os << reduceLoopHead(blockReduce, nred);
   for (size_t k = redDims.size(); k-- > 0;)
-    os << "    c[" << redDims[k] << "] = q % " << it.sizes[redDims[k]] << "; q /= " << it.sizes[redDims[k]] << ";\n";
+    os << coordStep("    ", "c", redDims[k], "q", it.sizes[redDims[k]], k == 0, b_.dynamic());
   os << x.code.str();
   const std::string combine = rs.cudaCombine;
   if (!combine.empty()) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n  }\n";
@@ -394,8 +407,10 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   if (perThread) body << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= " << G.rows << ") return;\n";
   else body << "  aotc_i64 i = blockIdx.x;\n  if (i >= " << G.rows << ") return;\n";
   body << "  aotc_i64 c[" << rank << "];\n  { aotc_i64 r = i;\n";
+  int64_t outerRow = 0;
+  while (outerRow < rank && G.rowShape[static_cast<size_t>(outerRow)] == 1) ++outerRow;
   for (int64_t d = rank; d-- > 0;)
-    if (G.rowShape[static_cast<size_t>(d)] != 1) body << "    c[" << d << "] = r % " << G.rowShape[static_cast<size_t>(d)] << "; r /= " << G.rowShape[static_cast<size_t>(d)] << ";\n";
+    if (G.rowShape[static_cast<size_t>(d)] != 1) body << coordStep("    ", "c", d, "r", G.rowShape[static_cast<size_t>(d)], d == outerRow, b_.dynamic());
     else body << "    c[" << d << "] = 0;\n";
   body << "  }\n";
   if (!perThread) body << "  __shared__ double part[" << block << "];\n";
@@ -406,7 +421,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     l << reduceLoopHead(!perThread, G.nred, true);
     for (size_t k = G.dims.size(); k-- > 0;) {
       int64_t d = G.dims[k];
-      l << "    c[" << d << "] = q % " << G.shape[static_cast<size_t>(d)] << "; q /= " << G.shape[static_cast<size_t>(d)] << ";\n";
+      l << coordStep("    ", "c", d, "q", G.shape[static_cast<size_t>(d)], k == 0, b_.dynamic());
     }
     return l.str();
   };
@@ -504,7 +519,7 @@ std::string KernelEmitter::element(const Node& n, const std::string& body, int64
   os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
   os << "  if (i >= " << (threads < 0 ? ot.numel() : threads) << ") return;\n";
   os << "  aotc_i64 r = i, c[" << std::max<int64_t>(ot.rank(), 1) << "];\n";
-  for (int64_t d = ot.rank(); d-- > 0;) os << "  c[" << d << "] = r % " << ot.sizes[d] << "; r /= " << ot.sizes[d] << ";\n";
+  for (int64_t d = ot.rank(); d-- > 0;) os << coordStep("  ", "c", d, "r", ot.sizes[d], d == 0 && threads < 0, b_.dynamic());
   os << body << "}\n";
   return b_.addKernel(os.str(), {nodeName(n)});
 }

@@ -202,9 +202,11 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
     }
   };
   dump("captured", fx.graph);
+  const unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   PipelineOptions po;
   po.partitioner = opts.partitioner;
   po.after_pass = dump;
+  po.jobs = jobs;
   PipelineResult pr = runPipeline(fx.graph, po);
   log->info("engine passes done at {:.1f} ms", ms());
   checkStorageGroups(fx, pr, opts.model);
@@ -225,7 +227,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   std::string manifestText;
   if (pr.functional.isSymbolic()) {
     // Note [Dynamic codegen]: one artifact for every size the symbols allow.
-    DynamicCodegen d = generateDynamic(pr, mi, kKernelsPerModule);
+    DynamicCodegen d = generateDynamic(pr, mi, kKernelsPerModule, jobs);
     cg = std::move(d.cg);
     modules = std::move(d.modules);
     manifest = std::move(d.atHint);
@@ -250,7 +252,6 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   fs::create_directories(stage.path() / "kernels");
   writeFile(stage.path() / "kernels" / "aotc_prelude.cuh", devicePrelude());
   for (auto& [name, k] : cg.kernels) writeFile(stage.path() / "kernels" / (name + ".cu"), k.source);
-  unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   KernelCacheStats cstats;
   double tNvrtc0 = ms();
   auto compiled = compileModules(modules, cg.kernels, opts.archs, jobs, opts.cache_dir, &cstats);

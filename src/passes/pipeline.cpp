@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "aotc/ir/unify.h"
+#include "aotc/support/parallel.h"
 #include "aotc/text/text.h"
 #include "aotc/passes/passes.h"
 
@@ -72,17 +73,23 @@ namespace {
 /// The min-cut partitioner's choice must be the same at every probe (its
 /// weights scale with the sizes); where it is not, the unification says so.
 PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
+  // The probes' pipelines are independent: they run on opts.jobs threads,
+  // each recording its own stages.
+  const std::vector<sym::Bindings> pts = probeBindings(captured.symbols);
+  std::vector<std::vector<std::pair<std::string, Graph>>> perProbe(pts.size());
+  std::vector<PipelineResult> runs(pts.size());
+  parallelFor(pts.size(), opts.jobs, [&](size_t i) {
+    PipelineOptions o = opts;
+    o.after_pass = [&perProbe, i](const std::string& name, const Graph& g) { perProbe[i].emplace_back(name, g); };
+    runs[i] = runPipeline(instantiate(captured, pts[i]), o);
+  });
   std::vector<std::string> names;
   std::map<std::string, std::vector<Graph>> stages;
-  std::vector<PipelineResult> runs;
-  for (const sym::Bindings& b : probeBindings(captured.symbols)) {
-    PipelineOptions o = opts;
-    o.after_pass = [&](const std::string& name, const Graph& g) {
-      if (runs.empty()) names.push_back(name);
-      stages[name].push_back(g);
-    };
-    runs.push_back(runPipeline(instantiate(captured, b), o));
-  }
+  for (size_t i = 0; i < pts.size(); ++i)
+    for (auto& [name, g] : perProbe[i]) {
+      if (i == 0) names.push_back(name);
+      stages[name].push_back(std::move(g));
+    }
   std::map<std::string, Graph> unified;
   for (const std::string& name : names) {
     Graph g;

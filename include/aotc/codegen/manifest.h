@@ -39,7 +39,8 @@ struct DynamicCodegen {
   nlohmann::ordered_json manifest;
   plan::Manifest atHint;
 };
-/// Compiles a symbolic pipeline result (pr.functional.symbols non-empty).
-DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule);
+/// Compiles a symbolic pipeline result (pr.functional.symbols non-empty),
+/// the probes on `jobs` threads (the result does not depend on it).
+DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule, unsigned jobs = 1);
 
 }  // namespace aotc

@@ -61,6 +61,9 @@ struct PipelineOptions {
   std::string partitioner = "min-cut";
   /// Called after every stage with its name and result (dumps, --print-ir-after).
   std::function<void(const std::string&, const Graph&)> after_pass;
+  /// Threads for the probes of a symbolic graph (Note [Symbolic pipeline]);
+  /// the result does not depend on it.
+  unsigned jobs = 1;
 };
 
 struct PipelineResult {

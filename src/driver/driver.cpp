@@ -205,7 +205,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   const unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   PipelineOptions po;
   po.partitioner = opts.partitioner;
-  po.after_pass = dump;
+  if (!opts.print_ir_after.empty() || !opts.dump_dir.empty()) po.after_pass = dump;
   po.jobs = jobs;
   PipelineResult pr = runPipeline(fx.graph, po);
   log->info("engine passes done at {:.1f} ms", ms());

@@ -13,6 +13,7 @@
 //  * the verifier runs after every stage.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "aotc/ir/unify.h"
@@ -90,8 +91,12 @@ PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
       if (i == 0) names.push_back(name);
       stages[name].push_back(std::move(g));
     }
+  // Unified: the stages the result holds, and every stage when a caller
+  // looks at them (dumps, --print-ir-after); unifying costs like a pass.
+  const std::set<std::string> kept{"dce", "dce-joint", "partition.forward", "partition.backward"};
   std::map<std::string, Graph> unified;
   for (const std::string& name : names) {
+    if (!opts.after_pass && !kept.count(name)) continue;
     Graph g;
     try {
       g = unifyGraphs(stages[name], captured.symbols, "after " + name);

@@ -409,6 +409,19 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
     fs::create_directories(e.parent_path(), ec);
     writeAtomic(e, data);
   };
+  if (cached) {
+    // Note [No debris]: a compile killed while writing entries leaves
+    // temporaries in whichever shard directories it was writing; sweep them
+    // all (those of live processes stay), not only the shards this compile
+    // writes, which may be others.
+    std::error_code ec;
+    for (const char* kind : {"ptx", "module", "toolchain"}) {
+      const fs::path dir = fs::path(cache_dir) / kind;
+      removeStaleTemporaries(dir, "", ".tmp.");
+      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec)) removeStaleTemporaries(it->path(), "", ".tmp.");
+    }
+  }
   KernelCacheStats st;
   std::mutex mu;  // guards st and the error list
 

@@ -144,12 +144,12 @@ constexpr const char* kSymHelpers =
 
 struct Fitter {
   const SizeFitter& sizes;
-  const std::vector<sym::Bindings>& pts;
+  const std::vector<sym::Bindings>& pts;  ///< sizes.points()
   std::vector<SizeGuard>& guards;
 
-  /// The expression giving `values` at the probes; nullopt when none does.
+  /// The expression giving `values` at the probes (a constant where they do
+  /// not vary); nullopt when none does.
   std::optional<sym::Expr> fit(const std::vector<int64_t>& values, const std::string& where) {
-    if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) return sym::Expr(values[0]);
     std::optional<SizeFit> f = sizes.fit(values);
     if (!f) return std::nullopt;
     if (f->divisor != 1) addGuard(guards, SizeGuard{f->numerator, f->divisor, where});

@@ -746,20 +746,25 @@ std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::str
     SymbolDecl sd{d["name"].get<std::string>(), num("hint"), num("min"), num("max")};
     if (std::string e = declareSymbol(s->symbols, sd); !e.empty()) fail(f, e);
   }
+  // A guard's or nonzero entry's "expr", parsed.
+  auto expr = [&](const json& g, const std::string& f) {
+    if (!g.is_object() || !g.contains("expr") || !g["expr"].is_string()) fail(f + ".expr", "missing or not a string");
+    try {
+      return sym::Expr::parse(g["expr"].get<std::string>());
+    } catch (const std::exception& e) {
+      fail(f + ".expr", e.what());
+    }
+    return sym::Expr();
+  };
   if (j.contains("guards")) {
     if (!j["guards"].is_array()) fail("guards", "not an array");
     for (size_t i = 0; i < j["guards"].size(); ++i) {
       const json& g = j["guards"][i];
       const std::string f = cat("guards[", i, "]");
-      if (!g.is_object() || !g.contains("expr") || !g["expr"].is_string()) fail(f + ".expr", "missing or not a string");
+      SizeGuard sg;
+      sg.expr = expr(g, f);
       if (!g.contains("divisible_by") || !g["divisible_by"].is_number_integer() || g["divisible_by"].get<int64_t>() < 1)
         fail(f + ".divisible_by", "missing or not a positive integer");
-      SizeGuard sg;
-      try {
-        sg.expr = sym::Expr::parse(g["expr"].get<std::string>());
-      } catch (const std::exception& e) {
-        fail(f + ".expr", e.what());
-      }
       sg.divisor = g["divisible_by"].get<int64_t>();
       if (g.contains("where") && g["where"].is_string()) sg.where = g["where"].get<std::string>();
       s->guards.push_back(std::move(sg));
@@ -770,12 +775,7 @@ std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::str
     for (size_t i = 0; i < j["nonzero"].size(); ++i) {
       const json& g = j["nonzero"][i];
       const std::string f = cat("nonzero[", i, "]");
-      if (!g.is_object() || !g.contains("expr") || !g["expr"].is_string()) fail(f + ".expr", "missing or not a string");
-      try {
-        s->nonzero.push_back({sym::Expr::parse(g["expr"].get<std::string>()), g.value("where", std::string())});
-      } catch (const std::exception& e) {
-        fail(f + ".expr", e.what());
-      }
+      s->nonzero.push_back({expr(g, f), g.value("where", std::string())});
     }
   }
   return s;

@@ -11,6 +11,7 @@ A program whose compile assumed a divisibility must refuse, at run time and
 in one line, a size that breaks it.  Exits 1 on any difference."""
 import argparse
 import copy
+import json
 import inspect
 import os
 import subprocess
@@ -74,6 +75,18 @@ class PairMean(torch.nn.Module):
         return self.fc(x.reshape(x.size(0) // 2, 2, 8).mean(1))
 
 
+class Outer(torch.nn.Module):
+    """A batch x batch intermediate: at batch 46341 it spans more than 2^31
+    elements, beyond 32-bit indices (Note [Dynamic index width])."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(1))
+
+    def forward(self, x):
+        return (x[:, None] * x[None, :] * self.w).sum(1)
+
+
 def cases():
     """name -> (module, make_args(sizes), dynamic, ranges, hint sizes, other sizes, tolerance)."""
     import torchvision
@@ -99,7 +112,16 @@ def cases():
                           [{"batch": 1}, {"batch": 5}, {"batch": 9}], 1e-5),
         "even_batch": (PairMean(), lambda s: (torch.randn(s["batch"], 8),), {"x": {0: "batch"}}, None, {"batch": 4},
                        [{"batch": 2}, {"batch": 6}, {"batch": 10}], 1e-5),
+        "outer": (Outer(), lambda s: (torch.randn(s["batch"]),), {"x": {0: "batch"}}, None, {"batch": 4},
+                  [{"batch": 1}, {"batch": 7}, {"batch": 33}], 1e-5),
+        "outer_wide": (Outer(), lambda s: (torch.randn(s["batch"]),), {"x": {0: "batch"}}, None, {"batch": 4},
+                       [{"batch": 1}, {"batch": 33}], 1e-5),
     }
+
+
+# Extra compile flags, and what the artifact's kernels must then index with.
+FLAGS = {"outer_wide": ["--wide-index"]}
+INDEX = {"outer": "int", "outer_wide": "long long"}
 
 
 # Sizes each artifact must refuse at run time, in one line, writing nothing:
@@ -108,6 +130,10 @@ def cases():
 REFUSALS = {
     "even_batch": ({"x": (5, 8)}, "dim 0 is 5 (batch), which breaks the guard batch % 2 == 0"),
     "batchnorm": ({"input": (1, 8)}, "dim 0 is 1 (batch), which makes batch - 1 zero, and the artifact divides by it"),
+    # 32-bit indices chosen at the hints: a size they cannot reach is refused
+    # when the symbols are bound, before anything is allocated.
+    "outer": ({"x": (46341,)}, "which makes %mul of the forward span more than 2147483647 elements, beyond what this "
+                                "artifact's 32-bit indices reach (batch*batch <= 2147483647; compile with --wide-index"),
 }
 
 
@@ -150,11 +176,22 @@ def main():
         torch.manual_seed(1)
         fx_export.export(module, make_args(hint), prefix, dynamic=dynamic, ranges=ranges)
         art = prefix + ".art"
-        rc, _, err = run([a.aotc, "compile", prefix + ".json", "-o", art])
+        rc, _, err = run([a.aotc, "compile", prefix + ".json", "-o", art] + FLAGS.get(name, []))
         if rc != 0:
             print(f"FAIL {name}: compile: {err.strip()}")
             bad += 1
             continue
+        if name in INDEX:
+            # The index type of the kernels over the batch x batch value, and
+            # the manifest's limits: some with 32-bit indices, none with 64.
+            with open(os.path.join(art, "manifest.json")) as f:
+                limits = json.load(f).get("limits", [])
+            kernels = "".join(open(os.path.join(art, "kernels", k)).read() for k in sorted(os.listdir(os.path.join(art, "kernels")))
+                              if k.endswith(".cu"))
+            wide = INDEX[name] == "long long"
+            ok = (("aotc_i64 i =" in kernels) == wide and ("int i =" in kernels) != wide and bool(limits) != wide)
+            print(("ok   " if ok else "FAIL ") + f"{name}: {INDEX[name]} indices, limits {[l['expr'] for l in limits]}")
+            bad += not ok
         if name == "transformer":
             # The probes run on -j threads; the artifact must not depend on it.
             rc1, _, e1 = run([a.aotc, "compile", prefix + ".json", "-o", art + ".j1", "-j", "1"])

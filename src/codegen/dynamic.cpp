@@ -147,13 +147,34 @@ struct Fitter {
   const std::vector<sym::Bindings>& pts;  ///< sizes.points()
   std::vector<SizeGuard>& guards;
 
+  /// Fits already made, by their values: a manifest repeats its sizes.
+  std::map<std::vector<int64_t>, std::optional<SizeFit>> memo = {};
+
   /// The expression giving `values` at the probes (a constant where they do
-  /// not vary); nullopt when none does.
-  std::optional<sym::Expr> fit(const std::vector<int64_t>& values, const std::string& where) {
-    std::optional<SizeFit> f = sizes.fit(values);
-    if (!f) return std::nullopt;
-    if (f->divisor != 1) addGuard(guards, SizeGuard{f->numerator, f->divisor, where});
-    return f->expr;
+  /// not vary); nullopt when none does.  `where()` names what needs a guard.
+  template <class Where>
+  std::optional<sym::Expr> fit(const std::vector<int64_t>& values, const Where& where) {
+    if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) return sym::Expr(values[0]);
+    auto [it, fresh] = memo.try_emplace(values);
+    if (fresh) {
+      it->second = sizes.fit(values);
+      if (it->second && it->second->divisor != 1) addGuard(guards, SizeGuard{it->second->numerator, it->second->divisor, where()});
+    }
+    if (!it->second) return std::nullopt;
+    return it->second->expr;
+  }
+};
+
+/// Where in the manifest a unification is, spelled only for a message.
+struct JsonPath {
+  const JsonPath* parent = nullptr;
+  const std::string* key = nullptr;  ///< an object member, or
+  size_t index = 0;                  ///< an array element
+  std::string str() const {
+    if (!parent) return "";
+    std::string p = parent->str();
+    if (key) return p.empty() ? *key : p + "." + *key;
+    return cat(p, "[", index, "]");
   }
 };
 
@@ -232,7 +253,7 @@ UnifiedKernel unifyKernelText(const std::vector<std::string>& texts, Fitter& fit
         refuse("holds an integer literal out of range: " + tk[i].text);
       }
     }
-    std::optional<sym::Expr> e = fitter.fit(vals, "kernel for " + who);
+    std::optional<sym::Expr> e = fitter.fit(vals, [&] { return "kernel for " + who; });
     if (!e) refuse("holds an integer that is no polynomial of the symbols (" + valuesText(fitter.pts, shown) + ")");
     for (const std::string& s : e->symbols()) used.insert(s);
     CRender r(e->str(), wide);
@@ -263,16 +284,18 @@ UnifiedKernel unifyKernelText(const std::vector<std::string>& texts, Fitter& fit
 
 /// The manifests' JSON, unified (Note [Symbolic manifest]).  A launch's
 /// grid[0] arrives as {"threads", "per"}.
-ojson unifyJson(const std::vector<const ojson*>& js, Fitter& fitter, const std::string& where) {
+ojson unifyJson(const std::vector<const ojson*>& js, Fitter& fitter, const JsonPath& path) {
   const ojson& a = *js[0];
+  auto where = [&] { return path.str(); };
   auto refuse = [&](const std::string& why) {
-    throw UserError(SourceLoc{"manifest.json", where, "dynamic shapes"}, why);
+    throw UserError(SourceLoc{"manifest.json", where(), "dynamic shapes"}, why);
   };
   for (const ojson* j : js)
     if (j->type() != a.type() && !(j->is_number_integer() && a.is_number_integer()))
       refuse("differs between sizes: " + a.dump() + " at " + bindingText(fitter.pts[0]) + ", " + j->dump());
   if (a.is_object()) {
-    if (a.size() == 2 && a.contains("threads") && a.contains("per") && where.size() > 7 && where.substr(where.size() - 7) == "grid[0]") {
+    if (a.size() == 2 && a.contains("threads") && a.contains("per") && !path.key && path.index == 0 && path.parent &&
+        path.parent->key && *path.parent->key == "grid") {
       std::vector<int64_t> t, per;
       for (const ojson* j : js) {
         t.push_back((*j)["threads"].get<int64_t>());
@@ -286,13 +309,16 @@ ojson unifyJson(const std::vector<const ojson*>& js, Fitter& fitter, const std::
       return ojson{{"sym", grid.str()}};
     }
     ojson r = ojson::object();
+    std::vector<const ojson*> sub(js.size());
     for (auto it = a.begin(); it != a.end(); ++it) {
-      std::vector<const ojson*> sub;
-      for (const ojson* j : js) {
-        if (!j->contains(it.key()) || j->size() != a.size()) refuse("has different fields at different sizes");
-        sub.push_back(&(*j)[it.key()]);
+      for (size_t k = 0; k < js.size(); ++k) {
+        const ojson* j = js[k];
+        if (j->size() != a.size()) refuse("has different fields at different sizes");
+        auto f = k == 0 ? it : j->find(it.key());
+        if (f == j->end()) refuse("has different fields at different sizes");
+        sub[k] = &*f;
       }
-      r[it.key()] = unifyJson(sub, fitter, where.empty() ? it.key() : where + "." + it.key());
+      r[it.key()] = unifyJson(sub, fitter, JsonPath{&path, &it.key(), 0});
     }
     return r;
   }
@@ -300,16 +326,17 @@ ojson unifyJson(const std::vector<const ojson*>& js, Fitter& fitter, const std::
     ojson r = ojson::array();
     for (const ojson* j : js)
       if (j->size() != a.size()) refuse(cat("has ", a.size(), " entries at ", bindingText(fitter.pts[0]), " and ", j->size(), " at another size"));
+    std::vector<const ojson*> sub(js.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      std::vector<const ojson*> sub;
-      for (const ojson* j : js) sub.push_back(&(*j)[i]);
-      r.push_back(unifyJson(sub, fitter, cat(where, "[", i, "]")));
+      for (size_t k = 0; k < js.size(); ++k) sub[k] = &(*js[k])[i];
+      r.push_back(unifyJson(sub, fitter, JsonPath{&path, nullptr, i}));
     }
     return r;
   }
   if (a.is_number_integer()) {
     std::vector<int64_t> v;
     for (const ojson* j : js) v.push_back(j->get<int64_t>());
+    if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; })) return a;
     std::optional<sym::Expr> e = fitter.fit(v, where);
     if (!e) {
       std::vector<std::string> shown;
@@ -324,34 +351,59 @@ ojson unifyJson(const std::vector<const ojson*>& js, Fitter& fitter, const std::
   return a;
 }
 
-/// Whether any value of the programs can span 2^31 elements at a size the
-/// symbols' ranges allow (Note [32-bit indexing]), judged at their maxima.
-bool wideAtMaxima(const Partition& p, const std::vector<SymbolDecl>& symbols) {
+/// Note [Dynamic index width]: a dynamic program's kernels index in 32
+/// bits when every value fits 2^31 elements at the hints, as a static
+/// program's do at its sizes (Note [32-bit indexing]); 64-bit index math
+/// costs both run time and compile time (ptxas spends twice as long on the
+/// divisions by run-time sizes).  Where a value could outgrow 32 bits at a
+/// size the symbols' ranges allow, its element count and storage span become
+/// limits in the manifest, checked when the symbols are bound: a size beyond
+/// them is refused in one line naming the input and the value, and says to
+/// compile with --wide-index, which makes every index 64-bit.  This is
+/// PyTorch Inductor's rule too (32-bit indexing when the hints fit, with
+/// guards on the sizes).  A value that spans 2^31 elements at the hints
+/// makes the program 64-bit.
+struct IndexWidth {
+  bool wide = false;
+  std::vector<plan::SymbolicManifest::Limit> limits;
+};
+
+IndexWidth chooseIndexWidth(const Partition& p, const std::vector<SymbolDecl>& symbols, bool forceWide) {
+  if (forceWide) return {true, {}};
   sym::Bindings top;
   for (const SymbolDecl& s : symbols) top[s.name] = s.max;
   constexpr int64_t kLimit = int64_t{1} << 31;
-  for (const Graph* g : {&p.forward, &p.backward})
-    for (const Value& v : g->values) {
+  IndexWidth r;
+  std::set<std::string> seen;
+  for (int prog = 0; prog < 2; ++prog) {
+    const Graph& g = prog ? p.backward : p.forward;
+    for (const Value& v : g.values) {
       const TensorType& t = v.type;
-      if (t.numel() >= kLimit || t.storageSpan() >= kLimit) return true;
+      if (t.numel() >= kLimit || t.storageSpan() >= kLimit) return {true, {}};  // at the hints
       if (!t.sym) continue;
-      try {
-        sym::Expr span = t.sym->offset + 1, numel = 1;
-        for (size_t d = 0; d < t.sym->sizes.size(); ++d) {
-          numel = numel * t.sym->sizes[d];
-          span = span + (t.sym->sizes[d] - 1) * t.sym->strides[d];
+      sym::Expr span = t.sym->offset + 1, numel = 1;
+      for (size_t d = 0; d < t.sym->sizes.size(); ++d) {
+        numel = numel * t.sym->sizes[d];
+        span = span + (t.sym->sizes[d] - 1) * t.sym->strides[d];
+      }
+      for (const sym::Expr& e : {numel, span}) {
+        if (e.isConstant()) continue;
+        bool within = false;
+        try {
+          within = e.eval(top) < kLimit;
+        } catch (const std::exception&) {  // overflows int64 at the maxima
         }
-        if (numel.eval(top) >= kLimit || span.eval(top) >= kLimit) return true;
-      } catch (const std::exception&) {
-        return true;  // overflows int64: certainly wide
+        if (!within && seen.insert(e.str()).second)
+          r.limits.push_back({e, kLimit - 1, cat("%", v.name, " of the ", prog ? "backward" : "forward")});
       }
     }
-  return false;
+  }
+  return r;
 }
 
 }  // namespace
 
-DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule, unsigned jobs) {
+DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule, unsigned jobs, bool wideIndex) {
   const std::vector<SymbolDecl>& symbols = pr.functional.symbols;
   AOTC_CHECK(!symbols.empty(), "generateDynamic on a static program");
   std::vector<SizeGuard> guards;
@@ -363,7 +415,8 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
 
   CodegenOptions co;
   co.decide = &pr.partition;
-  co.wide = wideAtMaxima(pr.partition, symbols);
+  const IndexWidth width = chooseIndexWidth(pr.partition, symbols, wideIndex);
+  co.wide = width.wide;
   // The probes are independent: code for each on `jobs` threads.
   std::vector<PipelineResult> probes(pts.size());
   std::vector<CodegenResult> cgs(pts.size());
@@ -444,7 +497,7 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   });
   std::vector<const ojson*> jp;
   for (const ojson& j : js) jp.push_back(&j);
-  ojson body = unifyJson(jp, fitter, "");
+  ojson body = unifyJson(jp, fitter, JsonPath{});
   ojson t = ojson::object();
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (it.key() == "version") {
@@ -466,6 +519,12 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
             nz.push_back({{"expr", it->second[0].str()}, {"where", "the size scalar of " + (n.loc.node.empty() ? std::string("a constant") : n.loc.node)}});
         }
       if (!nz.empty()) t["nonzero"] = nz;
+      if (!width.limits.empty()) {
+        ojson ls = ojson::array();
+        for (const plan::SymbolicManifest::Limit& l : width.limits)
+          ls.push_back({{"expr", l.expr.str()}, {"at_most", l.at_most}, {"where", l.where}});
+        t["limits"] = ls;
+      }
       continue;
     }
     t[it.key()] = it.value();
@@ -477,11 +536,11 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   // every probe by construction; this checks what is not (the grids'
   // formula, arenas planned by the runtime, the reader) at two bindings
   // rather than all of them (a third of the dynamic codegen's time).
-  auto parsed = plan::manifestFromJson(nlohmann::json::parse(r.manifest.dump()), "manifest.json", int64_t{1} << 40);
+  const std::shared_ptr<const plan::SymbolicManifest> parsed = plan::symbolicManifestFromJson(nlohmann::json::parse(r.manifest.dump()), "manifest.json");
   const std::vector<size_t> checked{0, pts.size() - 1};
   parallelFor(checked.size(), jobs, [&](size_t c) {
     const size_t p = checked[c];
-    plan::Manifest back = plan::instantiateManifest(parsed.symbolic, pts[p], "manifest.json", int64_t{1} << 40);
+    plan::Manifest back = plan::instantiateManifest(parsed, pts[p], "manifest.json", int64_t{1} << 40);
     plan::Manifest want = ms[p];
     back.symbolic = nullptr;
     back.binding.clear();

@@ -227,7 +227,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   std::string manifestText;
   if (pr.functional.isSymbolic()) {
     // Note [Dynamic codegen]: one artifact for every size the symbols allow.
-    DynamicCodegen d = generateDynamic(pr, mi, kKernelsPerModule, jobs);
+    DynamicCodegen d = generateDynamic(pr, mi, kKernelsPerModule, jobs, opts.wide_index);
     cg = std::move(d.cg);
     modules = std::move(d.modules);
     manifest = std::move(d.atHint);
@@ -451,6 +451,8 @@ std::string inspect(const std::string& path) {
       for (const SizeGuard& g : m.symbolic->guards)
         os << "  guard: " << g.expr.str() << " % " << g.divisor << " == 0" << (g.where.empty() ? "" : " (needed by " + g.where + ")") << "\n";
       for (const auto& [e, why] : m.symbolic->nonzero) os << "  guard: " << e.str() << " != 0" << (why.empty() ? "" : " (" + why + ")") << "\n";
+      for (const plan::SymbolicManifest::Limit& l : m.symbolic->limits)
+        os << "  limit: " << l.expr.str() << " <= " << l.at_most << (l.where.empty() ? "" : " (32-bit indices of " + l.where + ")") << "\n";
       os << "  (sizes below are at the hints; a runtime plans the arenas for the sizes it binds)\n";
     }
     os << "  inputs:\n";

@@ -5,6 +5,7 @@
 #include "aotc/ir/unify.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -217,32 +218,41 @@ struct Unifier {
     throw UserError(l, msg);
   }
 
+  /// Fits already made, by their values: a program repeats its sizes.
+  std::map<std::vector<int64_t>, std::optional<SizeFit>> memo;
+
   /// The expression of one integer position, or nullopt when it is the
-  /// same at every probe.
-  std::optional<sym::Expr> fit(const std::vector<int64_t>& v, const SourceLoc& at, const std::string& what) {
+  /// same at every probe.  `what()` names it (spelled only when needed).
+  template <class What>
+  std::optional<sym::Expr> fit(const std::vector<int64_t>& v, const SourceLoc& at, const What& what) {
     if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; })) return std::nullopt;
-    std::optional<SizeFit> f = fitter.fit(v);
+    auto [it, fresh] = memo.try_emplace(v);
+    if (fresh) {
+      it->second = fitter.fit(v);
+      if (it->second && it->second->divisor != 1) addGuard(guards, SizeGuard{it->second->numerator, it->second->divisor, what()});
+    }
+    const std::optional<SizeFit>& f = it->second;
     if (!f) {
       std::string seen;
       for (size_t i = 0; i < v.size(); ++i) seen += (i ? "; " : "") + std::to_string(v[i]) + " at " + bindingText(pts[i]);
-      fail(at, what + " is not a polynomial of degree at most " + std::to_string(kFitDegree) + " in each symbol (" + seen +
+      fail(at, what() + " is not a polynomial of degree at most " + std::to_string(kFitDegree) + " in each symbol (" + seen +
                    "): it cannot be a dynamic size (Note [Probing and unifying])");
     }
-    if (f->divisor != 1) addGuard(guards, SizeGuard{f->numerator, f->divisor, what});
     return f->expr;
   }
 
   /// One vector of integer positions; every element's expression (constants
   /// where they do not vary), or nullopt when none varies.
-  std::optional<std::vector<sym::Expr>> fitAll(const std::vector<const Ints*>& v, const SourceLoc& at, const std::string& what) {
+  template <class What>
+  std::optional<std::vector<sym::Expr>> fitAll(const std::vector<const Ints*>& v, const SourceLoc& at, const What& what) {
     for (const Ints* x : v)
-      if (x->size() != v[0]->size()) fail(at, what + " changes length with the dynamic sizes");
+      if (x->size() != v[0]->size()) fail(at, what() + " changes length with the dynamic sizes");
     std::vector<sym::Expr> out;
     bool any = false;
+    std::vector<int64_t> col(v.size());
     for (size_t i = 0; i < v[0]->size(); ++i) {
-      std::vector<int64_t> col;
-      for (const Ints* x : v) col.push_back((*x)[i]);
-      std::optional<sym::Expr> e = fit(col, at, what + "[" + std::to_string(i) + "]");
+      for (size_t k = 0; k < v.size(); ++k) col[k] = (*v[k])[i];
+      std::optional<sym::Expr> e = fit(col, at, [&] { return what() + "[" + std::to_string(i) + "]"; });
       any = any || e.has_value();
       out.push_back(e ? *e : sym::Expr((*v[0])[i]));
     }
@@ -250,10 +260,11 @@ struct Unifier {
     return out;
   }
 
-  TensorType type(const std::vector<const TensorType*>& t, const SourceLoc& at, const std::string& what) {
+  template <class What>
+  TensorType type(const std::vector<const TensorType*>& t, const SourceLoc& at, const What& what) {
     for (const TensorType* x : t)
       if (x->dtype != t[0]->dtype || x->sizes.size() != t[0]->sizes.size())
-        fail(at, what + " changes dtype or rank with the dynamic sizes (" + t[0]->str() + " vs " + x->str() + ")");
+        fail(at, what() + " changes dtype or rank with the dynamic sizes (" + t[0]->str() + " vs " + x->str() + ")");
     std::vector<const Ints*> sz, st;
     std::vector<int64_t> off;
     for (const TensorType* x : t) {
@@ -261,9 +272,9 @@ struct Unifier {
       st.push_back(&x->strides);
       off.push_back(x->offset);
     }
-    auto s = fitAll(sz, at, what + " size");
-    auto r = fitAll(st, at, what + " stride");
-    auto o = fit(off, at, what + " offset");
+    auto s = fitAll(sz, at, [&] { return what() + " size"; });
+    auto r = fitAll(st, at, [&] { return what() + " stride"; });
+    auto o = fit(off, at, [&] { return what() + " offset"; });
     TensorType out = *t[0];
     out.sym = nullptr;
     if (s || r || o) {
@@ -293,11 +304,11 @@ struct Unifier {
       if (std::holds_alternative<int64_t>(v0)) {
         std::vector<int64_t> col;
         for (const AttrValue* v : vs) col.push_back(std::get<int64_t>(*v));
-        if (auto e = fit(col, at, "attribute '" + key + "'")) out[key] = {*e};
+        if (auto e = fit(col, at, [&] { return "attribute '" + key + "'"; })) out[key] = {*e};
       } else if (std::holds_alternative<Ints>(v0)) {
         std::vector<const Ints*> cols;
         for (const AttrValue* v : vs) cols.push_back(&std::get<Ints>(*v));
-        if (auto e = fitAll(cols, at, "attribute '" + key + "'")) out[key] = *e;
+        if (auto e = fitAll(cols, at, [&] { return "attribute '" + key + "'"; })) out[key] = *e;
       } else if (key == "value" && a0.count("size_num") && a0.count("size_den")) {
         // Note [Size scalars]: the value follows from the size integers.
       } else {
@@ -330,7 +341,7 @@ struct Unifier {
       }
       SourceLoc at("", g0.values[v].name);
       if (int32_t d = g0.values[v].node; d >= 0) at = g0.nodes[static_cast<size_t>(d)].loc;
-      out.values[v].type = type(t, at, "the type of %" + g0.values[v].name);
+      out.values[v].type = type(t, at, [&] { return "the type of %" + g0.values[v].name; });
     }
     for (size_t i = 0; i < g0.inputs.size(); ++i)
       for (const Graph* g : p)
@@ -444,7 +455,7 @@ Graph instantiate(const Graph& g, const sym::Bindings& b) {
 }
 
 Graph unifyGraphs(const std::vector<Graph>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where) {
-  Unifier u{symbols, where, probeBindings(symbols), {}, SizeFitter(symbols)};
+  Unifier u{symbols, where, probeBindings(symbols), {}, SizeFitter(symbols), {}};
   AOTC_CHECK(probes.size() == u.pts.size(), "unifyGraphs: ", probes.size(), " graphs for ", u.pts.size(), " probes");
   std::vector<const Graph*> p;
   for (const Graph& g : probes) p.push_back(&g);

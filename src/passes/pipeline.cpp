@@ -79,9 +79,16 @@ PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
   const std::vector<sym::Bindings> pts = probeBindings(captured.symbols);
   std::vector<std::vector<std::pair<std::string, Graph>>> perProbe(pts.size());
   std::vector<PipelineResult> runs(pts.size());
+  // Unified: the stages the result holds, and every stage when a caller
+  // looks at them (dumps, --print-ir-after); unifying costs like a pass, and
+  // so does keeping a copy of each probe's graph after each pass.
+  const std::set<std::string> kept{"dce", "dce-joint", "partition.forward", "partition.backward"};
+  const bool everyStage = static_cast<bool>(opts.after_pass);
   parallelFor(pts.size(), opts.jobs, [&](size_t i) {
     PipelineOptions o = opts;
-    o.after_pass = [&perProbe, i](const std::string& name, const Graph& g) { perProbe[i].emplace_back(name, g); };
+    o.after_pass = [&perProbe, &kept, everyStage, i](const std::string& name, const Graph& g) {
+      if (everyStage || kept.count(name)) perProbe[i].emplace_back(name, g);
+    };
     runs[i] = runPipeline(instantiate(captured, pts[i]), o);
   });
   std::vector<std::string> names;
@@ -91,35 +98,35 @@ PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
       if (i == 0) names.push_back(name);
       stages[name].push_back(std::move(g));
     }
-  // Unified: the stages the result holds, and every stage when a caller
-  // looks at them (dumps, --print-ir-after); unifying costs like a pass.
-  const std::set<std::string> kept{"dce", "dce-joint", "partition.forward", "partition.backward"};
-  std::map<std::string, Graph> unified;
-  for (const std::string& name : names) {
-    if (!opts.after_pass && !kept.count(name)) continue;
-    Graph g;
+  // The stages unify independently of each other, on opts.jobs threads.
+  std::vector<Graph> done(names.size());
+  parallelFor(names.size(), opts.jobs, [&](size_t i) {
+    const std::string& name = names[i];
     try {
-      g = unifyGraphs(stages[name], captured.symbols, "after " + name);
+      done[i] = unifyGraphs(stages.at(name), captured.symbols, "after " + name);
     } catch (const UserError& e) {
       std::vector<Diagnostic> d = e.diagnostics();
       for (Diagnostic& x : d) x.message = "stage " + name + ": " + x.message;
       throw UserError(std::move(d));
     }
-    for (const SizeGuard& gd : captured.guards) addGuard(g.guards, gd);
+    for (const SizeGuard& gd : captured.guards) addGuard(done[i].guards, gd);
+  });
+  std::map<std::string, Graph> unified;
+  for (size_t i = 0; i < names.size(); ++i) {
     // Not verified again: each probe's pipeline verified its stage, and the
     // unified graph at every probe binding is that probe's graph (the fits
     // are exact there), which is what verifying it would check.
-    if (opts.after_pass) opts.after_pass(name, g);
-    unified[name] = std::move(g);
+    if (opts.after_pass) opts.after_pass(names[i], done[i]);
+    unified[names[i]] = std::move(done[i]);
   }
   for (const PipelineResult& r : runs)
     if (r.partition.saved != runs[0].partition.saved)
       throw UserError(SourceLoc{}, "the partition saves other values at another probe of the dynamic sizes (Note [Symbolic pipeline])");
   PipelineResult r;
-  r.functional = unified.at("dce");
-  r.joint = unified.at("dce-joint");
-  r.partition.forward = unified.at("partition.forward");
-  r.partition.backward = unified.at("partition.backward");
+  r.functional = std::move(unified.at("dce"));
+  r.joint = std::move(unified.at("dce-joint"));
+  r.partition.forward = std::move(unified.at("partition.forward"));
+  r.partition.backward = std::move(unified.at("partition.backward"));
   r.partition.saved = runs[0].partition.saved;
   return r;
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -778,36 +779,85 @@ std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::str
       s->nonzero.push_back({expr(g, f), g.value("where", std::string())});
     }
   }
+  if (j.contains("limits")) {
+    if (!j["limits"].is_array()) fail("limits", "not an array");
+    for (size_t i = 0; i < j["limits"].size(); ++i) {
+      const json& g = j["limits"][i];
+      const std::string f = cat("limits[", i, "]");
+      SymbolicManifest::Limit l;
+      l.expr = expr(g, f);
+      if (!g.contains("at_most") || !g["at_most"].is_number_integer() || g["at_most"].get<int64_t>() < 1)
+        fail(f + ".at_most", "missing or not a positive integer");
+      l.at_most = g["at_most"].get<int64_t>();
+      l.where = g.value("where", std::string());
+      s->limits.push_back(std::move(l));
+    }
+  }
+  // Every {"sym": EXPR}, parsed once; a malformed one names its field.
+  std::function<void(const ojson&, const std::string&)> collect = [&](const ojson& t, const std::string& where) {
+    if (t.is_object()) {
+      if (t.size() == 1 && t.contains("sym")) {
+        if (!t["sym"].is_string()) fail(where, "a sym entry is not a string");
+        const std::string& text = t["sym"].get_ref<const std::string&>();
+        if (s->exprs.count(text)) return;
+        try {
+          s->exprs.emplace(text, sym::Expr::parse(text));
+        } catch (const std::exception& x) {
+          fail(where, x.what());
+        }
+        return;
+      }
+      for (auto it = t.begin(); it != t.end(); ++it) collect(it.value(), where.empty() ? it.key() : where + "." + it.key());
+    } else if (t.is_array()) {
+      for (size_t i = 0; i < t.size(); ++i) collect(t[i], cat(where, "[", i, "]"));
+    }
+  };
+  collect(s->templ, "");
   return s;
 }
 
-/// `t` with every {"sym": EXPR} replaced by its value at `b`.
-ojson substitute(const ojson& t, const sym::Bindings& b, const std::string& file, const std::string& where) {
+/// Whether a limit holds at `b` (an expression that overflows does not).
+bool withinLimit(const SymbolicManifest::Limit& l, const sym::Bindings& b) {
+  try {
+    return l.expr.eval(b) <= l.at_most;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+/// `t` with every {"sym": EXPR} replaced by its value in `values` (each
+/// distinct expression of the template evaluated once per binding); the
+/// field of a failure is spelled only when there is one.
+json substitute(const ojson& t, const std::map<std::string, int64_t>& values) {
   if (t.is_object()) {
     if (t.size() == 1 && t.contains("sym")) {
-      if (!t["sym"].is_string()) throw UserError(SourceLoc{file, where, ""}, "malformed manifest: a sym entry is not a string");
-      sym::Expr e;
-      try {
-        e = sym::Expr::parse(t["sym"].get<std::string>());
-      } catch (const std::exception& x) {
-        throw UserError(SourceLoc{file, where, ""}, std::string("malformed manifest: ") + x.what());
-      }
-      try {
-        return e.eval(b);
-      } catch (const std::exception& e) {
-        throw UserError(SourceLoc{file, where, ""}, "cannot evaluate " + t["sym"].get<std::string>() + " at " + bindingText(b) + ": " + e.what());
-      }
+      // As the JSON parser stores it: a non-negative integer is unsigned.
+      const int64_t v = values.at(t["sym"].get_ref<const std::string&>());
+      return v >= 0 ? json(static_cast<uint64_t>(v)) : json(v);
     }
-    ojson r = ojson::object();
-    for (auto it = t.begin(); it != t.end(); ++it) r[it.key()] = substitute(it.value(), b, file, where.empty() ? it.key() : where + "." + it.key());
+    json r = json::object();
+    for (auto it = t.begin(); it != t.end(); ++it) r[it.key()] = substitute(it.value(), values);
     return r;
   }
   if (t.is_array()) {
-    ojson r = ojson::array();
-    for (size_t i = 0; i < t.size(); ++i) r.push_back(substitute(t[i], b, file, cat(where, "[", i, "]")));
+    json r = json::array();
+    for (const ojson& x : t) r.push_back(substitute(x, values));
     return r;
   }
-  return t;
+  return json(t);
+}
+
+/// The value of each of the template's expressions at `b`.
+std::map<std::string, int64_t> evaluateAll(const SymbolicManifest& s, const sym::Bindings& b, const std::string& file) {
+  std::map<std::string, int64_t> values;
+  for (const auto& [text, e] : s.exprs) {
+    try {
+      values.emplace_hint(values.end(), text, e.eval(b));
+    } catch (const std::exception& x) {
+      throw UserError(SourceLoc{file, "", ""}, "cannot evaluate " + text + " at " + bindingText(b) + ": " + x.what());
+    }
+  }
+  return values;
 }
 
 }  // namespace
@@ -831,7 +881,7 @@ sym::Bindings bindSymbols(const SymbolicManifest& s, const std::map<std::string,
     if (dims.size() != it->second.size()) continue;  // the shape check names it
     for (size_t d = 0; d < dims.size(); ++d) {
       if (!dims[d].is_object()) continue;
-      std::optional<std::string> sname = sym::Expr::parse(dims[d].at("sym").get<std::string>()).symbolName();
+      std::optional<std::string> sname = s.exprs.at(dims[d].at("sym").get<std::string>()).symbolName();
       if (!sname) continue;
       const int64_t v = it->second[d];
       auto bt = b.find(*sname);
@@ -874,12 +924,18 @@ sym::Bindings bindSymbols(const SymbolicManifest& s, const std::map<std::string,
                          g.where.empty() ? "" : " (needed by " + g.where + ")"));
   for (const auto& [e, why] : s.nonzero)
     if (e.eval(b) == 0) refuse(e, cat("makes ", e.str(), " zero, and the artifact divides by it", why.empty() ? "" : " (" + why + ")"));
+  for (const SymbolicManifest::Limit& l : s.limits)
+    if (!withinLimit(l, b))
+      refuse(l.expr, cat("makes ", l.where.empty() ? l.expr.str() : l.where, " span more than ", l.at_most,
+                         " elements, beyond what this artifact's 32-bit indices reach (", l.expr.str(), " <= ", l.at_most,
+                         "; compile with --wide-index for 64-bit indices)"));
   // Every dim of every given input is now known: compare.
+  const std::map<std::string, int64_t> values = evaluateAll(s, b, file);
   for (const ojson& in : inputs) {
     const std::string name = in.at("name").get<std::string>();
     auto it = shapes.find(name);
     if (it == shapes.end()) continue;
-    const ojson dims = substitute(in.at("shape"), b, file, "inputs");
+    const json dims = substitute(in.at("shape"), values);
     if (dims.size() != it->second.size()) continue;
     for (size_t d = 0; d < dims.size(); ++d)
       if (dims[d].get<int64_t>() != it->second[d])
@@ -898,14 +954,17 @@ Manifest instantiateManifest(const std::shared_ptr<const SymbolicManifest>& s, c
       throw UserError(SourceLoc{file, "", ""}, cat("guard ", g.expr.str(), " % ", g.divisor, " == 0 fails at ", bindingText(b)));
   for (const auto& [e, why] : s->nonzero)
     if (e.eval(b) == 0) throw UserError(SourceLoc{file, "", ""}, cat(e.str(), " is zero at ", bindingText(b), " and the artifact divides by it"));
-  ojson j = substitute(s->templ, b, file, "");
+  for (const SymbolicManifest::Limit& l : s->limits)
+    if (!withinLimit(l, b)) throw UserError(SourceLoc{file, "", ""}, cat(l.expr.str(), " exceeds ", l.at_most, " at ", bindingText(b), " (", l.where, ")"));
+  json j = substitute(s->templ, evaluateAll(*s, b, file));
   j["version"] = kManifestVersion;
   j.erase("symbols");
   j.erase("guards");
   j.erase("nonzero");
+  j.erase("limits");
   Manifest m;
   try {
-    m = Reader(file, maxElements).manifest(json::parse(j.dump()));
+    m = Reader(file, maxElements).manifest(j);
   } catch (const json::exception& e) {
     throw UserError(SourceLoc{file, "", ""}, std::string("malformed manifest: ") + e.what());
   }
@@ -914,6 +973,14 @@ Manifest instantiateManifest(const std::shared_ptr<const SymbolicManifest>& s, c
   m.symbolic = s;
   m.binding = b;
   return m;
+}
+
+std::shared_ptr<const SymbolicManifest> symbolicManifestFromJson(const json& j, const std::string& file) {
+  try {
+    return symbolicFromJson(j, file);
+  } catch (const json::exception& e) {
+    throw UserError(SourceLoc{file, "", ""}, std::string("malformed manifest: ") + e.what());
+  }
 }
 
 Manifest manifestFromJson(const json& j, const std::string& file, int64_t maxElements) {

@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
   compile->add_option("--constant-inputs", copts.frontend.constant_inputs,
                       "ONNX: safetensors with values of graph inputs needed when compiling (shapes, axes, K); they leave the artifact's inputs");
   compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
+  compile->add_flag("--wide-index", copts.wide_index,
+                    "dynamic shapes: 64-bit indices in every kernel, for sizes where a tensor spans 2^31 elements or more "
+                    "(default: 32-bit when the hints fit, sizes beyond refused at run time)");
 
   std::vector<std::string> batchModels;
   std::string batchOut, batchReport, batchArch = "sm_80,sm_90";
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
   batch->add_option("--partitioner", copts.partitioner, "min-cut or default")->capture_default_str()->check(CLI::IsMember({"min-cut", "default"}));
   batch->add_option("--report", batchReport, "write a JSON report (status, errors, kernels, saved bytes, time per model)");
   batch->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));
+  batch->add_flag("--wide-index", copts.wide_index, "dynamic shapes: 64-bit indices in every kernel");
 
   std::string graphModel, graphStage = "functionalize", graphFormat = "dot", graphOut;
   auto* graph = app.add_subcommand("graph", "the model's graph at a pipeline stage, as Graphviz DOT or IR text");

@@ -43,7 +43,7 @@ struct CodegenResult {
 ///    group's block size are chosen from `decide`'s sizes, the same at every
 ///    probe (both kinds are correct at every size);
 ///  - index width (Note [32-bit indexing]) is `wide`, decided by the caller
-///    at the symbols' maxima;
+///    (Note [Dynamic index width]);
 ///  - a size scalar (Note [Size scalars]) is computed in the kernel from its
 ///    integers, not written as one float literal.
 /// Anything else that differs between probes makes the unifier refuse,

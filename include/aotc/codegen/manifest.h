@@ -41,6 +41,8 @@ struct DynamicCodegen {
 };
 /// Compiles a symbolic pipeline result (pr.functional.symbols non-empty),
 /// the probes on `jobs` threads (the result does not depend on it).
-DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule, unsigned jobs = 1);
+/// `wideIndex`: 64-bit indices whatever the sizes (Note [Dynamic index width]).
+DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule, unsigned jobs = 1,
+                               bool wideIndex = false);
 
 }  // namespace aotc

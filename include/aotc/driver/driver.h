@@ -22,6 +22,7 @@ struct CompileOptions {
   unsigned jobs = 0;                        ///< NVRTC threads; 0 = one per core
   std::string cache_dir;                    ///< kernel cache; empty = no cache
   FrontendOptions frontend;                 ///< ONNX: --train, --frozen, --shape, --dim
+  bool wide_index = false;                  ///< dynamic shapes: 64-bit indices (Note [Dynamic index width])
 };
 
 struct CompileSummary {

@@ -287,7 +287,21 @@ struct SymbolicManifest {
   /// Expressions the artifact divides by (a size scalar's denominator, Note
   /// [Size scalars]: BatchNorm's unbiased n / (n - 1)): each must not be 0.
   std::vector<std::pair<sym::Expr, std::string>> nonzero;
+  /// Sizes the artifact's 32-bit indices must reach (Note [Dynamic index
+  /// width]): each expression at most `at_most`.
+  struct Limit {
+    sym::Expr expr;
+    int64_t at_most = 0;
+    std::string where;
+  };
+  std::vector<Limit> limits;
+  /// Every {"sym": EXPR} of the template, parsed once when it is read:
+  /// instantiating evaluates each distinct expression once per binding.
+  std::map<std::string, sym::Expr> exprs;
 };
+/// Reads and checks a version-5 manifest's template and declarations
+/// (every expression parsed; a malformed one names its field).
+std::shared_ptr<const SymbolicManifest> symbolicManifestFromJson(const nlohmann::json& j, const std::string& file);
 /// The symbols' values that `shapes` (input name -> its dims, for the inputs
 /// the caller gives) imply; refuses a conflict, a symbol no input binds, a
 /// value outside its range and a broken guard.  A symbol no given input

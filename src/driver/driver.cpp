@@ -331,54 +331,6 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   return s;
 }
 
-int batchCompile(const std::vector<std::string>& models, const std::string& out_root, const CompileOptions& base,
-                 const std::string& report, const Logger& log) {
-  ojson rows = ojson::array();
-  int failed = 0;
-  std::set<std::string> stems;
-  for (const std::string& model : models) {
-    CompileOptions o = base;
-    o.model = model;
-    std::string stem = fs::path(model).stem().string();
-    // Two models with one stem would overwrite each other: refuse the second.
-    ojson row{{"model", model}};
-    try {
-      if (!stems.insert(stem).second) throw UserError(SourceLoc{model, "", ""}, "another model in this batch has the stem '" + stem + "'");
-      o.out_dir = (fs::path(out_root) / stem).string();
-      CompileSummary s = compileModel(o, log);
-      row["status"] = "ok";
-      row["artifact"] = o.out_dir;
-      row["kernels"] = s.kernels;
-      row["saved_bytes"] = s.saved_bytes;
-      row["compile_ms"] = std::round(s.total_ms * 10) / 10;
-      row["cache_hits"] = s.cache_hits;
-      row["cache_misses"] = s.cache_misses;
-      row["module_cache_hits"] = s.module_hits;
-      row["module_cache_misses"] = s.module_misses;
-      std::printf("ok     %s -> %s (%zu kernels, %.0f ms)\n", model.c_str(), o.out_dir.c_str(), s.kernels, s.total_ms);
-    } catch (const UserError& e) {
-      ++failed;
-      row["status"] = "error";
-      ojson errs = ojson::array();
-      for (auto& d : e.diagnostics()) errs.push_back(d.str());
-      row["errors"] = errs;
-      std::printf("error  %s: %s\n", model.c_str(), e.diagnostics().front().str().c_str());
-    }
-    std::fflush(stdout);
-    rows.push_back(row);
-  }
-  if (!report.empty()) {
-    ojson r{{"format", "aotc.batch_report"}, {"version", 1}, {"models", rows}, {"failed", failed}};
-    fs::path rp(report);
-    fs::path tmp = rp;
-    tmp += ".tmp";
-    writeFile(tmp, r.dump(1) + "\n");
-    fs::rename(tmp, rp);
-  }
-  log->info("{} of {} models compiled", models.size() - static_cast<size_t>(failed), models.size());
-  return failed;
-}
-
 std::string graphOf(const std::string& model, const std::string& stage, const std::string& partitioner, bool dot) {
   Model fx = loadModel(model);
   std::optional<Graph> pick;

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -70,43 +71,47 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   aotc::CompileOptions copts;
-  std::string arch = "sm_80,sm_90", printAfter;
+  std::string arch = "sm_80,sm_90", printAfter, cacheDir;
+  bool noCache = false, timings = false;
+  std::vector<std::string> frozenList, shapeSpecs, dimSpecs;
+  // The compile flags, shared by compile and batch.
+  auto compileFlags = [&](CLI::App* c) {
+    c->add_option("--arch", arch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
+    c->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"min-cut", "default"}));
+    c->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here (batch: DIR/<model>)");
+    c->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
+    c->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
+    c->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
+    c->add_flag("--train", copts.frontend.train, "ONNX: a training artifact (floating-point initializers not frozen require grad)");
+    c->add_option("--frozen", frozenList, "ONNX --train: initializers that stay constant (comma list)")->delimiter(',');
+    c->add_option("--shape", shapeSpecs, "ONNX: an input's shape, INPUT=2x3x224x224 (repeatable)");
+    c->add_option("--dim", dimSpecs, "ONNX: a symbolic dim's size, PARAM=8 (repeatable)");
+    c->add_option("--constant-inputs", copts.frontend.constant_inputs,
+                  "ONNX: safetensors with values of graph inputs needed when compiling (shapes, axes, K); they leave the artifact's inputs");
+    c->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
+    c->add_flag("--wide-index", copts.wide_index,
+                "dynamic shapes: 64-bit indices in every kernel, for sizes where a tensor spans 2^31 elements or more "
+                "(default: 32-bit when the hints fit, sizes beyond refused at run time)");
+  };
   auto* compile = app.add_subcommand("compile", "compile a model (FX JSON or ONNX) into an artifact directory");
   compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py, or .onnx)")->required();
   compile->add_option("-o,--output", copts.out_dir, "artifact directory to write")->required();
-  compile->add_option("--arch", arch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
-  compile->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"min-cut", "default"}));
-  compile->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here");
   compile->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));
-  std::string cacheDir;
-  bool noCache = false, timings = false;
-  compile->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
-  compile->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
-  compile->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
-  std::vector<std::string> frozenList, shapeSpecs, dimSpecs;
-  compile->add_flag("--train", copts.frontend.train, "ONNX: a training artifact (floating-point initializers not frozen require grad)");
-  compile->add_option("--frozen", frozenList, "ONNX --train: initializers that stay constant (comma list)")->delimiter(',');
-  compile->add_option("--shape", shapeSpecs, "ONNX: an input's shape, INPUT=2x3x224x224 (repeatable)");
-  compile->add_option("--dim", dimSpecs, "ONNX: a symbolic dim's size, PARAM=8 (repeatable)");
-  compile->add_option("--constant-inputs", copts.frontend.constant_inputs,
-                      "ONNX: safetensors with values of graph inputs needed when compiling (shapes, axes, K); they leave the artifact's inputs");
-  compile->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
-  compile->add_flag("--wide-index", copts.wide_index,
-                    "dynamic shapes: 64-bit indices in every kernel, for sizes where a tensor spans 2^31 elements or more "
-                    "(default: 32-bit when the hints fit, sizes beyond refused at run time)");
+  compileFlags(compile);
 
-  std::vector<std::string> batchModels;
-  std::string batchOut, batchReport, batchArch = "sm_80,sm_90";
-  auto* batch = app.add_subcommand("batch", "compile many models (a model zoo), one artifact each, going on past failures");
-  batch->add_option("models", batchModels, "model files")->required();
-  batch->add_option("-o,--output", batchOut, "directory for the artifacts (one per model, named after the file)")->required();
-  batch->add_option("--arch", batchArch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
-  batch->add_option("--partitioner", copts.partitioner, "min-cut or default")->capture_default_str()->check(CLI::IsMember({"min-cut", "default"}));
-  batch->add_option("--report", batchReport, "write a JSON report (status, errors, kernels, saved bytes, time per model)");
-  batch->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));
-  batch->add_flag("--wide-index", copts.wide_index, "dynamic shapes: 64-bit indices in every kernel");
+  aotc::BatchOptions bopts;
+  std::string shard;
+  auto* batch = app.add_subcommand("batch", "compile a model zoo, one artifact each, in parallel, going on past failures");
+  batch->add_option("models", bopts.models, "model files (FX JSON, ONNX), directories (searched recursively) and @LIST files (one path per line)")
+      ->required();
+  batch->add_option("-o,--output", bopts.out_root, "directory for the artifacts (one per model, named after the file)")->required();
+  batch->add_option("-j,--jobs", bopts.jobs, "threads in all: models compiled at once (default: one per core)")->check(CLI::Range(1, 4096));
+  batch->add_option("--report", bopts.report, "write a JSON report (status, stage times, kernels, cache hits, artifact bytes, errors per model)");
+  batch->add_option("--junit", bopts.junit, "write JUnit XML, one test case per model");
+  batch->add_option("--shard", shard, "I/N: compile the I-th of N deterministic shards (1 <= I <= N)");
+  compileFlags(batch);
 
   std::string graphModel, graphStage = "functionalize", graphFormat = "dot", graphOut;
   auto* graph = app.add_subcommand("graph", "the model's graph at a pipeline stage, as Graphviz DOT or IR text");
@@ -161,7 +166,8 @@ int main(int argc, char** argv) {
   log->set_pattern("aotc: %v");
   log->set_level(quiet ? spdlog::level::err : verbose >= 2 ? spdlog::level::debug : verbose ? spdlog::level::info : spdlog::level::warn);
   try {
-    if (*compile) {
+    // The compile flags (shared by compile and batch), checked once.
+    auto setCompileFlags = [&] {
       copts.archs = splitList(arch);
       copts.print_ir_after = splitList(printAfter);
       copts.frontend.frozen = frozenList;
@@ -176,13 +182,29 @@ int main(int argc, char** argv) {
         copts.frontend.dims[name] = d[0];
       }
       if (!noCache) copts.cache_dir = cacheDir.empty() ? userCacheDir("kernels") : cacheDir;
+    };
+    if (*compile) {
+      setCompileFlags();
       auto summary = aotc::compileModel(copts, log);
       if (!quiet) std::printf("%s", summary.str().c_str());
       if (timings) std::printf("%s", summary.timings().c_str());
     } else if (*batch) {
-      copts.archs = splitList(batchArch);
-      copts.cache_dir = userCacheDir("kernels");
-      return aotc::batchCompile(batchModels, batchOut, copts, batchReport, log) == 0 ? 0 : 1;
+      setCompileFlags();
+      if (!shard.empty()) {
+        unsigned i = 0, n = 0;
+        char extra = 0;
+        if (std::sscanf(shard.c_str(), "%u/%u%c", &i, &n, &extra) != 2 || n < 1 || i < 1 || i > n || n > 100000) {
+          std::fprintf(stderr, "aotc: error: --shard %s: expected I/N with 1 <= I <= N\n", shard.c_str());
+          return 2;
+        }
+        bopts.shard_index = i;
+        bopts.shard_count = n;
+      }
+      bopts.base = copts;
+      bopts.timings = timings;
+      bopts.quiet = quiet;
+      bopts.progress = !quiet && ::isatty(2);
+      return aotc::batchCompile(bopts, log);
     } else if (*graph) {
       std::string text = aotc::graphOf(graphModel, graphStage, copts.partitioner, graphFormat == "dot");
       if (graphOut.empty()) {

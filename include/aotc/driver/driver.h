@@ -50,11 +50,29 @@ using Logger = std::shared_ptr<spdlog::logger>;
 /// only when complete.  Throws UserError on bad input.
 CompileSummary compileModel(const CompileOptions& opts, const Logger& log);
 
-/// `aotc batch`: compiles every model into out_root/<model file stem>, going
-/// on past failures.  Prints one line per model; writes a JSON report if
-/// `report` is set.  Returns the number of models that failed.
-int batchCompile(const std::vector<std::string>& models, const std::string& out_root, const CompileOptions& base,
-                 const std::string& report, const Logger& log);
+/// `aotc batch` (Note [Batch compiles], batch.cpp).
+struct BatchOptions {
+  std::vector<std::string> models;  ///< files, directories and @LIST files
+  std::string out_root;             ///< one artifact directory per model under it
+  CompileOptions base;              ///< every compile flag (model, out_dir and jobs are set per model)
+  unsigned jobs = 0;                ///< threads in all; 0 = one per core
+  std::string report, junit;        ///< JSON report and JUnit XML paths, if set
+  unsigned shard_index = 1, shard_count = 1;
+  bool timings = false;             ///< stage times under each model's line
+  bool progress = false;            ///< a progress line on stderr (a terminal)
+  bool quiet = false;               ///< failures only
+};
+
+/// The models `specs` names: files as given, directories' .onnx files and
+/// aotc FX graphs (recursively, sorted), @LIST files' lines; each once.
+std::vector<std::string> expandModels(const std::vector<std::string>& specs);
+/// Each model's artifact name: its stem, with parent directories where
+/// stems collide.
+std::vector<std::string> artifactNames(const std::vector<std::string>& models);
+/// Compiles the shard's models in parallel, going on past failures; prints a
+/// line per model and a summary table, writes the report and JUnit XML.
+/// Returns the exit status: 0, 1 (some model refused), 3 (an internal error).
+int batchCompile(const BatchOptions& opts, const Logger& log);
 
 /// `aotc graph`: the model's graph at `stage` (captured, functionalize,
 /// autodiff, functionalize-joint, forward, backward) as DOT or IR text.

@@ -141,7 +141,8 @@ std::string nvrtcVersionCached(const std::string& cache_dir) {
   fs::create_directories(p.parent_path(), ec);
   removeStaleTemporaries(p.parent_path(), "", ".tmp.");  // Note [No debris]
   fs::path tmp = p;
-  tmp += ".tmp." + std::to_string(::getpid());
+  // Threads of one process (aotc batch) may write it at once: a name each.
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   { std::ofstream(tmp) << v << "\n"; }
   fs::rename(tmp, p, ec);
   if (ec) fs::remove(tmp, ec);  // a cache that cannot be written is only a slower cache

@@ -6,11 +6,10 @@ schemas/batch_report.schema.json and against what was asked; the JUnit XML
 read by an XML parser (one test case per model, the broken one a failure);
 the artifacts (the same bytes as `aotc compile` of the same model; none for
 the broken one); --shard 1/2 + 2/2 = the unsharded set with no overlap;
-@LIST files; plain lines in list order off a terminal and a progress line on
-one; usage errors exit 2."""
+@LIST files; plain lines in list order off a terminal (terminal_test.py runs
+it on one); usage errors exit 2."""
 import json
 import os
-import pty
 import subprocess
 import sys
 import tempfile
@@ -119,24 +118,6 @@ def main():
         check(rc == 2 and frag in err and not os.path.exists(os.path.join(tmp, "never")), f"batch {' '.join(args)}: usage error, exit 2")
     rc, out, err = run([aotc, "batch", os.path.join(tmp, "empty-dir-that-is-missing.json"), "-o", os.path.join(tmp, "z4")] + common)
     check(rc == 1 and "file does not exist" in out, "a missing model file is that model's error")
-
-    # On a terminal: a progress line with counts and an ETA on stderr.
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(aotc, [aotc, "batch", fixtures[2], fixtures[3], onnx, "-o", os.path.join(tmp, "zoo5")] + common)
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    _, wstatus = os.waitpid(pid, 0)
-    tty = b"".join(chunks).decode(errors="replace")
-    check(os.waitstatus_to_exitcode(wstatus) == 0 and "\r\x1b[K[" in tty and "3/3" in tty and "ETA" in tty,
-          "on a terminal a progress line shows counts and an ETA")
 
     print("batch_test:", "FAILED" if FAILS else "all passed")
     return 1 if FAILS else 0

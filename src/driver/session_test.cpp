@@ -37,7 +37,7 @@ class SessionTest : public ::testing::Test {
     dir_ = o.out_dir;
   }
   void SetUp() override {
-    dev_ = makeEmulateDevice(EmulateOptions{(fs::path(AOTC_BINARY_DIR) / "session_test" / "emu").string(), "c++"});
+    dev_ = makeEmulateDevice(EmulateOptions{(fs::path(AOTC_BINARY_DIR) / "session_test" / "emu").string(), "c++", nullptr});
     s_ = std::make_unique<Session>(loadManifest(dir_), dir_, *dev_);
   }
   void TearDown() override {
@@ -152,7 +152,7 @@ TEST(DynamicSession, RebindsTheSymbolsAtEachSize) {
   o.archs = {"sm_90"};
   fs::remove_all(o.out_dir);
   compileModel(o, std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()));
-  auto dev = makeEmulateDevice(EmulateOptions{(fs::path(AOTC_BINARY_DIR) / "session_test" / "emu").string(), "c++"});
+  auto dev = makeEmulateDevice(EmulateOptions{(fs::path(AOTC_BINARY_DIR) / "session_test" / "emu").string(), "c++", nullptr});
   std::vector<DevicePtr> owned;
   {
     Session s(loadManifest(o.out_dir), o.out_dir, *dev);

@@ -162,6 +162,7 @@ class KernelLibrary {
       removeStaleTemporaries(cache, "emu_", ".tmp.");  // Note [No debris]
       std::string tmp = (cache / ("emu_" + key + ".tmp." + std::to_string(::getpid()))).string();
       { std::ofstream(tmp + ".cpp") << text; }
+      if (opts.progress) opts.progress(cat("host-compiling ", names.size(), " kernels (once per artifact)"), 0, 0);
       std::string cmd = opts.host_compiler + " -std=c++17 -O2 -fPIC -shared -w -o " + tmp + ".so " + tmp + ".cpp -lboost_context > " + tmp +
                         ".log 2>&1";
       int rc = std::system(cmd.c_str());
@@ -171,6 +172,7 @@ class KernelLibrary {
         throw UserError(SourceLoc{tmp + ".cpp", "", "emulate"}, "host compilation of the kernels failed: " + log.substr(0, 2000));
       }
       fs::rename(tmp + ".so", lib);  // atomic: concurrent runs see a whole library or none
+      if (opts.progress) opts.progress("host-compiled", 1, 1);
       std::error_code ec;
       fs::remove(tmp + ".cpp", ec);
       fs::remove(tmp + ".log", ec);

@@ -202,6 +202,7 @@ void Session::run(plan::Phase phase, const std::map<std::string, DevicePtr>& roo
   auto ptr = [&](const std::string& name) { return arena->root.at(name); };
   for (size_t i = 0; i < prog.steps.size(); ++i) {
     const plan::Step& st = prog.steps[i];
+    if (progress_) progress_(pname, i, prog.steps.size());
     try {
       if (const plan::Launch* l = std::get_if<plan::Launch>(&st)) {
         std::vector<DevicePtr> args;

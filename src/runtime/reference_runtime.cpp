@@ -24,11 +24,14 @@ using json = nlohmann::json;
 std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, const RunOptions& opts);
 
 std::vector<HostTensor> interpretGraph(const Graph& g, const std::vector<HostTensor>& inputs,
-                                       const std::function<void(const std::string&, const HostTensor&)>& on_epilogue) {
+                                       const std::function<void(const std::string&, const HostTensor&)>& on_epilogue,
+                                       const std::function<void(const std::string&, size_t, size_t)>& progress) {
   AOTC_CHECK(inputs.size() == g.inputs.size(), "program takes ", g.inputs.size(), " inputs, got ", inputs.size());
   std::vector<HostTensor> env(g.values.size());
   for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i].value] = inputs[i];
-  for (const Node& n : g.nodes) {
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (progress) progress(g.name, k, g.nodes.size());
     std::vector<const HostTensor*> ins;
     for (ValueId v : n.inputs) ins.push_back(&env[v]);
     if (n.op == OpKind::EpilogueCopy) {
@@ -119,7 +122,7 @@ namespace {
 std::map<std::string, HostTensor> runOnDevice(const plan::Manifest& m, const std::string& dir, Device& dev,
                                               const std::map<std::string, HostTensor>& caller,
                                               const std::map<size_t, HostTensor>& gradOutputs, const std::vector<std::string>& mutated,
-                                              bool forwardOnly) {
+                                              bool forwardOnly, const std::function<void(const std::string&, size_t, size_t)>& progress) {
   std::vector<DevicePtr> owned;
   struct Release {
     Device& d;
@@ -131,6 +134,7 @@ std::map<std::string, HostTensor> runOnDevice(const plan::Manifest& m, const std
   std::map<std::string, HostTensor> res;
   {
     Session s(m, dir, dev);
+    s.setProgress(progress);
     for (const plan::InputSpec& in : m.inputs) {
       auto it = caller.find(in.name);
       if (it == caller.end()) continue;  // from the artifact's weights
@@ -172,7 +176,7 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
   // The device first: without a GPU, --backend cuda fails before reading anything else.
   std::unique_ptr<Device> device;
   if (opts.backend == "cuda") device = makeCudaDevice(0);
-  if (opts.backend == "emulate") device = makeEmulateDevice(EmulateOptions{opts.emulate_cache_dir, opts.host_compiler});
+  if (opts.backend == "emulate") device = makeEmulateDevice(EmulateOptions{opts.emulate_cache_dir, opts.host_compiler, opts.progress});
 
   // Every tensor given must be an input of the artifact, given once: a typo
   // or a stale file is an error, not an input silently left at its default.
@@ -254,7 +258,7 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
   for (const plan::OutputSpec& o : m.outputs)
     if (o.tangent) gradOutputs[o.index] = checked(gpool, "grad_output." + std::to_string(o.index), o.dtype, o.shape, "grad output", true);
 
-  if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only);
+  if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only, opts.progress);
 
   // The reference interpreter: the oracle, on the programs' IR.
   auto slurpIr = [&](const std::string& rel) { return slurp(root / rel); };
@@ -273,7 +277,11 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     AOTC_CHECK(dst.sizes == v.sizes, "epilogue copy shape mismatch for ", name);
     for (size_t i = 0; i < v.data.size(); ++i) dst.data[i] = roundTo(dst.dtype, v.data[i]);
   };
-  std::vector<HostTensor> fout = interpretGraph(fw, fin, epilogue);
+  auto phase = [&](const char* name) -> std::function<void(const std::string&, size_t, size_t)> {
+    if (!opts.progress) return nullptr;
+    return [&opts, name](const std::string&, size_t done, size_t total) { opts.progress(name, done, total); };
+  };
+  std::vector<HostTensor> fout = interpretGraph(fw, fin, epilogue, phase("forward"));
   // Metadata mutations: the caller's tensor becomes a view of its storage.
   std::map<std::string, std::vector<ViewStep>> metaChain;
   for (const GraphOutput& o : fw.outputs)
@@ -318,7 +326,7 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     else if (gi.role == InputRole::Tangent) bin.push_back(tangents.at(n));
     else bin.push_back(caller.at(n));  // the caller's buffer a backward epilogue writes
   }
-  std::vector<HostTensor> bout = interpretGraph(bw, bin, epilogue);
+  std::vector<HostTensor> bout = interpretGraph(bw, bin, epilogue, phase("backward"));
   for (size_t i = 0; i < bw.outputs.size(); ++i)
     if (bw.outputs[i].role == OutputRole::Grad) res["grad." + bw.outputs[i].target] = bout[i];
   for (auto& n : mutated) res["after_backward." + n] = callerView(n);

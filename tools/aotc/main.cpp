@@ -1,5 +1,10 @@
 //===- main.cpp - The aotc command line: CLI11 -> driver -------------------===//
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -55,6 +60,57 @@ std::string userCacheDir(const char* what) {
   if (home && *home) return std::string(home) + "/.cache/aotc/" + what;
   return "";
 }
+
+/// A progress line on stderr (a terminal) while `aotc run` works: what it is
+/// doing, how far, and the seconds so far, redrawn by a ticker thread; shown
+/// only after half a second, cleared when done.
+class TerminalProgress {
+ public:
+  TerminalProgress() : t0_(std::chrono::steady_clock::now()), ticker_([this] { loop(); }) {}
+  ~TerminalProgress() { stop(); }
+  TerminalProgress(const TerminalProgress&) = delete;
+  TerminalProgress& operator=(const TerminalProgress&) = delete;
+
+  void update(const std::string& what, size_t done, size_t total) {
+    std::lock_guard lock(mu_);
+    what_ = what;
+    done_ = done;
+    total_ = total;
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    ticker_.join();
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mu_);
+    while (!stopped_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+      if (stopped_ || what_.empty() || s < 0.5) continue;
+      std::string count = total_ ? " " + std::to_string(done_) + "/" + std::to_string(total_) : "";
+      std::fprintf(stderr, "\r\033[K[%s]%s  %.1f s", what_.c_str(), count.c_str(), s);
+      std::fflush(stderr);
+      drawn_ = true;
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string what_;
+  size_t done_ = 0, total_ = 0;
+  bool stopped_ = false, drawn_ = false;
+  std::chrono::steady_clock::time_point t0_;
+  std::thread ticker_;
+};
 
 }  // namespace
 
@@ -219,7 +275,15 @@ int main(int argc, char** argv) {
     } else if (*run) {
       // The host-compiled kernels of `--backend emulate` are cached per user.
       ropts.emulate_cache_dir = runCacheDir.empty() ? userCacheDir("emulate") : runCacheDir;
+      // Long runs (a reference run of a big model, the emulator's first host
+      // compile) show how far they are on a terminal.
+      std::optional<TerminalProgress> progress;
+      if (!quiet && ::isatty(2)) {
+        progress.emplace();
+        ropts.progress = [&progress](const std::string& what, size_t done, size_t total) { progress->update(what, done, total); };
+      }
       aotc::runAndWrite(artifact, ropts, outFile, log);
+      if (progress) progress->stop();
     }
   } catch (const aotc::UserError& e) {
     for (auto& d : e.diagnostics()) std::fprintf(stderr, "aotc: %s\n", d.str().c_str());

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,9 +45,13 @@ class Device {
   virtual void synchronize() = 0;
 };
 
+/// Reports long work as it goes: (what, done, total); total 0 when unknown.
+using ProgressFn = std::function<void(const std::string& what, size_t done, size_t total)>;
+
 struct EmulateOptions {
   std::string cache_dir;              ///< host-compiled kernel libraries; "" = $TMPDIR/aotc-emulate
   std::string host_compiler = "c++";  ///< compiles the artifact's CUDA C++ against the shim
+  ProgressFn progress;                ///< told before and after a host compile (seconds, once per artifact)
 };
 
 std::unique_ptr<Device> makeEmulateDevice(const EmulateOptions& opts);

@@ -1,6 +1,7 @@
 //===- executor.h - Run an artifact's plan on a Device -------------*- C++ -*-===//
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,6 +49,8 @@ class Session {
 
   void forward();
   void backward();
+  /// Hears each step as it starts: ("forward"|"backward", step, steps).
+  void setProgress(std::function<void(const std::string&, size_t, size_t)> f) { progress_ = std::move(f); }
 
   size_t numOutputs() const { return m_.outputs.size(); }
   DeviceTensor output(size_t index) const;
@@ -68,6 +71,7 @@ class Session {
   plan::Manifest m_;
   std::string dir_;
   Device& dev_;
+  std::function<void(const std::string&, size_t, size_t)> progress_;
   std::map<std::string, DeviceTensor> bound_;       ///< input name -> the caller's tensor
   std::map<size_t, DeviceTensor> gradOutputs_;
   std::map<std::string, DevicePtr> weights_;        ///< uploaded artifact weights

@@ -17,8 +17,10 @@ namespace aotc {
 /// Interprets a program op by op.  `inputs` are bound to the graph inputs in
 /// order; `on_epilogue(input name, value)` is called for every epilogue copy.
 /// Returns the value of every graph output, in order.
+/// `progress`, if set, hears (g.name, nodes done, nodes).
 std::vector<HostTensor> interpretGraph(const Graph& g, const std::vector<HostTensor>& inputs,
-                                       const std::function<void(const std::string&, const HostTensor&)>& on_epilogue);
+                                       const std::function<void(const std::string&, const HostTensor&)>& on_epilogue,
+                                       const std::function<void(const std::string&, size_t, size_t)>& progress = nullptr);
 
 struct RunOptions {
   std::string backend = "reference";  ///< reference | emulate | cuda
@@ -28,6 +30,9 @@ struct RunOptions {
   std::string grad_outputs_file;  ///< empty: every grad output is zero
   bool forward_only = false;
   bool create_graph = false;
+  /// Hears long work as it goes (what, done, total; total 0 when unknown):
+  /// the program's nodes or steps, the emulator's host compile.
+  std::function<void(const std::string&, size_t, size_t)> progress;
 };
 
 /// Runs forward then backward of the artifact in `dir`: on the reference

@@ -161,7 +161,7 @@ std::string CompileSummary::timings() const {
   std::snprintf(buf, sizeof buf,
                 "timings: load %.1f ms, engine %.1f ms, codegen %.1f ms, nvrtc %.1f ms (%.1f ms on all threads), write %.1f ms, "
                 "total %.1f ms\nmodule cache: %zu hits, %zu misses (%zu modules, each per arch; nvJitLink %.1f ms on all threads)\n"
-                "kernel cache: %zu hits, %zu misses (PTX of the kernels of the modules that missed, per arch; %zu NVRTC programs)\n",
+                "kernel cache: %zu hits, %zu misses (PTX of the kernels of the modules that missed, one for all archs; %zu NVRTC programs)\n",
                 load_ms, engine_ms, codegen_ms, nvrtc_wall_ms, nvrtc_cpu_ms, write_ms, total_ms, module_hits, module_misses, modules,
                 link_cpu_ms, cache_hits, cache_misses, nvrtc_programs);
   return buf;

@@ -97,21 +97,23 @@ constexpr size_t kKernelsPerProgram = 48;
 ///  * module/: one entry per module and arch, keyed by the SHA-256 of (module
 ///    source, NVRTC options and version, nvJitLink version, arch), holding
 ///    the module's PTX and cubin.  Compiling a model again hits here only.
-///  * ptx/: one entry per kernel and arch, keyed by the SHA-256 of (kernel
-///    source, NVRTC options, NVRTC version, virtual arch), holding the
-///    kernel's PTX (Note [PTX splitting]).  NVRTC's front end is most of the
+///  * ptx/: one entry per kernel, keyed by the SHA-256 of (kernel source,
+///    NVRTC options, NVRTC version, the virtual arch of the lowest arch asked
+///    for: Note [One PTX], nvrtc.cpp), holding the kernel's PTX (Note [PTX
+///    splitting]); every arch's module is linked from the same PTX.  NVRTC's front end is most of the
 ///    cost, and kernel texts name ops, not layers (Note [Kernel text]), so
 ///    this level is shared by every layer and every model that emits the
 ///    same kernel: a model zoo compiled into one cache compiles each distinct
-///    kernel once.  Kernels that miss are compiled kKernelsPerProgram to an
-///    NVRTC program; a module that missed is assembled from its kernels' PTX
-///    and linked to cubin by nvJitLink.
+///    kernel once.  Kernels that miss are compiled in NVRTC programs of at
+///    most kKernelsPerProgram, at least one per thread; a module that missed
+///    is assembled from its kernels' PTX and linked to cubin per arch by
+///    nvJitLink.
 /// A module's PTX is assembled from its kernels' PTX, so the artifact is the
 /// same bytes whatever the cache held.  Entries are written to a temporary
 /// name and renamed into place (a module's PTX last: its presence marks a
 /// whole entry), so concurrent aotc processes never see half an entry.
 struct KernelCacheStats {
-  size_t hits = 0, misses = 0;            ///< kernel PTX entries, per arch (modules that missed only)
+  size_t hits = 0, misses = 0;            ///< kernel PTX entries (of the modules that missed), once for all archs
   size_t module_hits = 0, module_misses = 0;  ///< module entries, per arch
   size_t nvrtc_programs = 0;
   double nvrtc_ms = 0, link_ms = 0;       ///< summed over threads

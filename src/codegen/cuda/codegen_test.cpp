@@ -6,12 +6,15 @@
 // backward must compile with NVRTC.  No GPU needed.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include "aotc/codegen/codegen.h"
 #include "aotc/passes/passes.h"
 #include "aotc/ops/rules.h"
 #include "ops/op_samples.h"
+
+namespace fs = std::filesystem;
 
 namespace aotc {
 namespace {
@@ -82,6 +85,42 @@ TEST(Codegen, ForwardOnlyKernelsCompile) {
   EXPECT_GE(rows, 5u);  // argmax, constant, arange, rand_mask, rand_uniform
   ASSERT_EQ(all.size(), kForwardOnly.size() + rows);
   EXPECT_NO_THROW(compileModules(groupKernels(all, 64), all, {"sm_80"}, 2));
+}
+
+// Note [PTX function clones]: NVRTC specializes CUDA's internal
+// __internal_accurate_pow to a constant exponent in one kernel and not in
+// the other; one module holds both (the second renamed), links for every
+// arch, and is the same bytes whatever -j and whatever the cache held.
+TEST(Codegen, InternalFunctionsSpecializedDifferentlyShareAModule) {
+  auto kernel = [](const std::string& name, const std::string& body) {
+    return KernelSource{name, "#include \"aotc_prelude.cuh\"\nextern \"C\" __global__ void " + name +
+                                  "(double* o, const double* a, const double* b) { int i = threadIdx.x; " + body + " }\n",
+                        {name}};
+  };
+  std::map<std::string, KernelSource> all;
+  for (const KernelSource& k : {kernel("k_00000000000000a1", "o[i] = pow(a[i], 2.5);"),
+                                kernel("k_00000000000000a2", "o[i] = pow(a[i], b[i]);"),
+                                kernel("k_00000000000000a3", "o[i] = a[i] + b[i];")})
+    all[k.name] = k;
+  const std::vector<KernelModule> mods = groupKernels(all, 8);
+  ASSERT_EQ(mods.size(), 1u);
+  std::vector<std::vector<NvrtcOutput>> one, two, cachedOnce, cachedTwice;
+  ASSERT_NO_THROW(one = compileModules(mods, all, {"sm_80", "sm_90"}, 1));
+  ASSERT_NO_THROW(two = compileModules(mods, all, {"sm_80", "sm_90"}, 2));
+  const std::string cache = (fs::path(::testing::TempDir()) / "aotc-clones-cache").string();
+  fs::remove_all(cache);
+  ASSERT_NO_THROW(cachedOnce = compileModules(mods, all, {"sm_80", "sm_90"}, 2, cache));
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(cache))  // the modules: rebuilt from kernel PTX
+    if (e.path().string().find("/module/") != std::string::npos && e.is_regular_file()) fs::remove(e.path());
+  ASSERT_NO_THROW(cachedTwice = compileModules(mods, all, {"sm_80", "sm_90"}, 2, cache));
+  for (size_t a = 0; a < 2; ++a) {
+    EXPECT_EQ(one[0][a].ptx, two[0][a].ptx);
+    EXPECT_EQ(one[0][a].ptx, cachedOnce[0][a].ptx);
+    EXPECT_EQ(one[0][a].ptx, cachedTwice[0][a].ptx);
+    EXPECT_FALSE(one[0][a].cubin.empty());
+  }
+  EXPECT_NE(one[0][0].ptx.find("__internal_accurate_pow$1"), std::string::npos) << "the second specialization is a clone";
+  fs::remove_all(cache);
 }
 
 TEST(Codegen, NvrtcFailureNamesTheKernelNodes) {

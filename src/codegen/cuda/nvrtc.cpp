@@ -346,14 +346,54 @@ bool splitPtx(const std::string& ptx, std::map<std::string, std::string>& perKer
 }
 
 /// A module's PTX from its kernels' PTX: header, items in name order, entries.
+/// `text` with every whole identifier `from` replaced by `to`.
+std::string renameIdent(const std::string& text, const std::string& from, const std::string& to) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; };
+  std::string out;
+  size_t last = 0;
+  for (size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + 1)) {
+    if ((p > 0 && ident(text[p - 1])) || (p + from.size() < text.size() && ident(text[p + from.size()]))) continue;
+    out.append(text, last, p - last);
+    out += to;
+    last = p + from.size();
+  }
+  out.append(text, last, std::string::npos);
+  return out;
+}
+
+/// Note [PTX function clones]: NVRTC specializes a program's internal
+/// functions to their calls (CUDA's __internal_accurate_pow loses its
+/// exponent parameter in a program whose every pow has a constant one), so
+/// two kernels' PTX may hold different functions of one name.  A module
+/// keeps the first; a later kernel whose item of that name differs has its
+/// own renamed (name$N, N counting in the module), in its entry and in its
+/// other items, until nothing it holds clashes.  The module's kernels come
+/// in name order and each kernel's PTX is fixed (Note [Kernel cache]), so
+/// the names are deterministic.
 std::string assemblePtx(const std::vector<const std::string*>& kernelPtx) {
   std::string header;
   std::map<std::string, std::string> items;
   std::string entries;
+  size_t clones = 0;
   for (const std::string* k : kernelPtx) {
     PtxParts parts;
     AOTC_CHECK(parsePtx(*k, parts), "cached kernel PTX does not parse");
     if (header.empty()) header = parts.header;
+    for (bool clash = true; clash;) {
+      clash = false;
+      for (auto& [n, t] : parts.items) {
+        auto it = items.find(n);
+        if (it == items.end() || it->second == t) continue;
+        const std::string fresh = cat(n, "$", ++clones);
+        PtxParts renamed;
+        renamed.header = parts.header;
+        for (auto& [m, u] : parts.items) renamed.items[m == n ? fresh : m] = renameIdent(u, n, fresh);
+        for (auto& [m, u] : parts.entries) renamed.entries.push_back({m, renameIdent(u, n, fresh)});
+        parts = std::move(renamed);
+        clash = true;
+        break;
+      }
+    }
     for (auto& [n, t] : parts.items) items.emplace(n, t);
     for (auto& [n, t] : parts.entries) entries += t;
   }
@@ -429,8 +469,19 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
   // 0. Whole modules (the same model compiled again): PTX and cubin.
   std::vector<std::vector<NvrtcOutput>> out(modules.size(), std::vector<NvrtcOutput>(archs.size()));
   std::vector<std::vector<char>> moduleHit(modules.size(), std::vector<char>(archs.size(), 0));
-  auto moduleKey = [&](size_t m, size_t a) { return sha256Hex(modules[m].source + "\n" + nvrtcKey + "\n" + linkKey + "\n" + archs[a]); };
-  std::vector<std::set<std::string>> needed(archs.size());  // [arch] kernels of the modules that missed
+  // Note [One PTX]: every kernel is compiled to PTX once, for the lowest arch
+  // asked for; PTX is forward-compatible, so it serves every arch: each
+  // arch's cubin is linked from it by nvJitLink (which optimizes for that
+  // arch), and a driver JIT-compiles it for a GPU newer than all of them.
+  // NVRTC's front end is most of a compile; this halves it for two archs.
+  std::string ptxFrom;  // the lowest arch asked for, named in NVRTC's errors
+  for (const std::string& a : archs)
+    if (ptxFrom.empty() || archNumber(a) < archNumber(ptxFrom)) ptxFrom = a;
+  const std::string ptxArch = ptxFrom.empty() ? "" : virtualArch(ptxFrom);
+  auto moduleKey = [&](size_t m, size_t a) {
+    return sha256Hex(modules[m].source + "\n" + nvrtcKey + "\n" + linkKey + "\n" + archs[a] + "\n" + ptxArch);
+  };
+  std::set<std::string> needed;  // kernels of the modules that missed
   for (size_t m = 0; m < modules.size(); ++m)
     for (size_t a = 0; a < archs.size(); ++a) {
       bool ok = cached;
@@ -442,46 +493,55 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
         moduleHit[m][a] = 1;
         ++st.module_hits;
       } else {
-        needed[a].insert(modules[m].kernels.begin(), modules[m].kernels.end());
+        needed.insert(modules[m].kernels.begin(), modules[m].kernels.end());
       }
     }
 
   // Whatever missed needs NVRTC (Note [Lazy NVRTC]): check the archs now.
-  for (size_t a = 0; a < archs.size(); ++a)
-    if (!needed[a].empty()) requireArch(archs[a]);
+  if (!needed.empty())
+    for (const std::string& a : archs) requireArch(a);
 
   // 1. The PTX of every kernel those need: from the cache, else from NVRTC.
-  std::vector<std::map<std::string, std::string>> ptx(archs.size());  // [arch] kernel -> PTX
-  std::vector<std::vector<std::string>> missing(archs.size());
-  for (size_t a = 0; a < archs.size(); ++a)
-    for (const std::string& name : needed[a]) {
-      const KernelSource& k = kernels.at(name);
-      std::string key = sha256Hex(k.source + "\n" + nvrtcKey + "\n" + virtualArch(archs[a]));
-      bool ok = cached;
-      std::string text = cached ? readFileOr(entry("ptx", key).string() + ".ptx", ok) : "";
-      if (ok && !text.empty()) {
-        ptx[a][name] = std::move(text);
-        ++st.hits;
-      } else {
-        missing[a].push_back(name);
-        ++st.misses;
-      }
+  std::map<std::string, std::string> ptx;  // kernel -> PTX (for ptxArch)
+  std::vector<std::string> missing;
+  for (const std::string& name : needed) {
+    const KernelSource& k = kernels.at(name);
+    std::string key = sha256Hex(k.source + "\n" + nvrtcKey + "\n" + ptxArch);
+    bool ok = cached;
+    std::string text = cached ? readFileOr(entry("ptx", key).string() + ".ptx", ok) : "";
+    if (ok && !text.empty()) {
+      ptx[name] = std::move(text);
+      ++st.hits;
+    } else {
+      missing.push_back(name);
+      ++st.misses;
     }
+  }
   using Failure = std::tuple<std::string, std::string, std::string>;  // (kernel or module, arch, log)
   std::vector<Failure> errors;
   if (st.misses) {  // no threads for a compile that hits the cache
     boost::asio::thread_pool pool(std::max(1u, jobs));
-    for (size_t a = 0; a < archs.size(); ++a)
-      for (size_t b = 0; b < missing[a].size(); b += kKernelsPerProgram) {
-        std::vector<std::string> group(missing[a].begin() + static_cast<std::ptrdiff_t>(b),
-                                       missing[a].begin() + static_cast<std::ptrdiff_t>(std::min(missing[a].size(), b + kKernelsPerProgram)));
-        boost::asio::post(pool, [&, a, group] {
+    // At most kKernelsPerProgram kernels a program, and enough programs to
+    // keep every thread busy (a program's fixed cost is small without the
+    // half headers, Note [Half headers]); a kernel's PTX does not depend on
+    // its program (Note [PTX splitting]).
+    const size_t count = missing.size();
+    const size_t groups = std::max((count + kKernelsPerProgram - 1) / kKernelsPerProgram, std::min<size_t>(std::max(1u, jobs), (count + 3) / 4));
+    for (size_t g = 0, b = 0; g < groups; ++g) {
+      const size_t e = b + (count - b) / (groups - g);
+      std::vector<std::string> group(missing.begin() + static_cast<std::ptrdiff_t>(b), missing.begin() + static_cast<std::ptrdiff_t>(e));
+      b = e;
+      boost::asio::post(pool, [&, group] {
           auto t0 = clock::now();
           auto compileGroup = [&](const std::vector<std::string>& names, std::map<std::string, std::string>& got, std::string& err) {
             std::string src;
             for (const std::string& n : names) src += "// ---- " + n + "\n" + kernels.at(n).source;
+            // Note [Half headers]: cuda_fp16.h and cuda_bf16.h only where a
+            // kernel names a half type or intrinsic; a kernel's PTX is the
+            // same either way (the headers' functions are static inline).
+            if (src.find("half") == std::string::npos && src.find("bfloat16") == std::string::npos) src = "#define AOTC_NO_HALF 1\n" + src;
             NvrtcOutput o;
-            if (!compileSource(src, names.size() == 1 ? names[0] + ".cu" : "group.cu", virtualArch(archs[a]), o, err)) return false;
+            if (!compileSource(src, names.size() == 1 ? names[0] + ".cu" : "group.cu", ptxArch, o, err)) return false;
             return splitPtx(o.ptx, got);
           };
           std::map<std::string, std::string> got;
@@ -496,18 +556,34 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
               ++programs;
               if (!compileGroup({n}, one, err) || !one.count(n)) {
                 std::lock_guard<std::mutex> lk(mu);
-                errors.emplace_back(n, archs[a], err);
+                errors.emplace_back(n, ptxFrom, err);
                 return;
               }
               got[n] = one[n];
             }
           }
+          // A kernel that calls internal functions is compiled alone: what
+          // NVRTC makes of them depends on the program's other kernels (Note
+          // [PTX function clones]), and a kernel's PTX must not (Note
+          // [Kernel cache]).  Few kernels call any (f64 pow, trigonometry).
+          if (group.size() > 1)
+            for (auto& [n, text] : got)
+              if (text.find(".func") != std::string::npos) {
+                std::map<std::string, std::string> one;
+                ++programs;
+                if (!compileGroup({n}, one, err) || !one.count(n)) {
+                  std::lock_guard<std::mutex> lk(mu);
+                  errors.emplace_back(n, ptxFrom, err);
+                  return;
+                }
+                text = one[n];
+              }
           double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
           if (cached)
             for (auto& [n, text] : got)
-              store(entry("ptx", sha256Hex(kernels.at(n).source + "\n" + nvrtcKey + "\n" + virtualArch(archs[a]))).string() + ".ptx", text);
+              store(entry("ptx", sha256Hex(kernels.at(n).source + "\n" + nvrtcKey + "\n" + ptxArch)).string() + ".ptx", text);
           std::lock_guard<std::mutex> lk(mu);
-          for (auto& [n, text] : got) ptx[a][n] = std::move(text);
+          for (auto& [n, text] : got) ptx[n] = std::move(text);
           st.nvrtc_ms += ms;
           st.nvrtc_programs += programs;
         });
@@ -527,7 +603,7 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
       for (size_t a = 0; a < archs.size(); ++a) {
         if (moduleHit[m][a]) continue;
         std::vector<const std::string*> parts;
-        for (const std::string& k : modules[m].kernels) parts.push_back(&ptx[a].at(k));
+        for (const std::string& k : modules[m].kernels) parts.push_back(&ptx.at(k));
         out[m][a].ptx = assemblePtx(parts);
         ++st.module_misses;
         boost::asio::post(pool, [&, m, a] {

@@ -2,7 +2,10 @@
 // aotc device prelude: included at the top of every generated kernel.  It is
 // stringified into the compiler at build time (scripts/stringify.cmake) and
 // must compile both under NVRTC and, later, the host emulator's shim.
-#ifndef AOTC_EMULATE  // the emulator's shim defines the half types
+// The half types' headers are large (most of NVRTC's time on a small
+// kernel): a program none of whose kernels uses them defines AOTC_NO_HALF
+// (Note [Half headers], nvrtc.cpp).  The emulator's shim defines the types.
+#if !defined(AOTC_EMULATE) && !defined(AOTC_NO_HALF)
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #endif

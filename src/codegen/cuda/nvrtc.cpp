@@ -550,20 +550,24 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
           std::map<std::string, std::string> got;
           std::string err;
           size_t programs = 1;
+          // Kernel `n` in a program of its own; false (the error recorded) if it fails.
+          auto alone = [&](const std::string& n, std::string& text) {
+            std::map<std::string, std::string> one;
+            ++programs;
+            if (!compileGroup({n}, one, err) || !one.count(n)) {
+              std::lock_guard<std::mutex> lk(mu);
+              errors.emplace_back(n, ptxFrom, err);
+              return false;
+            }
+            text = one[n];
+            return true;
+          };
           if (!compileGroup(group, got, err) || got.size() != group.size()) {
             // Find the failing kernel, or PTX the splitter does not know:
             // one program per kernel.
             got.clear();
-            for (const std::string& n : group) {
-              std::map<std::string, std::string> one;
-              ++programs;
-              if (!compileGroup({n}, one, err) || !one.count(n)) {
-                std::lock_guard<std::mutex> lk(mu);
-                errors.emplace_back(n, ptxFrom, err);
-                return;
-              }
-              got[n] = one[n];
-            }
+            for (const std::string& n : group)
+              if (!alone(n, got[n])) return;
           }
           // A kernel that calls internal functions is compiled alone: what
           // NVRTC makes of them depends on the program's other kernels (Note
@@ -571,16 +575,7 @@ std::vector<std::vector<NvrtcOutput>> compileModules(const std::vector<KernelMod
           // [Kernel cache]).  Few kernels call any (f64 pow, trigonometry).
           if (group.size() > 1)
             for (auto& [n, text] : got)
-              if (text.find(".func") != std::string::npos) {
-                std::map<std::string, std::string> one;
-                ++programs;
-                if (!compileGroup({n}, one, err) || !one.count(n)) {
-                  std::lock_guard<std::mutex> lk(mu);
-                  errors.emplace_back(n, ptxFrom, err);
-                  return;
-                }
-                text = one[n];
-              }
+              if (text.find(".func") != std::string::npos && !alone(n, text)) return;
           double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
           if (cached)
             for (auto& [n, text] : got)

@@ -143,25 +143,17 @@ constexpr const char* kSymHelpers =
 // ------------------------------------------------------------ fitting
 
 struct Fitter {
-  const SizeFitter& sizes;
-  const std::vector<sym::Bindings>& pts;  ///< sizes.points()
-  std::vector<SizeGuard>& guards;
-
-  /// Fits already made, by their values: a manifest repeats its sizes.
-  std::map<std::vector<int64_t>, std::optional<SizeFit>> memo = {};
+  MemoFitter memo;
+  const std::vector<sym::Bindings>& pts;  ///< the probes
 
   /// The expression giving `values` at the probes (a constant where they do
   /// not vary); nullopt when none does.  `where()` names what needs a guard.
   template <class Where>
   std::optional<sym::Expr> fit(const std::vector<int64_t>& values, const Where& where) {
     if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) return sym::Expr(values[0]);
-    auto [it, fresh] = memo.try_emplace(values);
-    if (fresh) {
-      it->second = sizes.fit(values);
-      if (it->second && it->second->divisor != 1) addGuard(guards, SizeGuard{it->second->numerator, it->second->divisor, where()});
-    }
-    if (!it->second) return std::nullopt;
-    return it->second->expr;
+    const std::optional<SizeFit>& f = memo.fit(values, where);
+    if (!f) return std::nullopt;
+    return f->expr;
   }
 };
 
@@ -411,7 +403,7 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
     for (const SizeGuard& s : g->guards) addGuard(guards, s);
   const SizeFitter sizes(symbols);
   const std::vector<sym::Bindings>& pts = sizes.points();
-  Fitter fitter{sizes, pts, guards};
+  Fitter fitter{MemoFitter(sizes, guards), pts};
 
   CodegenOptions co;
   co.decide = &pr.partition;

@@ -5,7 +5,6 @@
 #include "aotc/ir/unify.h"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -206,11 +205,15 @@ std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std
 namespace {
 
 struct Unifier {
+  Unifier(const std::vector<SymbolDecl>& s, std::string f) : symbols(s), file(std::move(f)), pts(probeBindings(s)), fitter(s) {}
+  Unifier(const Unifier&) = delete;  // memo refers to fitter and guards
+
   const std::vector<SymbolDecl>& symbols;
   std::string file;
   std::vector<sym::Bindings> pts;
   std::vector<SizeGuard> guards;
   SizeFitter fitter;
+  MemoFitter memo{fitter, guards};
 
   [[noreturn]] void fail(const SourceLoc& at, const std::string& msg) const {
     SourceLoc l = at;
@@ -218,20 +221,12 @@ struct Unifier {
     throw UserError(l, msg);
   }
 
-  /// Fits already made, by their values: a program repeats its sizes.
-  std::map<std::vector<int64_t>, std::optional<SizeFit>> memo;
-
   /// The expression of one integer position, or nullopt when it is the
   /// same at every probe.  `what()` names it (spelled only when needed).
   template <class What>
   std::optional<sym::Expr> fit(const std::vector<int64_t>& v, const SourceLoc& at, const What& what) {
     if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; })) return std::nullopt;
-    auto [it, fresh] = memo.try_emplace(v);
-    if (fresh) {
-      it->second = fitter.fit(v);
-      if (it->second && it->second->divisor != 1) addGuard(guards, SizeGuard{it->second->numerator, it->second->divisor, what()});
-    }
-    const std::optional<SizeFit>& f = it->second;
+    const std::optional<SizeFit>& f = memo.fit(v, what);
     if (!f) {
       std::string seen;
       for (size_t i = 0; i < v.size(); ++i) seen += (i ? "; " : "") + std::to_string(v[i]) + " at " + bindingText(pts[i]);
@@ -455,7 +450,7 @@ Graph instantiate(const Graph& g, const sym::Bindings& b) {
 }
 
 Graph unifyGraphs(const std::vector<Graph>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where) {
-  Unifier u{symbols, where, probeBindings(symbols), {}, SizeFitter(symbols), {}};
+  Unifier u(symbols, where);
   AOTC_CHECK(probes.size() == u.pts.size(), "unifyGraphs: ", probes.size(), " graphs for ", u.pts.size(), " probes");
   std::vector<const Graph*> p;
   for (const Graph& g : probes) p.push_back(&g);

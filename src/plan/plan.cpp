@@ -826,8 +826,7 @@ bool withinLimit(const SymbolicManifest::Limit& l, const sym::Bindings& b) {
 }
 
 /// `t` with every {"sym": EXPR} replaced by its value in `values` (each
-/// distinct expression of the template evaluated once per binding); the
-/// field of a failure is spelled only when there is one.
+/// distinct expression of the template evaluated once per binding).
 json substitute(const ojson& t, const std::map<std::string, int64_t>& values) {
   if (t.is_object()) {
     if (t.size() == 1 && t.contains("sym")) {
@@ -929,20 +928,21 @@ sym::Bindings bindSymbols(const SymbolicManifest& s, const std::map<std::string,
       refuse(l.expr, cat("makes ", l.where.empty() ? l.expr.str() : l.where, " span more than ", l.at_most,
                          " elements, beyond what this artifact's 32-bit indices reach (", l.expr.str(), " <= ", l.at_most,
                          "; compile with --wide-index for 64-bit indices)"));
-  // Every dim of every given input is now known: compare.
-  const std::map<std::string, int64_t> values = evaluateAll(s, b, file);
+  // Every dim of every given input is now known: compare (only the given
+  // inputs' dims are evaluated here; instantiateManifest evaluates the rest).
   for (const ojson& in : inputs) {
     const std::string name = in.at("name").get<std::string>();
     auto it = shapes.find(name);
     if (it == shapes.end()) continue;
-    const json dims = substitute(in.at("shape"), values);
+    const ojson& dims = in.at("shape");
     if (dims.size() != it->second.size()) continue;
-    for (size_t d = 0; d < dims.size(); ++d)
-      if (dims[d].get<int64_t>() != it->second[d])
-        throw UserError(SourceLoc{file, name, "input"},
-                        cat("dim ", d, " is ", it->second[d], ", expected ",
-                            in.at("shape")[d].is_object() ? in.at("shape")[d]["sym"].get<std::string>() + " = " : "", dims[d].get<int64_t>(),
-                            " at ", bindingText(b)));
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const bool symbolic = dims[d].is_object();
+      const int64_t want = symbolic ? s.exprs.at(dims[d].at("sym").get<std::string>()).eval(b) : dims[d].get<int64_t>();
+      if (want != it->second[d])
+        throw UserError(SourceLoc{file, name, "input"}, cat("dim ", d, " is ", it->second[d], ", expected ",
+                                                         symbolic ? dims[d]["sym"].get<std::string>() + " = " : "", want, " at ", bindingText(b)));
+    }
   }
   return b;
 }

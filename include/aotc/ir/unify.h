@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -69,6 +70,28 @@ class SizeFitter {
  private:
   struct Impl;
   std::shared_ptr<const Impl> impl_;
+};
+
+/// A SizeFitter whose fits are memoized by their values (a program and its
+/// manifest repeat their sizes); each fit's divisibility guard is added to
+/// `guards` the first time, named by `where()`, which is called only then.
+class MemoFitter {
+ public:
+  MemoFitter(const SizeFitter& sizes, std::vector<SizeGuard>& guards) : sizes_(sizes), guards_(guards) {}
+  template <class Where>
+  const std::optional<SizeFit>& fit(const std::vector<int64_t>& values, const Where& where) {
+    auto [it, fresh] = memo_.try_emplace(values);
+    if (fresh) {
+      it->second = sizes_.fit(values);
+      if (it->second && it->second->divisor != 1) addGuard(guards_, SizeGuard{it->second->numerator, it->second->divisor, where()});
+    }
+    return it->second;
+  }
+
+ private:
+  const SizeFitter& sizes_;
+  std::vector<SizeGuard>& guards_;
+  std::map<std::vector<int64_t>, std::optional<SizeFit>> memo_;
 };
 
 /// One symbolic graph from `probes` (probes[i] built at probeBindings()[i]),

@@ -12,6 +12,7 @@ pkgs=(
   llvm-14-tools clang-16 libclang-rt-16-dev
   python3-torch python3-torchvision python3-numpy python3-networkx python3-jsonschema
   python3-onnx libonnx-testdata
+  libgraphviz-dev graphviz chromium
 )
 
 missing=()

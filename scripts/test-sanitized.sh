@@ -15,6 +15,8 @@ CC=clang-16 CXX=clang++-16 BUILD_DIR=$B bash scripts/build.sh -DAOTC_SANITIZE=ON
   -DAOTC_REFERENCE_AOTC="$PWD/build/tools/aotc" > "$B.log" 2>&1 || { tail -80 "$B.log"; exit 1; }
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# Graphviz's and the font libraries' own process-lifetime allocations (scripts/lsan.supp).
+export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
 cd "$B"
 # Note [LSan tracer]: LeakSanitizer's exit-time tracer sometimes crashes by
 # itself ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal

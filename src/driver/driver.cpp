@@ -331,24 +331,6 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   return s;
 }
 
-std::string graphOf(const std::string& model, const std::string& stage, const std::string& partitioner, bool dot) {
-  Model fx = loadModel(model);
-  std::optional<Graph> pick;
-  if (stage == "captured") pick = fx.graph;
-  PipelineOptions po;
-  po.partitioner = partitioner;
-  po.after_pass = [&](const std::string& name, const Graph& g) {
-    if (name == stage || (stage == "forward" && name == "partition.forward") || (stage == "backward" && name == "partition.backward"))
-      pick = g;
-  };
-  if (!pick) runPipeline(fx.graph, po);
-  if (!pick)
-    throw UserError(SourceLoc{}, "unknown stage '" + stage +
-                                     "' (captured, functionalize, dce, autodiff, strip-autograd-markers, functionalize-joint, "
-                                     "dce-joint, forward, backward)");
-  return dot ? printDot(*pick) : printGraph(*pick);
-}
-
 /// The exporter's record of one argument (schemas/fx_graph.schema.json
 /// #/$defs/argument) as text: `{a: <opts.a>, b: None}`.
 template <typename J>

@@ -14,4 +14,8 @@ Model loadModel(const std::string& path, const FrontendOptions& opts) {
   return loadFxGraph(path);
 }
 
+SourceGraph readSourceGraph(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".onnx" ? onnxSourceGraph(path) : fxSourceGraph(path);
+}
+
 }  // namespace aotc

@@ -3273,6 +3273,75 @@ FxModel loadFxGraph(const std::string& path) {
   }
 }
 
+namespace {
+/// The node names an argument refers to (`{"node": NAME}` anywhere in it).
+void nodeRefs(const json& a, std::vector<std::string>& out) {
+  if (a.is_object() && a.contains("node") && a["node"].is_string()) {
+    std::string n = a["node"].get<std::string>();
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    return;
+  }
+  if (a.is_array() || a.is_object())
+    for (const auto& x : a) nodeRefs(x, out);
+}
+
+std::string metaType(const json& m) {
+  if (!m.is_object() || !m.contains("dtype") || !m["dtype"].is_string()) return "";
+  std::string s = m["dtype"].get<std::string>() + "[";
+  if (m.contains("shape") && m["shape"].is_array())
+    for (size_t i = 0; i < m["shape"].size(); ++i) s += (i ? ", " : "") + m["shape"][i].dump();
+  return s + "]";
+}
+}  // namespace
+
+SourceGraph fxSourceGraph(const std::string& path) {
+  const SourceLoc fileLoc{path, "", ""};
+  try {
+    json doc;
+    try {
+      doc = json::parse(readFile(path));
+    } catch (const json::parse_error& e) {
+      std::string msg = e.what();
+      auto p = msg.find("parse error");
+      throw UserError(fileLoc, "malformed JSON: " + (p == std::string::npos ? msg : msg.substr(p)));
+    }
+    if (!doc.is_object() || doc.value("format", "") != "aotc.fx_graph")
+      throw UserError(fileLoc, "not an aotc FX graph (\"format\" must be \"aotc.fx_graph\")");
+    for (const char* key : {"inputs", "nodes", "outputs"})
+      if (!doc.contains(key) || !doc[key].is_array()) throw UserError(fileLoc, cat("missing or malformed '", key, "' (expected an array)"));
+    if (doc["nodes"].size() > kMaxNodes)
+      throw UserError(fileLoc, cat("graph has ", doc["nodes"].size(), " nodes; aotc compiles graphs of at most ", kMaxNodes));
+    SourceGraph sg;
+    sg.name = doc.value("name", "model");
+    for (const json& in : doc["inputs"]) {
+      SourceNode n;
+      n.name = in.at("name").get<std::string>();
+      n.op = in.value("role", "input");
+      n.type = metaType(in);
+      n.is_input = true;
+      n.loc = SourceLoc{path, n.name, "input"};
+      sg.nodes.push_back(std::move(n));
+    }
+    for (const json& j : doc["nodes"]) {
+      if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("target") || !j["target"].is_string())
+        throw UserError(fileLoc, "malformed node " + j.dump().substr(0, 120) + " (needs name, target, args)");
+      SourceNode n;
+      n.name = j["name"].get<std::string>();
+      n.op = j["target"].get<std::string>();
+      n.loc = nodeLoc(j, path);
+      nodeRefs(j.value("args", json::array()), n.inputs);
+      nodeRefs(j.value("kwargs", json::object()), n.inputs);
+      if (j.contains("meta")) n.type = metaType(j["meta"]);
+      if (n.op != "getitem" && !knownTarget(n.op)) n.unsupported = "unsupported op";
+      sg.nodes.push_back(std::move(n));
+    }
+    nodeRefs(doc["outputs"], sg.outputs);
+    return sg;
+  } catch (const json::exception& e) {
+    throw UserError(fileLoc, std::string("malformed FX graph: ") + e.what());
+  }
+}
+
 FxModel loadFxGraphText(const std::string& text, const std::string& path) {
   try {
     return loadFxGraphUnchecked(text, path);

@@ -2550,6 +2550,17 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
   return model;
 }
 
+/// Why the front end cannot convert node `n` ("" when it can).
+std::string unsupportedReason(const onnx::NodeProto& n, int opset) {
+  bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx" ||
+                       (n.domain() == "ai.onnx.preview.training" && (n.op_type() == "Adagrad" || n.op_type() == "Momentum" || n.op_type() == "Adam"));
+  if (!defaultDomain) return cat("op ", n.domain(), "::", n.op_type(), " is not supported (only the default ONNX domain is)");
+  if (dataDependentOps().count(n.op_type()))
+    return cat("op ", n.op_type(), " (opset ", opset, ") has an output shape that depends on the data, which aotc's static shapes cannot hold");
+  if (!converters().count(n.op_type())) return cat("op ", n.op_type(), " (opset ", opset, ") is not supported");
+  return "";
+}
+
 Model Loader::load(const std::string& bytes) {
   onnx::ModelProto m;
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) fail("the file is larger than protobuf's 2 GiB limit");
@@ -2562,18 +2573,11 @@ Model Loader::load(const std::string& bytes) {
 
   // Every unsupported op of the model, at once.
   std::vector<Diagnostic> unsupported;
-  const auto& table = converters();
   int index = 0;
   for (const auto& n : m.graph().node()) {
     std::string nodeName = n.name().empty() ? cat("#", index) : n.name();
     ++index;
-    SourceLoc loc{path_, nodeName, n.op_type()};
-    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx" ||
-                         (n.domain() == "ai.onnx.preview.training" && (n.op_type() == "Adagrad" || n.op_type() == "Momentum" || n.op_type() == "Adam"));
-    if (!defaultDomain) unsupported.push_back({loc, cat("op ", n.domain(), "::", n.op_type(), " is not supported (only the default ONNX domain is)")});
-    else if (dataDependentOps().count(n.op_type()))
-      unsupported.push_back({loc, cat("op ", n.op_type(), " (opset ", opset_, ") has an output shape that depends on the data, which aotc's static shapes cannot hold")});
-    else if (!table.count(n.op_type())) unsupported.push_back({loc, cat("op ", n.op_type(), " (opset ", opset_, ") is not supported")});
+    if (std::string why = unsupportedReason(n, opset_); !why.empty()) unsupported.push_back({SourceLoc{path_, nodeName, n.op_type()}, why});
   }
   if (!unsupported.empty()) throw UserError(unsupported);
   if (opset_ <= 0) opset_ = kMaxOpset;  // only ai.onnx.preview.training: the default domain's newest semantics
@@ -2682,7 +2686,8 @@ Model loadOnnxBytes(const std::string& bytes, const std::string& path, const Fro
   return out;
 }
 
-Model loadOnnx(const std::string& path, const FrontendOptions& opts) {
+namespace {
+std::string readModelBytes(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw UserError(SourceLoc{path}, "cannot open the model file");
   uint64_t size = fs::file_size(path, ec);
@@ -2692,7 +2697,80 @@ Model loadOnnx(const std::string& path, const FrontendOptions& opts) {
   std::string bytes(static_cast<size_t>(size), '\0');
   f.read(bytes.data(), static_cast<std::streamsize>(size));
   if (!f) throw UserError(SourceLoc{path}, "cannot read the model file");
-  return loadOnnxBytes(bytes, path, opts);
+  return bytes;
+}
+
+std::string typeText(const onnx::TypeProto& t) {
+  if (!t.has_tensor_type()) return "";
+  std::string s = onnx::TensorProto_DataType_Name(t.tensor_type().elem_type()) + "[";
+  const auto& dims = t.tensor_type().shape().dim();
+  for (int i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + (dims[i].has_dim_value() ? std::to_string(dims[i].dim_value()) : dims[i].dim_param());
+  return s + "]";
+}
+}  // namespace
+
+Model loadOnnx(const std::string& path, const FrontendOptions& opts) { return loadOnnxBytes(readModelBytes(path), path, opts); }
+
+SourceGraph onnxSourceGraph(const std::string& path) {
+  onnx::ModelProto m;
+  std::string bytes = readModelBytes(path);
+  if (!m.ParseFromString(bytes)) throw UserError(SourceLoc{path}, "not a valid ONNX model (malformed or truncated protobuf)");
+  const onnx::GraphProto& g = m.graph();
+  if (static_cast<size_t>(g.node_size()) > kMaxNodes) throw UserError(SourceLoc{path}, cat("the graph has ", g.node_size(), " nodes, more than ", kMaxNodes));
+  int opset = kMaxOpset;
+  for (const auto& os : m.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") opset = static_cast<int>(os.version());
+  SourceGraph sg;
+  sg.name = g.name().empty() ? "model" : g.name();
+  std::map<std::string, std::string> types, producer;
+  for (const auto& v : g.value_info()) types[v.name()] = typeText(v.type());
+  for (const auto& v : g.output()) types[v.name()] = typeText(v.type());
+  std::set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  for (const auto& v : g.input()) {
+    SourceNode in;
+    in.name = v.name();
+    in.op = initializers.count(v.name()) ? "initializer" : "input";
+    in.type = typeText(v.type());
+    in.is_input = true;
+    in.loc = SourceLoc{path, v.name(), "input"};
+    producer[v.name()] = v.name();
+    sg.nodes.push_back(std::move(in));
+  }
+  for (const auto& t : g.initializer()) {
+    if (producer.count(t.name())) continue;
+    SourceNode in;
+    in.name = t.name();
+    in.op = "initializer";
+    in.is_input = true;
+    std::string dims;
+    for (int i = 0; i < t.dims_size(); ++i) dims += (i ? ", " : "") + std::to_string(t.dims(i));
+    in.type = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t.data_type())) + "[" + dims + "]";
+    in.loc = SourceLoc{path, t.name(), "initializer"};
+    producer[t.name()] = t.name();
+    sg.nodes.push_back(std::move(in));
+  }
+  int index = 0;
+  for (const auto& n : g.node()) {
+    SourceNode sn;
+    sn.name = n.name().empty() ? cat("#", index) : n.name();
+    ++index;
+    sn.op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "::" + n.op_type();
+    for (const auto& i : n.input())
+      if (auto it = producer.find(i); it != producer.end()) sn.inputs.push_back(it->second);
+    for (int o = 0; o < n.output_size(); ++o) {
+      producer[n.output(o)] = sn.name;
+      if (auto it = types.find(n.output(o)); it != types.end() && !it->second.empty())
+        sn.type += (sn.type.empty() ? "" : ", ") + it->second;
+    }
+    sn.loc = SourceLoc{path, sn.name, n.op_type()};
+    sn.unsupported = unsupportedReason(n, opset);
+    sg.nodes.push_back(std::move(sn));
+  }
+  for (const auto& v : g.output())
+    if (auto it = producer.find(v.name()); it != producer.end()) sg.outputs.push_back(it->second);
+  return sg;
 }
 
 std::vector<std::string> supportedOnnxOps() {

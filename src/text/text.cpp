@@ -50,7 +50,30 @@ std::string tagsStr(const Node& n) {
 
 namespace {
 std::string printGraphIndented(const Graph& g, const std::string& ind);
+
+/// One node's line, without indent, regions or newline.
+std::string nodeLine(const Graph& g, const Node& n) {
+  auto vn = [&](ValueId v) { return "%" + g.values[v].name; };
+  std::string s;
+  for (size_t i = 0; i < n.outputs.size(); ++i) s += (i ? ", " : "") + vn(n.outputs[i]) + " : " + g.type(n.outputs[i]).str();
+  if (!n.outputs.empty()) s += " = ";
+  s += std::string(opName(n.op)) + "(";
+  for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + vn(n.inputs[i]);
+  s += ")" + attrsStr(n.attrs, n.symAttrs) + tagsStr(n);
+  if (!n.loc.node.empty() || !n.loc.op.empty() || !n.loc.source.empty() || !n.loc.scope.empty()) {
+    s += " loc(" + quote(n.loc.node) + ", " + quote(n.loc.op);
+    if (!n.loc.source.empty() || !n.loc.scope.empty()) s += ", " + quote(n.loc.source) + ", " + quote(n.loc.scope);
+    s += ")";
+  }
+  return s;
+}
 }  // namespace
+
+std::string printNode(const Graph& g, const Node& n) {
+  std::string s = nodeLine(g, n);
+  if (!n.regions.empty()) s += " regions {" + std::to_string(n.regions.size()) + " graphs}";
+  return s;
+}
 
 std::string printGraph(const Graph& g) { return printGraphIndented(g, ""); }
 
@@ -68,18 +91,7 @@ std::string printGraphIndented(const Graph& g, const std::string& ind) {
     s += "\n";
   }
   for (auto& n : g.nodes) {
-    s += ind + "  ";
-    for (size_t i = 0; i < n.outputs.size(); ++i)
-      s += (i ? ", " : "") + vn(n.outputs[i]) + " : " + g.type(n.outputs[i]).str();
-    if (!n.outputs.empty()) s += " = ";
-    s += std::string(opName(n.op)) + "(";
-    for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + vn(n.inputs[i]);
-    s += ")" + attrsStr(n.attrs, n.symAttrs) + tagsStr(n);
-    if (!n.loc.node.empty() || !n.loc.op.empty() || !n.loc.source.empty() || !n.loc.scope.empty()) {
-      s += " loc(" + quote(n.loc.node) + ", " + quote(n.loc.op);
-      if (!n.loc.source.empty() || !n.loc.scope.empty()) s += ", " + quote(n.loc.source) + ", " + quote(n.loc.scope);
-      s += ")";
-    }
+    s += ind + "  " + nodeLine(g, n);
     if (!n.regions.empty()) {
       s += " regions {\n";
       for (auto& r : n.regions) s += printGraphIndented(r, ind + "    ");
@@ -101,48 +113,6 @@ std::string printGraphIndented(const Graph& g, const std::string& ind) {
   return s + ind + "}\n";
 }
 }  // namespace
-
-std::string printDot(const Graph& g) {
-  auto esc = [](std::string t) {
-    std::string o;
-    for (char c : t) {
-      if (c == '"' || c == '\\') o += '\\';
-      o += c;
-    }
-    return o;
-  };
-  std::string s = "digraph \"" + esc(g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n";
-  auto producer = [&](ValueId v) {
-    const Value& val = g.values[v];
-    return val.node < 0 ? "v" + std::to_string(v) : "n" + std::to_string(val.node);
-  };
-  for (const GraphInput& in : g.inputs)
-    s += "  v" + std::to_string(in.value) + " [shape=box, style=rounded, label=\"%" + esc(g.values[in.value].name) + "\\n" +
-         esc(g.type(in.value).str()) + " " + inputRoleName(in.role) + (in.requires_grad ? " rg" : "") + "\"];\n";
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const Node& n = g.nodes[k];
-    std::string label = opName(n.op);
-    for (ValueId o : n.outputs) label += "\\n%" + esc(g.values[o].name) + " : " + esc(g.type(o).str());
-    if (n.tags & kMustSave) label += "\\n#must_save";
-    if (n.tags & kMustBeInForward) label += "\\n#must_be_in_forward";
-    if (n.tags & kMustBeInBackward) label += "\\n#must_be_in_backward";
-    if (!n.loc.where().empty()) label += "\\n" + esc(n.loc.where().substr(1));
-    s += "  n" + std::to_string(k) + " [shape=box, label=\"" + label + "\"" +
-         (n.phase == Phase::Backward ? ", style=filled, fillcolor=\"#dddddd\"" : "") + "];\n";
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.op == OpKind::EpilogueCopy && i == 0) continue;
-      s += "  " + producer(n.inputs[i]) + " -> n" + std::to_string(k) + ";\n";
-    }
-    if (n.op == OpKind::EpilogueCopy) s += "  n" + std::to_string(k) + " -> " + producer(n.inputs[0]) + " [style=dashed, label=\"copy\"];\n";
-  }
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    const GraphOutput& o = g.outputs[i];
-    std::string label = std::string(outputRoleName(o.role)) + (o.target.empty() ? "" : " " + esc(o.target));
-    s += "  out" + std::to_string(i) + " [shape=plaintext, label=\"" + label + "\"];\n";
-    s += "  " + producer(o.value) + " -> out" + std::to_string(i) + ";\n";
-  }
-  return s + "}\n";
-}
 
 // ---------------------------------------------------------------- parser
 

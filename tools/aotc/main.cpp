@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "aotc/driver/driver.h"
+#include "aotc/driver/picture.h"
 #include "aotc/plan/plan.h"
 
 namespace {
@@ -169,13 +170,24 @@ int main(int argc, char** argv) {
   batch->add_option("--shard", shard, "I/N: compile the I-th of N deterministic shards (1 <= I <= N)");
   compileFlags(batch);
 
-  std::string graphModel, graphStage = "functionalize", graphFormat = "dot", graphOut;
-  auto* graph = app.add_subcommand("graph", "the model's graph at a pipeline stage, as Graphviz DOT or IR text");
-  graph->add_option("model", graphModel, "model file")->required();
-  graph->add_option("--stage", graphStage,
-                    "captured, functionalize, autodiff, functionalize-joint, forward, backward, ...")->capture_default_str();
-  graph->add_option("--format", graphFormat, "dot or ir")->capture_default_str()->check(CLI::IsMember({"dot", "ir"}));
-  graph->add_option("--partitioner", copts.partitioner, "for the forward/backward stages")->capture_default_str();
+  aotc::GraphRequest greq;
+  std::string graphOut;
+  auto* graph = app.add_subcommand("graph", "draw a model's or an artifact's programs (DOT, SVG, self-contained HTML) or print a stage's IR");
+  graph->add_option("model", greq.path, "model file (FX JSON or ONNX) or artifact directory")->required();
+  graph->add_option("--stage", greq.stage,
+                    "program (forward and backward, with kernels), forward, backward, captured, functionalize, autodiff, "
+                    "functionalize-joint, ... (an artifact: program, forward, backward, joint)")
+      ->capture_default_str();
+  graph->add_option("--format", greq.format, "dot, svg, html (one file: pan, zoom, search, click for details) or ir")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"dot", "svg", "html", "ir"}));
+  graph->add_option("--view", greq.view, "node (every node), kernel (one box per kernel or library call), auto (kernel above " +
+                                             std::to_string(aotc::kAutoKernelView) + " nodes)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "node", "kernel"}));
+  graph->add_option("--partitioner", copts.partitioner, "for the program, forward and backward stages")->capture_default_str();
+  graph->add_option("--shape", shapeSpecs, "ONNX: INPUT=2x3x224x224 (repeatable)");
+  graph->add_option("--dim", dimSpecs, "ONNX: PARAM=N (repeatable)");
   graph->add_option("-o,--output", graphOut, "file to write (default: standard output)");
 
   std::string inspectPath;
@@ -262,13 +274,24 @@ int main(int argc, char** argv) {
       bopts.progress = !quiet && ::isatty(2);
       return aotc::batchCompile(bopts, log);
     } else if (*graph) {
-      std::string text = aotc::graphOf(graphModel, graphStage, copts.partitioner, graphFormat == "dot");
+      setCompileFlags();
+      greq.partitioner = copts.partitioner;
+      greq.frontend = copts.frontend;
+      std::string note;
+      std::string text = aotc::graphOf(greq, &note);
+      if (!note.empty()) log->warn("{}", note);
       if (graphOut.empty()) {
-        std::fputs(text.c_str(), stdout);
+        std::fwrite(text.data(), 1, text.size(), stdout);
       } else {
-        std::FILE* f = std::fopen(graphOut.c_str(), "wb");
-        if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size()) throw aotc::UserError(aotc::SourceLoc{graphOut, "", ""}, "cannot write file");
-        std::fclose(f);
+        // Whole or not at all: a temporary beside the file, renamed into place.
+        std::string tmp = graphOut + ".tmp-" + std::to_string(::getpid());
+        std::FILE* f = std::fopen(tmp.c_str(), "wb");
+        bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+        ok = f && std::fclose(f) == 0 && ok;
+        if (!ok || std::rename(tmp.c_str(), graphOut.c_str()) != 0) {
+          std::remove(tmp.c_str());
+          throw aotc::UserError(aotc::SourceLoc{graphOut, "", ""}, "cannot write file");
+        }
       }
     } else if (*insp) {
       std::printf("%s", aotc::inspect(inspectPath).c_str());
@@ -290,7 +313,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     // Anything but a UserError is a bug: say so, and what we were working on.
-    std::string on = *compile ? copts.model : *run ? artifact : *insp ? inspectPath : *graph ? graphModel : "";
+    std::string on = *compile ? copts.model : *run ? artifact : *insp ? inspectPath : *graph ? greq.path : "";
     std::fprintf(stderr, "aotc: internal error%s%s: %s (please report this as a bug)\n", on.empty() ? "" : " while processing ",
                  on.c_str(), e.what());
     return 3;

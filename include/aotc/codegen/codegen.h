@@ -27,6 +27,10 @@ struct CodegenResult {
   /// for its {threads, per} here ({0, 0}: not a launch).  The grid of a
   /// dynamic-shape artifact is that expression (Note [Dynamic codegen]).
   std::vector<std::pair<int64_t, int64_t>> forwardGrids, backwardGrids;
+  /// Per step of each program: the indices of the program's nodes it
+  /// computes (a launch: its fused nodes; a GEMM: the mm and its bias add;
+  /// an epilogue copy: the copy), for pictures (`aotc graph`).
+  std::vector<std::vector<int32_t>> forwardStepNodes, backwardStepNodes;
 };
 
 /// Note [Dynamic codegen]: a symbolic pair of programs is compiled by

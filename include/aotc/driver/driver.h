@@ -74,9 +74,6 @@ std::vector<std::string> artifactNames(const std::vector<std::string>& models);
 /// Returns the exit status: 0, 1 (some model refused), 3 (an internal error).
 int batchCompile(const BatchOptions& opts, const Logger& log);
 
-/// `aotc graph`: the model's graph at `stage` (captured, functionalize,
-/// autodiff, functionalize-joint, forward, backward) as DOT or IR text.
-std::string graphOf(const std::string& model, const std::string& stage, const std::string& partitioner, bool dot);
 
 /// A human-readable report of a model file or an artifact directory.
 std::string inspect(const std::string& path);

@@ -53,6 +53,25 @@ struct FrontendOptions {
   bool any() const { return train || !frozen.empty() || !shapes.empty() || !dims.empty() || !constant_inputs.empty(); }
 };
 
+/// A model's graph as its file has it, before conversion: what `aotc graph
+/// --stage captured` draws when the model has ops aotc cannot convert (the
+/// IR cannot hold them).  Nodes in file order, graph inputs first.
+struct SourceNode {
+  std::string name, op;              ///< op: the file's spelling (aten.relu.default, Relu)
+  std::string type;                  ///< as recorded ("float32[2, 4]"); "" when not
+  std::vector<std::string> inputs;   ///< the nodes (or graph inputs) it reads
+  SourceLoc loc;                     ///< the user's source line and module, when recorded
+  bool is_input = false;
+  std::string unsupported;           ///< why aotc cannot convert it ("" when it can)
+};
+struct SourceGraph {
+  std::string name;
+  std::vector<SourceNode> nodes;
+  std::vector<std::string> outputs;  ///< nodes whose values the graph returns
+};
+/// By extension, like loadModel.  Throws UserError on a malformed file.
+SourceGraph readSourceGraph(const std::string& path);
+
 /// Loads a model: `.onnx` through the ONNX front end, anything else as an FX
 /// JSON dump.  Throws UserError naming the file and node.
 Model loadModel(const std::string& path, const FrontendOptions& opts = {});

@@ -21,6 +21,9 @@ FxModel loadFxGraph(const std::string& path);
 /// locates the weights file).
 FxModel loadFxGraphText(const std::string& text, const std::string& path);
 
+/// The file's nodes as it has them, unsupported ones included.
+SourceGraph fxSourceGraph(const std::string& path);
+
 /// The ATen targets the front end understands (sorted), for `aotc inspect`.
 std::vector<std::string> supportedFxTargets();
 /// Whether the front end converts `target`: listed, or derived from a listed

@@ -17,6 +17,9 @@ Model loadOnnx(const std::string& path, const FrontendOptions& opts);
 /// locates external data).
 Model loadOnnxBytes(const std::string& bytes, const std::string& path, const FrontendOptions& opts);
 
+/// The model's nodes as the file has them, unsupported ones included.
+SourceGraph onnxSourceGraph(const std::string& path);
+
 /// The ONNX op types the front end converts (sorted), for `aotc inspect`.
 std::vector<std::string> supportedOnnxOps();
 

@@ -23,9 +23,8 @@
 namespace aotc {
 
 std::string printGraph(const Graph& g);
-/// Graphviz DOT: inputs, nodes (backward ones shaded, tags in the label),
-/// epilogue copies as dashed edges into their input, outputs.
-std::string printDot(const Graph& g);
+/// One node as its line of printGraph (a nested graph summarized).
+std::string printNode(const Graph& g, const Node& n);
 /// Parses one graph.  `file` names the source in diagnostics.
 Graph parseGraph(const std::string& text, const std::string& file);
 /// Parses graphs separated by lines `// -----` (aotc-opt --split-input-file).

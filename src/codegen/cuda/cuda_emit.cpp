@@ -51,6 +51,9 @@ void ProgramBuilder::pushLaunch(const std::string& kernel, int64_t threads, int6
   l.args = std::move(args);
   grids.resize(steps.size());
   grids.push_back({threads, per});
+  stepNodes.resize(steps.size());
+  stepNodes.push_back(std::move(pendingNodes_));
+  pendingNodes_.clear();
   steps.push_back(std::move(l));
 }
 
@@ -80,7 +83,14 @@ bool ProgramBuilder::wideIndex() {
   return *wide_;
 }
 
-std::string ProgramBuilder::addKernel(std::string body, const std::vector<std::string>& who) {
+void ProgramBuilder::attributeSteps(int32_t idx) {
+  stepNodes.resize(steps.size());
+  for (auto& s : stepNodes)
+    if (s.empty()) s.push_back(idx);
+}
+
+std::string ProgramBuilder::addKernel(std::string body, const std::vector<std::string>& who, const std::vector<int32_t>& ids) {
+  pendingNodes_ = ids;
   if (!wideIndex())
     for (size_t p = 0; (p = body.find("aotc_i64", p)) != std::string::npos;) body.replace(p, 8, "int");
   std::string src = std::string("#include \"aotc_prelude.cuh\"\n") + body;
@@ -120,6 +130,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
         }
         b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a));
       }
+      b.attributeSteps(static_cast<int32_t>(idx));
       if (!G.lowerViews.count(static_cast<int32_t>(idx))) continue;  // computed by the group's kernel
     }
     const OpInfo& info = opInfo(n.op);
@@ -139,6 +150,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       KernelEmitter::Kernel k = emit.pointwise(c, target);
       b.launch(k.name, k.leaves, dst, k.threads);
       std::get<plan::Launch>(b.steps.back()).epilogue = ep;
+      b.attributeSteps(static_cast<int32_t>(idx));
       continue;
     }
     ValueId out = n.outputs.at(0);
@@ -146,6 +158,8 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       // Computed by the GEMM's bias epilogue, in the GEMM's output buffer.
       ValueId prod = g.nodes[static_cast<size_t>(it->second.first)].outputs[0];
       b.declare(out, plan::BufferKind::View, b.root[prod]);
+      for (auto& s : b.stepNodes)
+        if (std::find(s.begin(), s.end(), it->second.first) != s.end()) s.push_back(static_cast<int32_t>(idx));
       continue;
     }
     if (info.category == OpCategory::View) {
@@ -174,12 +188,13 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       case aotc::Lowering::Conv: lowerConv(b, emit, plan, n); break;
       default: AOTC_CHECK(false, "cannot lower ", info.name);
     }
+    b.attributeSteps(static_cast<int32_t>(idx));
   }
 }
 
 
 plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels, const std::string& ir, const Graph* decide,
-                           bool wide, std::vector<std::pair<int64_t, int64_t>>& grids) {
+                           bool wide, std::vector<std::pair<int64_t, int64_t>>& grids, std::vector<std::vector<int32_t>>& stepNodes) {
   ProgramBuilder b(g, kernels);
   std::optional<FusionPlan> decidePlan;
   if (decide) {
@@ -197,6 +212,8 @@ plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& 
   planArena(prog);
   grids = std::move(b.grids);
   grids.resize(prog.steps.size());
+  stepNodes = std::move(b.stepNodes);
+  stepNodes.resize(prog.steps.size());
   return prog;
 }
 
@@ -206,9 +223,9 @@ plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& 
 CodegenResult generateCuda(const Partition& p, const CodegenOptions& opts) {
   CodegenResult r;
   r.forward = cudagen::lowerProgram(p.forward, r.kernels, "forward.ir", opts.decide ? &opts.decide->forward : nullptr, opts.wide,
-                                    r.forwardGrids);
+                                    r.forwardGrids, r.forwardStepNodes);
   r.backward = cudagen::lowerProgram(p.backward, r.kernels, "backward.ir", opts.decide ? &opts.decide->backward : nullptr, opts.wide,
-                                     r.backwardGrids);
+                                     r.backwardGrids, r.backwardStepNodes);
   return r;
 }
 

@@ -155,6 +155,7 @@ struct KernelEmitter::ExprCtx {
   std::ostringstream code;
   int tmp = 0;
   std::vector<std::string> nodes;
+  std::vector<int32_t> ids;      ///< the nodes of the program it computes
   std::vector<std::string> ops;  ///< op names, for the kernel's banner
   std::string indent = "  ";
   /// Row groups: nodes computed as expressions besides the inlined ones,
@@ -257,6 +258,10 @@ std::string KernelEmitter::scatterExpr(const Node& n, const Ints& shape, const s
 void KernelEmitter::noteNode(ExprCtx& x, const Node& n) {
   std::string who = nodeName(n), op = opName(n.op);
   if (std::find(x.nodes.begin(), x.nodes.end(), who) == x.nodes.end()) x.nodes.push_back(who);
+  if (&n >= g.nodes.data() && &n < g.nodes.data() + g.nodes.size()) {  // not a node made up for the kernel
+    auto id = static_cast<int32_t>(&n - g.nodes.data());
+    if (std::find(x.ids.begin(), x.ids.end(), id) == x.ids.end()) x.ids.push_back(id);
+  }
   if (std::find(x.ops.begin(), x.ops.end(), op) == x.ops.end()) x.ops.push_back(op);
 }
 
@@ -309,7 +314,7 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
   } else {
     os << "  out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e[0] << ";\n}\n";
   }
-  return Kernel{b_.addKernel(os.str(), x.nodes), x.leaves, threads};
+  return Kernel{b_.addKernel(os.str(), x.nodes, x.ids), x.leaves, threads};
 }
 
 /// A reduction over `dim`, with its input's expression computed in the loop.
@@ -376,7 +381,7 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   }
   if (rs.mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
   os << "  out[" << (ot.offset ? std::to_string(ot.offset) + " + " : std::string()) << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
-  return Kernel{b_.addKernel(os.str(), x.nodes), x.leaves, blockReduce ? ot.numel() * kBlock : ot.numel()};
+  return Kernel{b_.addKernel(os.str(), x.nodes, x.ids), x.leaves, blockReduce ? ot.numel() * kBlock : ot.numel()};
 }
 
 /// The kernel of a row group (Note [Row groups]), launched at its seed.
@@ -501,7 +506,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
   for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
   os << ") {\n" << body.str() << "}\n";
-  return GroupKernel{b_.addKernel(os.str(), x.nodes), outs, x.leaves, G.rows, perThread ? block : 1, block};
+  return GroupKernel{b_.addKernel(os.str(), x.nodes, x.ids), outs, x.leaves, G.rows, perThread ? block : 1, block};
 }
 
 /// A kernel with one thread per element of output 0 (dense): the header

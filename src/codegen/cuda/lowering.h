@@ -47,6 +47,8 @@ struct ProgramBuilder {
   const Graph* decide = nullptr;
   const FusionPlan* decidePlan = nullptr;
   std::vector<std::pair<int64_t, int64_t>> grids;
+  /// Per step: the nodes it computes (CodegenResult::forwardStepNodes).
+  std::vector<std::vector<int32_t>> stepNodes;
 
   ProgramBuilder(const Graph& graph, std::map<std::string, KernelSource>& k)
       : g(graph), kernels(k), root(graph.values.size()) {}
@@ -72,13 +74,17 @@ struct ProgramBuilder {
   void launchAll(const std::string& kernel, const Node& n, int64_t threads);
 
   /// Adds a kernel's text to the table (Note [Kernel text]); returns its name.
-  std::string addKernel(std::string body, const std::vector<std::string>& who);
+  /// `ids`: the nodes of `g` it computes, given to the next launch.
+  std::string addKernel(std::string body, const std::vector<std::string>& who, const std::vector<int32_t>& ids = {});
+  /// Gives steps pushed since the last call without nodes the node `idx`.
+  void attributeSteps(int32_t idx);
   /// Note [32-bit indexing].
   bool wideIndex();
 
  private:
   std::map<std::string, std::set<std::string>> kernelNodes_;  // kernel -> the nodes it serves, for dedup
   std::optional<bool> wide_;
+  std::vector<int32_t> pendingNodes_;  // addKernel's ids, for the next pushLaunch
 };
 
 /// The user's name for a node (its op when it has none).

@@ -13,6 +13,7 @@
 #include <limits>
 #include <fstream>
 #include <map>
+#include <thread>
 #include <numbers>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@
 
 #include "aotc/ir/safetensors.h"
 #include "aotc/ir/unify.h"
+#include "aotc/support/parallel.h"
 #include "aotc/ops/builder.h"
 #include "aotc/ops/decompose.h"
 #include "aotc/ops/ops.h"
@@ -3412,22 +3414,22 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
   std::vector<SymbolDecl> symbols = doc.is_object() ? fxSymbols(doc, fileLoc) : std::vector<SymbolDecl>{};
   if (symbols.empty()) return convertFxDocument(doc, path);
   // Note [Dynamic FX graphs].
-  std::vector<Graph> graphs;
-  std::optional<FxModel> first;
-  for (const sym::Bindings& b : probeBindings(symbols)) {
-    const std::string at = bindingText(b);
-    FxModel m;
+  // The probes convert independently, on one thread per core (the first
+  // failing probe's error is the one reported, as a serial loop would).
+  const std::vector<sym::Bindings> probes = probeBindings(symbols);
+  std::vector<FxModel> models(probes.size());
+  parallelFor(probes.size(), std::max(1u, std::thread::hardware_concurrency()), [&](size_t i) {
     try {
-      m = convertFxDocument(atBinding(doc, b, fileLoc), path);
+      models[i] = convertFxDocument(atBinding(doc, probes[i], fileLoc), path);
     } catch (const UserError& e) {
       std::vector<Diagnostic> d = e.diagnostics();
-      for (Diagnostic& x : d) x.message += " (converting at " + at + ", a probe of the dynamic sizes)";
+      for (Diagnostic& x : d) x.message += " (converting at " + bindingText(probes[i]) + ", a probe of the dynamic sizes)";
       throw UserError(std::move(d));
     }
-    graphs.push_back(m.graph);
-    if (!first) first = std::move(m);
-  }
-  FxModel out = std::move(*first);
+  });
+  std::vector<Graph> graphs;
+  for (FxModel& m : models) graphs.push_back(std::move(m.graph));
+  FxModel out = std::move(models[0]);
   out.graph = unifyGraphs(graphs, symbols, path);
   if (doc.contains("guards")) {
     if (!doc["guards"].is_array()) throw UserError(fileLoc, "'guards' must be an array");

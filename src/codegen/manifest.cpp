@@ -101,9 +101,10 @@ plan::Manifest buildManifest(const PipelineResult& pr, const CodegenResult& cg, 
   for (const GraphOutput& o : p.backward.outputs)
     if (o.role == OutputRole::Grad) m.grads.push_back(plan::GradSpec{o.target, p.backward.values[o.value].name});
 
-  for (const std::string& s : p.saved) {
-    const TensorType& t = p.forward.type(p.forward.valueNamed(s));
-    m.saved.push_back(plan::SavedSpec{s, plan::Layout{t.dtype, t.sizes, t.strides, t.offset}});
+  const std::vector<ValueId> savedIds = p.forward.valuesNamed(p.saved);
+  for (size_t i = 0; i < p.saved.size(); ++i) {
+    const TensorType& t = p.forward.type(savedIds[i]);
+    m.saved.push_back(plan::SavedSpec{p.saved[i], plan::Layout{t.dtype, t.sizes, t.strides, t.offset}});
   }
 
   m.forward = cg.forward;

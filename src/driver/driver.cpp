@@ -324,7 +324,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   s.forward_steps = manifest.forward.steps.size();
   s.backward_steps = manifest.backward.steps.size();
   s.saved = pr.partition.saved.size();
-  for (auto& n : pr.partition.saved) s.saved_bytes += bytesOf(pr.partition.forward.type(pr.partition.forward.valueNamed(n)));
+  for (ValueId v : pr.partition.forward.valuesNamed(pr.partition.saved)) s.saved_bytes += bytesOf(pr.partition.forward.type(v));
   s.total_ms = ms();
   s.write_ms = s.total_ms - tCodegen - tNvrtc;
   log->info("wrote {} in {:.1f} ms", opts.out_dir, ms());
@@ -459,7 +459,7 @@ std::string inspect(const std::string& path) {
       for (auto& m : mutated) os << "    " << m << "\n";
     }
     int64_t saved = 0;
-    for (auto& n : pr.partition.saved) saved += bytesOf(pr.partition.forward.type(pr.partition.forward.valueNamed(n)));
+    for (ValueId v : pr.partition.forward.valuesNamed(pr.partition.saved)) saved += bytesOf(pr.partition.forward.type(v));
     os << "  saved for backward (" << partitioner << "): " << pr.partition.saved.size() << " tensors, " << saved << " bytes\n";
   }
   return os.str();

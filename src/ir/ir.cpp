@@ -1,6 +1,9 @@
 //===- ir.cpp - Types, values and graphs ---------------------------------===//
 #include "aotc/ir/ir.h"
 
+#include <string_view>
+#include <unordered_map>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -319,6 +322,17 @@ ValueId Graph::valueNamed(const std::string& n) const {
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i].name == n) return static_cast<ValueId>(i);
   return kNoValue;
+}
+
+std::vector<ValueId> Graph::valuesNamed(const std::vector<std::string>& names) const {
+  std::unordered_map<std::string_view, size_t> want;
+  for (size_t i = 0; i < names.size(); ++i) want.emplace(names[i], i);
+  std::vector<ValueId> r(names.size(), kNoValue);
+  for (size_t v = 0; v < values.size(); ++v)
+    if (auto it = want.find(values[v].name); it != want.end() && r[it->second] == kNoValue) r[it->second] = static_cast<ValueId>(v);
+  for (size_t i = 0; i < names.size(); ++i)  // a name given twice
+    if (r[i] == kNoValue) r[i] = r[want.at(names[i])];
+  return r;
 }
 
 UseInfo UseInfo::compute(const Graph& g) {

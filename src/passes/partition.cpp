@@ -130,8 +130,8 @@ Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
   Graph& B = p.backward;
   B.name = j.name + ".backward";
   std::vector<ValueId> bmap(j.values.size(), kNoValue);
-  for (size_t i = 0; i < saved.size(); ++i)
-    bmap[saved[i]] = B.addInput(p.saved[i], F.type(F.valueNamed(p.saved[i])), InputRole::Saved, false);
+  const std::vector<ValueId> savedInF = F.valuesNamed(p.saved);
+  for (size_t i = 0; i < saved.size(); ++i) bmap[saved[i]] = B.addInput(p.saved[i], F.type(savedInF[i]), InputRole::Saved, false);
   for (const GraphInput& gi : j.inputs)
     if (gi.role == InputRole::Tangent)
       bmap[gi.value] = B.addInput(j.values[gi.value].name, j.type(gi.value), gi.role, false);

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "aotc/ir/unify.h"
 #include "aotc/ops/ops.h"
@@ -666,7 +668,8 @@ void verifyGraphIn(const Graph& g, const std::string& file, const sym::Bindings&
       if (!ok) fail(&n, "symbolic attribute '" + key + "' does not match its value at the hints");
     }
   std::vector<bool> defined(g.values.size(), false);
-  std::set<std::string> names;
+  std::unordered_set<std::string_view> names;  // views of g's names: no copies
+  names.reserve(g.values.size());
   for (auto& v : g.values)
     if (!names.insert(v.name).second) fail(nullptr, "value name %" + v.name + " is not unique");
   for (auto& in : g.inputs) {

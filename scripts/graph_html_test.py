@@ -305,6 +305,15 @@ def main():
                     after = chrome.eval("""(() => { document.getElementById('aotc-link').click();
                         return [...document.querySelectorAll('.aotc-selected')].map(e => e.id); })()""")
                     check(len(after) == 1 and after[0].startswith("f_"), f"{name}: the link selects the forward node ({after})")
+            if name.endswith("_kernels"):
+                # Parameters and buffers are named in the details of the steps
+                # that read or write them, not drawn.
+                rw = chrome.eval("""(() => { const d = JSON.parse(document.getElementById('aotc-data').textContent);
+                    const v = Object.values(d.items);
+                    return {reads: v.some(i => (i.info.reads || []).includes('%weight')),
+                            writes: v.some(i => (i.info.writes || []).includes('%running_mean')),
+                            params: v.some(i => i.legend.startsWith('parameter'))}; })()""")
+                check(rw["reads"] and rw["writes"] and not rw["params"], f"{name}: steps list the parameters they read and write ({rw})")
             if "unsupported" in name:
                 check(any("unsupported" in (c or "") for c in state["classes"]), f"{name}: unsupported nodes carry their class in the SVG")
                 check("unsupported op" in state["legend"], f"{name}: the legend names unsupported ops")

@@ -349,7 +349,11 @@ Picture sourcePicture(const SourceGraph& sg) {
 // ------------------------------------------------------------ the kernel view
 
 /// One node per step: a kernel cluster becomes a node, views and constants
-/// fold into the nodes around them, inputs, outputs and saved tensors stay.
+/// fold into the nodes around them, user inputs, tangents, outputs and saved
+/// tensors stay.  Parameters and buffers are listed in the details of the
+/// steps that read them instead of drawn: hundreds of inputs at the top with
+/// edges to every depth of the program made Graphviz's layout of
+/// efficientnet_b0's kernel view take 30 s instead of 3.5 s.
 Picture kernelView(const Picture& P) {
   Picture K;
   K.title = P.title + " (kernel view)";
@@ -406,19 +410,31 @@ Picture kernelView(const Picture& P) {
       k.info = c.info;
       k.cluster = c.parent >= 0 ? remap[static_cast<size_t>(c.parent)] : -1;
       K.add(std::move(k));
-    } else if (!n.fold) {
+    } else if (!n.fold && n.cls != "param") {
       PNode k = n;
       k.cluster = n.cluster >= 0 ? remap[static_cast<size_t>(n.cluster)] : -1;
       K.add(std::move(k));
     }
   }
+  std::map<std::string, size_t> kept;
+  for (size_t i = 0; i < K.nodes.size(); ++i) kept[K.nodes[i].id] = i;
   for (PNode& n : K.nodes)
     if (!n.link.empty()) n.link = repOf(n.link, 0);
   std::set<PEdge> seen;
   for (const PEdge& e : P.edges) {
     PEdge r{repOf(e.from, 0), repOf(e.to, 0), e.cls};
     if (r.from.empty() || r.to.empty() || r.from == r.to || !seen.insert(r).second) continue;
-    K.edges.push_back(r);
+    auto from = kept.find(r.from), to = kept.find(r.to);
+    if (from != kept.end() && to != kept.end()) {
+      K.edges.push_back(r);
+      continue;
+    }
+    // A parameter or buffer: named in the details of the step on the other end.
+    const PNode& param = P.nodes[index.at(from == kept.end() ? r.from : r.to)];
+    auto other = from == kept.end() ? to : from;
+    if (other == kept.end()) continue;
+    const char* key = r.cls == "writes" ? "writes" : "reads";
+    K.nodes[other->second].info[key].push_back(param.info.value("name", param.id));
   }
   return K;
 }

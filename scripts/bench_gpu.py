@@ -159,9 +159,9 @@ def timeit(fn, iters, sync):
     return statistics.median(times)
 
 
-def compile_artifact(aotc, module, args, work, name, dynamic=None):
+def compile_artifact(aotc, module, args, work, name):
     prefix = os.path.join(work, name)
-    export(module, args, prefix, dynamic=dynamic)
+    export(module, args, prefix)
     art = prefix + ".aotc"
     r = subprocess.run([aotc, "compile", prefix + ".json", "-o", art, "-q"], capture_output=True, text=True)
     if r.returncode:

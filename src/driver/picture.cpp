@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -61,10 +60,7 @@ struct Picture {
   json kernels = json::object();  ///< kernel name -> CUDA source
   std::string view = "node";
 
-  size_t add(PNode n) {
-    nodes.push_back(std::move(n));
-    return nodes.size() - 1;
-  }
+  void add(PNode n) { nodes.push_back(std::move(n)); }
   int cluster(PCluster c) {
     clusters.push_back(std::move(c));
     return static_cast<int>(clusters.size()) - 1;
@@ -155,7 +151,6 @@ void addGraph(Picture& P, const Graph& g, const std::string& pre, int parent, co
               std::map<std::string, std::string>& saved) {
   const std::string phaseWord = backwardProgram ? "backward" : "forward";
   std::vector<int> kernelOf(g.nodes.size(), -1);
-  std::vector<std::string> stepOf(g.nodes.size());
   if (low.program) {
     for (size_t s = 0; s < low.program->steps.size(); ++s) {
       const std::vector<int32_t>& ids = (*low.stepNodes)[s];
@@ -164,9 +159,8 @@ void addGraph(Picture& P, const Graph& g, const std::string& pre, int parent, co
       PCluster c;
       c.id = pre + "k" + std::to_string(s);
       c.parent = parent;
-      std::string stepText = phaseWord + " step " + std::to_string(s) + ": " + plan::stepLabel(st);
       c.info["kind"] = "step";
-      c.info["step"] = stepText;
+      c.info["step"] = phaseWord + " step " + std::to_string(s) + ": " + plan::stepLabel(st);
       if (auto* l = std::get_if<plan::Launch>(&st)) {
         c.cls = "kernel-" + phaseWord;
         c.label = l->kernel;
@@ -194,10 +188,7 @@ void addGraph(Picture& P, const Graph& g, const std::string& pre, int parent, co
       c.label += members.size() > 1 ? " (" + std::to_string(members.size()) + " nodes)" : "";
       int ci = P.cluster(std::move(c));
       for (int32_t id : ids)
-        if (kernelOf[static_cast<size_t>(id)] < 0) {
-          kernelOf[static_cast<size_t>(id)] = ci;
-          stepOf[static_cast<size_t>(id)] = stepText;
-        }
+        if (kernelOf[static_cast<size_t>(id)] < 0) kernelOf[static_cast<size_t>(id)] = ci;
     }
   }
   auto producer = [&](ValueId v) {
@@ -265,7 +256,7 @@ void addGraph(Picture& P, const Graph& g, const std::string& pre, int parent, co
     n.info["phase"] = recomputed ? "forward, recomputed in the backward" : node.phase == Phase::Backward ? "backward" : "forward";
     if (n.kernel >= 0) {
       const json& ci = P.clusters[static_cast<size_t>(n.kernel)].info;
-      n.info["step"] = stepOf[k];
+      n.info["step"] = ci["step"];
       if (ci.contains("kernel")) n.info["kernel"] = ci["kernel"];
     } else if (low.program && !n.fold) {
       n.info["step"] = "none (computed inside the kernels that read it)";
@@ -386,6 +377,15 @@ Picture kernelView(const Picture& P) {
     }
     return rep[id] = r;
   };
+  // Each kernel's ops and first source line, in one pass over the nodes.
+  std::map<int, std::pair<std::vector<std::string>, std::string>> members;
+  for (const PNode& m : P.nodes) {
+    if (m.kernel < 0) continue;
+    auto& [ops, src] = members[m.kernel];
+    std::string op = m.info.value("op", "");
+    if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    if (src.empty()) src = m.info.value("source", "");
+  }
   std::set<std::string> made;
   for (const PNode& n : P.nodes) {
     if (n.kernel >= 0) {
@@ -395,14 +395,7 @@ Picture kernelView(const Picture& P) {
       k.id = c.id;
       k.cls = c.cls;
       k.label = c.label;
-      std::vector<std::string> ops;
-      std::string src;
-      for (const PNode& m : P.nodes)
-        if (m.kernel == n.kernel) {
-          std::string op = m.info.value("op", "");
-          if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
-          if (src.empty()) src = m.info.value("source", "");
-        }
+      const auto& [ops, src] = members.at(n.kernel);
       std::string opList;
       for (size_t i = 0; i < ops.size() && i < 6; ++i) opList += (i ? ", " : "") + ops[i];
       if (ops.size() > 6) opList += ", ...";
@@ -773,14 +766,6 @@ std::string dotToSvg(const std::string& dot, const std::string& what) {
 
 
 namespace {
-std::string readText(const fs::path& p, const std::string& what) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw UserError(SourceLoc{what}, "cannot read " + p.filename().string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 const std::vector<std::string> kProgramStages = {"program", "forward", "backward"};
 }  // namespace
 
@@ -804,10 +789,10 @@ std::string graphOf(const GraphRequest& r, std::string* note) {
     plan::Manifest m = loadManifest(r.path);
     name = m.model_name;
     if (r.stage == "joint" || r.stage == "functionalize-joint") {
-      single = parseGraph(readText(fs::path(r.path) / "joint.ir", r.path), (fs::path(r.path) / "joint.ir").string());
+      single = loadArtifactGraph(r.path, "joint.ir");
     } else if (programStage) {
-      part.forward = parseGraph(readText(fs::path(r.path) / m.forward.ir, r.path), (fs::path(r.path) / m.forward.ir).string());
-      part.backward = parseGraph(readText(fs::path(r.path) / m.backward.ir, r.path), (fs::path(r.path) / m.backward.ir).string());
+      part.forward = loadArtifactGraph(r.path, m.forward.ir);
+      part.backward = loadArtifactGraph(r.path, m.backward.ir);
       for (const GraphOutput& o : part.forward.outputs)
         if (o.role == OutputRole::Saved) part.saved.push_back(part.forward.values[o.value].name);
     } else {

@@ -3276,6 +3276,18 @@ FxModel loadFxGraph(const std::string& path) {
 }
 
 namespace {
+/// The file's JSON; a syntax error is the user's, named with its place.
+json parseFxJson(const std::string& text, const std::string& path) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message already holds the line and column.
+    std::string msg = e.what();
+    auto p = msg.find("parse error");
+    throw UserError(SourceLoc{path, "", ""}, "malformed JSON: " + (p == std::string::npos ? msg : msg.substr(p)));
+  }
+}
+
 /// The node names an argument refers to (`{"node": NAME}` anywhere in it).
 void nodeRefs(const json& a, std::vector<std::string>& out) {
   if (a.is_object() && a.contains("node") && a["node"].is_string()) {
@@ -3299,14 +3311,7 @@ std::string metaType(const json& m) {
 SourceGraph fxSourceGraph(const std::string& path) {
   const SourceLoc fileLoc{path, "", ""};
   try {
-    json doc;
-    try {
-      doc = json::parse(readFile(path));
-    } catch (const json::parse_error& e) {
-      std::string msg = e.what();
-      auto p = msg.find("parse error");
-      throw UserError(fileLoc, "malformed JSON: " + (p == std::string::npos ? msg : msg.substr(p)));
-    }
+    const json doc = parseFxJson(readFile(path), path);
     if (!doc.is_object() || doc.value("format", "") != "aotc.fx_graph")
       throw UserError(fileLoc, "not an aotc FX graph (\"format\" must be \"aotc.fx_graph\")");
     for (const char* key : {"inputs", "nodes", "outputs"})
@@ -3401,16 +3406,7 @@ static json atBinding(const json& j, const sym::Bindings& b, const SourceLoc& fi
 
 FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
   const SourceLoc fileLoc{path, "", ""};
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message already holds the line and column.
-    std::string msg = e.what();
-    auto p = msg.find("parse error");
-    throw UserError(SourceLoc{path, "", ""},
-                    "malformed JSON: " + (p == std::string::npos ? msg : msg.substr(p)));
-  }
+  json doc = parseFxJson(text, path);
   std::vector<SymbolDecl> symbols = doc.is_object() ? fxSymbols(doc, fileLoc) : std::vector<SymbolDecl>{};
   if (symbols.empty()) return convertFxDocument(doc, path);
   // Note [Dynamic FX graphs].

@@ -2550,6 +2550,14 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
   return model;
 }
 
+/// The default domain's opset the model imports (0 when it imports none).
+int importedOpset(const onnx::ModelProto& m) {
+  int opset = 0;
+  for (const auto& os : m.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") opset = static_cast<int>(os.version());
+  return opset;
+}
+
 /// Why the front end cannot convert node `n` ("" when it can).
 std::string unsupportedReason(const onnx::NodeProto& n, int opset) {
   bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx" ||
@@ -2566,8 +2574,7 @@ Model Loader::load(const std::string& bytes) {
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) fail("the file is larger than protobuf's 2 GiB limit");
   if (!m.ParseFromString(bytes)) fail("not a valid ONNX model (malformed or truncated protobuf)");
   if (!m.has_graph()) fail("the model has no graph");
-  for (const auto& os : m.opset_import())
-    if (os.domain().empty() || os.domain() == "ai.onnx") opset_ = static_cast<int>(os.version());
+  opset_ = importedOpset(m);
   if (opset_ > kMaxOpset) fail(cat("the model uses opset ", opset_, "; aotc reads opsets up to ", kMaxOpset, " (ONNX 1.12)"));
   if (static_cast<size_t>(m.graph().node_size()) > kMaxNodes) fail(cat("the graph has ", m.graph().node_size(), " nodes, more than ", kMaxNodes));
 
@@ -2718,9 +2725,7 @@ SourceGraph onnxSourceGraph(const std::string& path) {
   if (!m.ParseFromString(bytes)) throw UserError(SourceLoc{path}, "not a valid ONNX model (malformed or truncated protobuf)");
   const onnx::GraphProto& g = m.graph();
   if (static_cast<size_t>(g.node_size()) > kMaxNodes) throw UserError(SourceLoc{path}, cat("the graph has ", g.node_size(), " nodes, more than ", kMaxNodes));
-  int opset = kMaxOpset;
-  for (const auto& os : m.opset_import())
-    if (os.domain().empty() || os.domain() == "ai.onnx") opset = static_cast<int>(os.version());
+  const int opset = importedOpset(m) > 0 ? importedOpset(m) : kMaxOpset;
   SourceGraph sg;
   sg.name = g.name().empty() ? "model" : g.name();
   std::map<std::string, std::string> types, producer;

@@ -116,6 +116,13 @@ std::map<std::string, HostTensor> runArtifact(const std::string& dir, const RunO
   }
 }
 
+Graph loadArtifactGraph(const std::string& dir, const std::string& rel) {
+  const fs::path file = fs::path(dir) / rel;
+  Graph g = parseGraph(slurp(file), file.string());
+  verifyGraph(g, rel);
+  return g;
+}
+
 namespace {
 
 /// The results a run reports, from the device through the executor.
@@ -261,11 +268,8 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
   if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only, opts.progress);
 
   // The reference interpreter: the oracle, on the programs' IR.
-  auto slurpIr = [&](const std::string& rel) { return slurp(root / rel); };
-  Graph fw = parseGraph(slurpIr(m.forward.ir), (root / "forward.ir").string());
-  Graph bw = parseGraph(slurpIr(m.backward.ir), (root / "backward.ir").string());
-  verifyGraph(fw, "forward.ir");
-  verifyGraph(bw, "backward.ir");
+  Graph fw = loadArtifactGraph(dir, m.forward.ir);
+  Graph bw = loadArtifactGraph(dir, m.backward.ir);
   if (m.symbolic) {
     fw = instantiate(fw, m.binding);
     bw = instantiate(bw, m.binding);

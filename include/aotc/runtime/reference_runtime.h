@@ -50,4 +50,8 @@ inline constexpr int64_t kMaxRunElements = int64_t{1} << 31;
 /// throws UserError naming manifest.json and the field.
 plan::Manifest loadManifest(const std::string& dir, int64_t maxElements = kMaxElements);
 
+/// One of the artifact's IR programs (`rel`: the manifest's `ir`, or
+/// joint.ir), parsed and verified: damaged IR is the user's error.
+Graph loadArtifactGraph(const std::string& dir, const std::string& rel);
+
 }  // namespace aotc

@@ -143,12 +143,12 @@ struct Lowered {
   const CodegenResult* cg = nullptr;
 };
 
-/// Adds graph `g` under cluster `parent`: ids start with `pre`.  Saved
-/// outputs of a forward program are recorded in `saved` (name -> producer
-/// id) instead of drawn; saved inputs of a backward program are drawn as
-/// saved tensors with an edge from that producer.
+/// Adds graph `g` under cluster `parent`: ids start with `pre`.  With
+/// `saved` (a picture of both programs), the forward's saved outputs are
+/// recorded there (name -> producer id) instead of drawn, and the backward's
+/// saved inputs get an edge from that producer.
 void addGraph(Picture& P, const Graph& g, const std::string& pre, int parent, const Lowered& low, bool backwardProgram,
-              std::map<std::string, std::string>& saved) {
+              std::map<std::string, std::string>* saved = nullptr) {
   const std::string phaseWord = backwardProgram ? "backward" : "forward";
   std::vector<int> kernelOf(g.nodes.size(), -1);
   if (low.program) {
@@ -207,8 +207,8 @@ void addGraph(Picture& P, const Graph& g, const std::string& pre, int parent, co
     n.info["type"] = g.type(in.value).str();
     n.info["role"] = inputRoleName(in.role);
     if (in.requires_grad) n.info["requires_grad"] = true;
-    if (in.role == InputRole::Saved && backwardProgram) {
-      if (auto it = saved.find(name); it != saved.end()) {
+    if (in.role == InputRole::Saved && saved) {
+      if (auto it = saved->find(name); it != saved->end()) {
         P.edges.push_back({it->second, n.id, "saved"});
         n.link = it->second;
         n.info["saved by the forward"] = "%" + name;
@@ -270,15 +270,16 @@ void addGraph(Picture& P, const Graph& g, const std::string& pre, int parent, co
   }
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const GraphOutput& o = g.outputs[i];
-    if (o.role == OutputRole::Saved && !backwardProgram && low.program) {
-      saved[g.values[o.value].name] = producer(o.value);
+    if (o.role == OutputRole::Saved && saved && !backwardProgram) {
+      (*saved)[g.values[o.value].name] = producer(o.value);
       continue;
     }
     PNode n;
     n.id = pre + "o" + std::to_string(i);
     n.cluster = parent;
     n.cls = "output";
-    n.label = std::string(outputRoleName(o.role)) + (o.target.empty() ? "" : " " + clip(o.target));
+    n.label = std::string(outputRoleName(o.role)) + (o.target.empty() ? "" : " " + clip(o.target)) +
+              (o.role == OutputRole::Saved ? " %" + clip(g.values[o.value].name) : "");
     n.info["kind"] = "output";
     n.info["role"] = outputRoleName(o.role);
     n.info["value"] = "%" + g.values[o.value].name + " : " + g.type(o.value).str();
@@ -838,26 +839,25 @@ std::string graphOf(const GraphRequest& r, std::string* note) {
   CodegenResult cg;
   if (single) {
     P.title = single->name + " (" + r.stage + ")";
-    std::map<std::string, std::string> saved;
-    addGraph(P, *single, "g_", -1, Lowered{}, false, saved);
+    addGraph(P, *single, "g_", -1, Lowered{}, false);
   } else if (programStage) {
     CodegenOptions co;
     if (!part.forward.symbols.empty()) co.decide = &part;
     cg = generateCuda(part, co);
-    std::map<std::string, std::string> saved;
     Lowered fw{&cg.forward, &cg.forwardStepNodes, &cg}, bw{&cg.backward, &cg.backwardStepNodes, &cg};
     if (r.stage == "program") {
       P.title = (name.empty() ? part.forward.name : name) + " (forward and backward programs)";
       int f = P.cluster(PCluster{"forward", "forward program", "program", -1, json{{"kind", "program"}, {"program", "forward"}}});
       int b = P.cluster(PCluster{"backward", "backward program", "program", -1, json{{"kind", "program"}, {"program", "backward"}}});
-      addGraph(P, part.forward, "f_", f, fw, false, saved);
-      addGraph(P, part.backward, "b_", b, bw, true, saved);
+      std::map<std::string, std::string> saved;
+      addGraph(P, part.forward, "f_", f, fw, false, &saved);
+      addGraph(P, part.backward, "b_", b, bw, true, &saved);
     } else if (r.stage == "forward") {
       P.title = part.forward.name + " (forward program)";
-      addGraph(P, part.forward, "f_", -1, fw, false, saved);
+      addGraph(P, part.forward, "f_", -1, fw, false);
     } else {
       P.title = part.backward.name + " (backward program)";
-      addGraph(P, part.backward, "b_", -1, bw, true, saved);
+      addGraph(P, part.backward, "b_", -1, bw, true);
     }
   }
   bool kernels = std::any_of(P.clusters.begin(), P.clusters.end(), [](const PCluster& c) { return c.cls != "program"; });

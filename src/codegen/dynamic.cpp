@@ -409,14 +409,19 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   co.decide = &pr.partition;
   const IndexWidth width = chooseIndexWidth(pr.partition, symbols, wideIndex);
   co.wide = width.wide;
-  // The probes are independent: code for each on `jobs` threads.
-  std::vector<PipelineResult> probes(pts.size());
+  // The probes are independent: code for each on `jobs` threads, from the
+  // pipeline's own graphs at the probes where it kept them (the unified
+  // graphs instantiated there are the same graphs).
+  const bool kept = pr.probes.size() == pts.size();
+  std::vector<ProbeResult> made(kept ? 0 : pts.size());
+  const std::vector<ProbeResult>& probes = kept ? pr.probes : made;
   std::vector<CodegenResult> cgs(pts.size());
   parallelFor(pts.size(), jobs, [&](size_t i) {
-    PipelineResult& p = probes[i];
-    p.functional = instantiate(pr.functional, pts[i]);
-    p.partition = Partition{instantiate(pr.partition.forward, pts[i]), instantiate(pr.partition.backward, pts[i]), pr.partition.saved};
-    cgs[i] = generateCuda(p.partition, co);
+    if (!kept) {
+      made[i].functional = instantiate(pr.functional, pts[i]);
+      made[i].partition = Partition{instantiate(pr.partition.forward, pts[i]), instantiate(pr.partition.backward, pts[i]), pr.partition.saved};
+    }
+    cgs[i] = generateCuda(probes[i].partition, co);
   });
 
   // Kernels: the probes' kernels at one step are one kernel.
@@ -473,7 +478,7 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   std::vector<plan::Manifest> ms(pts.size());
   std::vector<ojson> js(pts.size());
   parallelFor(pts.size(), jobs, [&](size_t p) {
-    ms[p] = buildManifest(probes[p], cgs[p], r.modules, info);
+    ms[p] = buildManifest(probes[p].functional, probes[p].partition, cgs[p], r.modules, info);
     ojson j = plan::toJson(ms[p]);
     for (int prog = 0; prog < 2; ++prog) {
       ojson& pj = j[prog ? "backward" : "forward"];

@@ -17,10 +17,10 @@ plan::ViewChain viewChain(const std::vector<ViewStep>& chain) {
 
 }  // namespace
 
-plan::Manifest buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std::vector<KernelModule>& modules,
+plan::Manifest buildManifest(const Graph& functional, const Partition& partition, const CodegenResult& cg, const std::vector<KernelModule>& modules,
                              const ManifestInfo& info) {
-  const Graph& fn = pr.functional;
-  const Partition& p = pr.partition;
+  const Graph& fn = functional;
+  const Partition& p = partition;
   plan::Manifest m;
   m.nvrtc_version = info.nvrtc_version;
   m.flags = info.flags;

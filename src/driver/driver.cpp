@@ -235,7 +235,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   } else {
     cg = generateCuda(pr.partition);
     modules = groupKernels(cg.kernels, kKernelsPerModule);
-    manifest = buildManifest(pr, cg, modules, mi);
+    manifest = buildManifest(pr.functional, pr.partition, cg, modules, mi);
     manifestText = plan::toJson(manifest).dump(1) + "\n";
     // Note [Typed plan]: what is written reads back as the same plan.
     plan::Manifest back = plan::manifestFromJson(nlohmann::json::parse(manifestText), "manifest.json", kMaxElements);

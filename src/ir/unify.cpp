@@ -388,32 +388,33 @@ struct Unifier {
 namespace {
 
 void instantiateInto(Graph& g, const sym::Bindings& b) {
-  auto at = [&](const sym::Expr& e, const std::string& what) {
+  // `what()` names the position, spelled only for an error.
+  auto at = [&](const sym::Expr& e, const auto& what) {
     try {
       return e.eval(b);
     } catch (const std::exception& x) {
-      throw UserError(SourceLoc{}, what + ": " + e.str() + " at " + bindingText(b) + ": " + x.what());
+      throw UserError(SourceLoc{}, what() + ": " + e.str() + " at " + bindingText(b) + ": " + x.what());
     }
   };
   for (Value& v : g.values) {
     if (!v.type.sym) continue;
-    const SymLayout l = *v.type.sym;
-    v.type.sym = nullptr;
+    const auto keep = std::move(v.type.sym);  // the layout, not copied
+    const SymLayout& l = *keep;
     for (size_t i = 0; i < l.sizes.size(); ++i) {
-      v.type.sizes[i] = at(l.sizes[i], "the size of %" + v.name);
-      v.type.strides[i] = at(l.strides[i], "the stride of %" + v.name);
+      v.type.sizes[i] = at(l.sizes[i], [&] { return "the size of %" + v.name; });
+      v.type.strides[i] = at(l.strides[i], [&] { return "the stride of %" + v.name; });
       if (v.type.sizes[i] < 0) throw UserError(SourceLoc{}, "%" + v.name + " has a negative size at " + bindingText(b));
     }
-    v.type.offset = at(l.offset, "the offset of %" + v.name);
+    v.type.offset = at(l.offset, [&] { return "the offset of %" + v.name; });
   }
   auto attrs = [&](Attrs& as, std::map<std::string, std::vector<sym::Expr>>& sa, const SourceLoc& loc) {
     for (auto& [key, es] : sa) {
       AttrValue& a = as.at(key);
       if (std::holds_alternative<int64_t>(a)) {
-        a = at(es.at(0), "attribute '" + key + "'");
+        a = at(es.at(0), [&] { return "attribute '" + key + "'"; });
       } else {
         Ints& iv = std::get<Ints>(a);
-        for (size_t i = 0; i < iv.size() && i < es.size(); ++i) iv[i] = at(es[i], "attribute '" + key + "'");
+        for (size_t i = 0; i < iv.size() && i < es.size(); ++i) iv[i] = at(es[i], [&] { return "attribute '" + key + "'"; });
       }
     }
     if (!sa.empty() && as.count("size_num") && as.count("size_den")) {
@@ -450,11 +451,15 @@ Graph instantiate(const Graph& g, const sym::Bindings& b) {
 }
 
 Graph unifyGraphs(const std::vector<Graph>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where) {
-  Unifier u(symbols, where);
-  AOTC_CHECK(probes.size() == u.pts.size(), "unifyGraphs: ", probes.size(), " graphs for ", u.pts.size(), " probes");
   std::vector<const Graph*> p;
   for (const Graph& g : probes) p.push_back(&g);
-  Graph out = u.graph(p);
+  return unifyGraphs(p, symbols, where);
+}
+
+Graph unifyGraphs(const std::vector<const Graph*>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where) {
+  Unifier u(symbols, where);
+  AOTC_CHECK(probes.size() == u.pts.size(), "unifyGraphs: ", probes.size(), " graphs for ", u.pts.size(), " probes");
+  Graph out = u.graph(probes);
   out.symbols = symbols;
   std::sort(out.symbols.begin(), out.symbols.end(), [](const SymbolDecl& a, const SymbolDecl& b) { return a.name < b.name; });
   out.guards = std::move(u.guards);

@@ -13,7 +13,6 @@
 //  * the verifier runs after every stage.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
-#include <set>
 #include <stdexcept>
 
 #include "aotc/ir/unify.h"
@@ -74,30 +73,36 @@ namespace {
 /// The min-cut partitioner's choice must be the same at every probe (its
 /// weights scale with the sizes); where it is not, the unification says so.
 PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
-  // The probes' pipelines are independent: they run on opts.jobs threads,
-  // each recording its own stages.
+  // The probes' pipelines are independent: they run on opts.jobs threads.
   const std::vector<sym::Bindings> pts = probeBindings(captured.symbols);
-  std::vector<std::vector<std::pair<std::string, Graph>>> perProbe(pts.size());
   std::vector<PipelineResult> runs(pts.size());
-  // Unified: the stages the result holds, and every stage when a caller
-  // looks at them (dumps, --print-ir-after); unifying costs like a pass, and
-  // so does keeping a copy of each probe's graph after each pass.
-  const std::set<std::string> kept{"dce", "dce-joint", "partition.forward", "partition.backward"};
+  // The stages the result holds are the probes' results themselves; every
+  // stage is unified only when a caller looks at them (dumps,
+  // --print-ir-after), since unifying costs like a pass and so does keeping
+  // a copy of each probe's graph after each pass.
   const bool everyStage = static_cast<bool>(opts.after_pass);
+  std::vector<std::vector<std::pair<std::string, Graph>>> perProbe(pts.size());
   parallelFor(pts.size(), opts.jobs, [&](size_t i) {
     PipelineOptions o = opts;
-    o.after_pass = [&perProbe, &kept, everyStage, i](const std::string& name, const Graph& g) {
-      if (everyStage || kept.count(name)) perProbe[i].emplace_back(name, g);
-    };
+    o.after_pass = nullptr;
+    if (everyStage) o.after_pass = [&perProbe, i](const std::string& name, const Graph& g) { perProbe[i].emplace_back(name, g); };
     runs[i] = runPipeline(instantiate(captured, pts[i]), o);
   });
   std::vector<std::string> names;
-  std::map<std::string, std::vector<Graph>> stages;
-  for (size_t i = 0; i < pts.size(); ++i)
-    for (auto& [name, g] : perProbe[i]) {
-      if (i == 0) names.push_back(name);
-      stages[name].push_back(std::move(g));
-    }
+  std::map<std::string, std::vector<const Graph*>> stages;
+  if (everyStage) {
+    for (size_t i = 0; i < pts.size(); ++i)
+      for (auto& [name, g] : perProbe[i]) {
+        if (i == 0) names.push_back(name);
+        stages[name].push_back(&g);
+      }
+  } else {
+    names = {"dce", "dce-joint", "partition.forward", "partition.backward"};
+    for (PipelineResult& r : runs)
+      for (auto [name, g] : {std::pair{"dce", &r.functional}, {"dce-joint", &r.joint}, {"partition.forward", &r.partition.forward},
+                             {"partition.backward", &r.partition.backward}})
+        stages[name].push_back(g);
+  }
   // The stages unify independently of each other, on opts.jobs threads.
   std::vector<Graph> done(names.size());
   parallelFor(names.size(), opts.jobs, [&](size_t i) {
@@ -128,6 +133,7 @@ PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
   r.partition.forward = std::move(unified.at("partition.forward"));
   r.partition.backward = std::move(unified.at("partition.backward"));
   r.partition.saved = runs[0].partition.saved;
+  for (PipelineResult& run : runs) r.probes.push_back(ProbeResult{std::move(run.functional), std::move(run.partition)});
   return r;
 }
 

@@ -210,14 +210,21 @@ ojson programJson(const Program& p) {
       j["bytes"] = b.bytes;
       j["arena_offset"] = b.arena_offset;
     }
-    bufs.push_back(j);
+    bufs.push_back(std::move(j));
   }
   ojson steps = ojson::array();
   for (const Step& s : p.steps) steps.push_back(stepJson(s));
   ojson outs = ojson::array();
   for (const ProgramOutput& o : p.outputs) outs.push_back({{"role", o.role}, {"buffer", o.buffer}});
-  return ojson{{"buffers", bufs}, {"steps", steps}, {"outputs", outs}, {"arena_bytes", p.arena_bytes},
-               {"alloc_bytes_unplanned", p.alloc_bytes_unplanned}, {"ir", p.ir}};
+  // Moved in, not listed in an initializer list (which copies).
+  ojson j = ojson::object();
+  j["buffers"] = std::move(bufs);
+  j["steps"] = std::move(steps);
+  j["outputs"] = std::move(outs);
+  j["arena_bytes"] = p.arena_bytes;
+  j["alloc_bytes_unplanned"] = p.alloc_bytes_unplanned;
+  j["ir"] = p.ir;
+  return j;
 }
 
 // ------------------------------------------------------------------ reader
@@ -683,28 +690,28 @@ ojson toJson(const Manifest& m) {
       const MetadataChange& c = *in.metadata_after_forward;
       e["metadata_after_forward"] = {{"shape", c.shape}, {"strides", c.strides}, {"offset", c.offset}, {"view_chain", chainJson(c.view_chain)}};
     }
-    ins.push_back(e);
+    ins.push_back(std::move(e));
   }
-  j["inputs"] = ins;
+  j["inputs"] = std::move(ins);
   ojson outs = ojson::array();
   for (const OutputSpec& o : m.outputs) {
     ojson e{{"index", o.index}, {"buffer", o.buffer}, {"dtype", dtypeName(o.dtype)}, {"shape", o.shape},
             {"kind", o.alias ? "alias_of_input" : "fresh"}, {"tangent", o.tangent ? ojson(*o.tangent) : ojson(nullptr)}};
     if (o.alias) e["alias"] = {{"input", o.alias->input}, {"view_chain", chainJson(o.alias->view_chain)}};
     if (o.path) e["path"] = *o.path;
-    outs.push_back(e);
+    outs.push_back(std::move(e));
   }
-  j["outputs"] = outs;
+  j["outputs"] = std::move(outs);
   ojson grads = ojson::array();
   for (const GradSpec& g : m.grads) grads.push_back({{"input", g.input}, {"buffer", g.buffer}});
-  j["grads"] = grads;
+  j["grads"] = std::move(grads);
   ojson saved = ojson::array();
   for (const SavedSpec& s : m.saved) {
     ojson e{{"name", s.name}};
     putLayout(e, s.layout, true);
-    saved.push_back(e);
+    saved.push_back(std::move(e));
   }
-  j["saved"] = saved;
+  j["saved"] = std::move(saved);
   j["forward"] = programJson(m.forward);
   j["backward"] = programJson(m.backward);
   ojson mods = ojson::array();
@@ -714,11 +721,11 @@ ojson toJson(const Manifest& m) {
     for (auto& [a, p] : ms.cubin) cubin[a] = p;
     mods.push_back({{"name", ms.name}, {"kernels", ms.kernels}, {"ptx", ptx}, {"cubin", cubin}});
   }
-  j["modules"] = mods;
+  j["modules"] = std::move(mods);
   ojson kernels = ojson::array();
   for (const KernelSpec& k : m.kernels)
     kernels.push_back({{"name", k.name}, {"source", k.source}, {"module", k.module}, {"nodes", k.nodes}});
-  j["kernels"] = kernels;
+  j["kernels"] = std::move(kernels);
   j["prelude"] = m.prelude;
   if (!m.weights.empty()) j["weights"] = m.weights;
   j["runtime_checks"] = {{"no_create_graph_inputs", m.runtime_checks.no_create_graph_inputs},

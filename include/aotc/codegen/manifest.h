@@ -27,7 +27,7 @@ struct ManifestInfo {
 /// mutation phase), outputs (fresh or alias recipes, tangents), grads, saved
 /// tensors, both programs' buffers and steps, kernels with their per-arch
 /// PTX/cubin files, runtime checks.  plan::toJson writes it.
-plan::Manifest buildManifest(const PipelineResult& pr, const CodegenResult& cg, const std::vector<KernelModule>& modules,
+plan::Manifest buildManifest(const Graph& functional, const Partition& partition, const CodegenResult& cg, const std::vector<KernelModule>& modules,
                              const ManifestInfo& info);
 
 /// A dynamic-shape artifact's code (Note [Dynamic codegen], dynamic.cpp):

@@ -98,6 +98,7 @@ class MemoFitter {
 /// declaring `symbols` and the guards the fits need.  Throws UserError at
 /// `where` naming the value, node or attribute that does not unify.
 Graph unifyGraphs(const std::vector<Graph>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where);
+Graph unifyGraphs(const std::vector<const Graph*>& probes, const std::vector<SymbolDecl>& symbols, const std::string& where);
 
 /// `g` at binding `b`: every symbolic type and attribute evaluated, a static
 /// graph.  Throws UserError naming the guard or the value when `b` breaks a

@@ -66,10 +66,23 @@ struct PipelineOptions {
   unsigned jobs = 1;
 };
 
+/// The pipeline's graphs at one probe binding of a symbolic graph's symbols
+/// (Note [Symbolic pipeline]).
+struct ProbeResult {
+  Graph functional;
+  Partition partition;
+};
+
 struct PipelineResult {
   Graph functional;
   Graph joint;
   Partition partition;
+  /// A symbolic graph's: the static graphs the unified ones were made from,
+  /// one per probe binding (probeBindings order).  The code generator codes
+  /// these rather than instantiating the unified graphs at the probes again;
+  /// they are the same graphs (the fits are exact at the probes).  Empty for
+  /// a static graph.
+  std::vector<ProbeResult> probes;
 };
 
 PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts);

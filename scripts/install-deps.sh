@@ -13,6 +13,7 @@ pkgs=(
   python3-torch python3-torchvision python3-numpy python3-networkx python3-jsonschema
   python3-onnx libonnx-testdata
   libgraphviz-dev graphviz chromium
+  libjemalloc-dev
 )
 
 missing=()

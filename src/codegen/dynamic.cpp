@@ -1,7 +1,8 @@
 //===- dynamic.cpp - One artifact for every size (Note [Dynamic codegen]) ---===//
 //
 // A symbolic pair of programs is compiled at every probe binding of its
-// symbols (probeBindings: the grid {h, 2h, 3h} per symbol and a check point),
+// symbols (probeBindings: the grid {h, ..., (degree+1)h} per symbol and a
+// check point; the degrees the pipeline found, Note [Probe degree]),
 // each probe with the hints deciding what sizes decide (codegen.h).  The
 // probes' results are then unified, exactly as the engine's graphs are (Note
 // [Probing and unifying]):
@@ -393,11 +394,10 @@ IndexWidth chooseIndexWidth(const Partition& p, const std::vector<SymbolDecl>& s
   return r;
 }
 
-}  // namespace
-
-DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule, unsigned jobs, bool wideIndex) {
-  const std::vector<SymbolDecl>& symbols = pr.functional.symbols;
-  AOTC_CHECK(!symbols.empty(), "generateDynamic on a static program");
+/// generateDynamic at the probes of `symbols`; `kept`: pr.probes are the
+/// pipeline's graphs at exactly these probes.
+DynamicCodegen generateAt(const PipelineResult& pr, const std::vector<SymbolDecl>& symbols, bool kept, const ManifestInfo& info,
+                          size_t perModule, unsigned jobs, bool wideIndex) {
   std::vector<SizeGuard> guards;
   for (const Graph* g : {&pr.functional, &pr.partition.forward, &pr.partition.backward})
     for (const SizeGuard& s : g->guards) addGuard(guards, s);
@@ -412,7 +412,7 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   // The probes are independent: code for each on `jobs` threads, from the
   // pipeline's own graphs at the probes where it kept them (the unified
   // graphs instantiated there are the same graphs).
-  const bool kept = pr.probes.size() == pts.size();
+  AOTC_CHECK(!kept || pr.probes.size() == pts.size(), "generateDynamic: ", pr.probes.size(), " probe graphs for ", pts.size(), " probes");
   std::vector<ProbeResult> made(kept ? 0 : pts.size());
   const std::vector<ProbeResult>& probes = kept ? pr.probes : made;
   std::vector<CodegenResult> cgs(pts.size());
@@ -549,6 +549,22 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   r.cg.forward = r.atHint.forward;
   r.cg.backward = r.atHint.backward;
   return r;
+}
+
+}  // namespace
+
+DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& info, size_t perModule, unsigned jobs, bool wideIndex) {
+  std::vector<SymbolDecl> symbols = pr.functional.symbols;
+  AOTC_CHECK(!symbols.empty(), "generateDynamic on a static program");
+  // Note [Probe degree]: at the pipeline's probes (the degrees it found),
+  // and again at full degree, as if never lowered, where anything fails.
+  const bool kept = pr.probes.size() == probeBindings(symbols).size();
+  try {
+    return generateAt(pr, symbols, kept, info, perModule, jobs, wideIndex);
+  } catch (const UserError&) {
+    if (!fullDegree(symbols)) throw;
+  }
+  return generateAt(pr, symbols, false, info, perModule, jobs, wideIndex);
 }
 
 }  // namespace aotc

@@ -12,10 +12,14 @@
 #include <cmath>
 #include <filesystem>
 
+#include "aotc/codegen/manifest.h"
 #include "aotc/driver/driver.h"
+#include "aotc/frontend/fx.h"
 #include "aotc/ir/safetensors.h"
+#include "aotc/passes/passes.h"
 #include "aotc/runtime/executor.h"
 #include "aotc/runtime/reference_runtime.h"
+#include "aotc/text/text.h"
 #include "driver/test_compare.h"
 
 namespace aotc {
@@ -198,6 +202,40 @@ TEST(DynamicSession, RebindsTheSymbolsAtEachSize) {
     EXPECT_NE(refusal(2048).find("outside the range the artifact takes: [2, 1024]"), std::string::npos) << refusal(2048);
   }
   for (DevicePtr p : owned) dev->release(p);
+}
+
+/// Note [Probe degree]: the engine and the code generator probe at the
+/// degrees the captured graph's sizes have (the attention: batch linear,
+/// seq squared); probing at degrees too low for the program (seq linear)
+/// falls back to full degree in each, with exactly the result of never
+/// lowering them.
+TEST(DynamicCompile, TooLowProbeDegreesFallBackToFullDegree) {
+  const FxModel m = loadFxGraph((fs::path(AOTC_SOURCE_DIR) / "testdata" / "symbolic" / "attention_dynamic.json").string());
+  PipelineOptions po;
+  const PipelineResult want = runPipeline(m.graph, po);
+  ASSERT_EQ(want.functional.symbols.size(), 2u);
+  EXPECT_EQ(want.functional.symbols[0].name, "batch");
+  EXPECT_EQ(want.functional.symbols[0].degree, 1);
+  EXPECT_EQ(want.functional.symbols[1].degree, 2);  // seq: [batch*heads, seq, seq] scores
+  EXPECT_EQ(want.probes.size(), 7u);                // 2 x 3 + 1, not 3 x 3 + 1
+  po.probe_degree = 1;
+  const PipelineResult low = runPipeline(m.graph, po);
+  EXPECT_EQ(low.probes.size(), 10u);  // the retry at full degree
+  for (auto [a, b] : {std::pair{&want.functional, &low.functional}, {&want.joint, &low.joint},
+                      {&want.partition.forward, &low.partition.forward}, {&want.partition.backward, &low.partition.backward}})
+    EXPECT_EQ(printGraph(*a), printGraph(*b));
+
+  ManifestInfo info;
+  info.model_name = "attention_dynamic";
+  info.archs = {"sm_90"};
+  const DynamicCodegen ref = generateDynamic(want, info, 8);
+  PipelineResult lowered = want;
+  lowered.probes.clear();
+  for (SymbolDecl& s : lowered.functional.symbols) s.degree = 1;
+  const DynamicCodegen again = generateDynamic(lowered, info, 8);
+  EXPECT_EQ(again.manifest.dump(), ref.manifest.dump());
+  ASSERT_EQ(again.cg.kernels.size(), ref.cg.kernels.size());
+  for (auto& [name, k] : ref.cg.kernels) EXPECT_EQ(again.cg.kernels.at(name).source, k.source) << name;
 }
 
 }  // namespace

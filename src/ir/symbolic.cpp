@@ -1,6 +1,7 @@
 //===- symbolic.cpp - Integer size expressions (Note [Symbolic sizes]) ----===//
 #include "aotc/ir/symbolic.h"
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
@@ -159,6 +160,20 @@ std::set<std::string> Expr::symbols() const {
       }
     }
   return out;
+}
+
+int Expr::degree(std::string_view symbol) const {
+  int best = 0;
+  for (const auto& [_, mc] : poly()) {
+    int d = 0;
+    for (const auto& [__, ap] : mc.first) {
+      const Atom& a = *ap.first;
+      const int per = a.kind == Atom::Symbol ? (a.name == symbol ? 1 : 0) : std::max(a.a.degree(symbol), a.b.degree(symbol));
+      d += per * ap.second;
+    }
+    best = std::max(best, d);
+  }
+  return best;
 }
 
 const std::string& Expr::str() const { return *text_; }

@@ -136,5 +136,17 @@ TEST(Symbolic, ParseErrorsNameThePosition) {
   EXPECT_THROW(Expr::parse(deep + "1"), std::invalid_argument);
 }
 
+TEST(Symbolic, DegreeInASymbol) {
+  const Expr e = Expr::parse("3*batch*seq*seq + 2*seq - 7");
+  EXPECT_EQ(e.degree("batch"), 1);
+  EXPECT_EQ(e.degree("seq"), 2);
+  EXPECT_EQ(e.degree("other"), 0);
+  EXPECT_EQ(Expr(5).degree("seq"), 0);
+  // An opaque atom counts its operands' highest degree, times its power.
+  const Expr d = Expr::parse("((seq*seq + 1) // 3) * ((seq*seq + 1) // 3) + max(batch, seq)");
+  EXPECT_EQ(d.degree("seq"), 4);
+  EXPECT_EQ(d.degree("batch"), 1);
+}
+
 }  // namespace
 }  // namespace aotc::sym

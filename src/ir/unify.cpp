@@ -117,7 +117,7 @@ std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols)
   for (const SymbolDecl& s : syms) {
     std::vector<sym::Bindings> next;
     for (const sym::Bindings& p : pts)
-      for (int j = 0; j <= kFitDegree; ++j) {
+      for (int j = 0; j <= s.degree; ++j) {
         sym::Bindings q = p;
         q[s.name] = s.hint * (j + 1);
         next.push_back(std::move(q));
@@ -128,6 +128,48 @@ std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols)
   for (const SymbolDecl& s : syms) check[s.name] = s.hint * (kFitDegree + 2);
   pts.push_back(std::move(check));
   return pts;
+}
+
+std::vector<SymbolDecl> probeDegrees(const Graph& g) {
+  std::vector<SymbolDecl> out = g.symbols;
+  for (SymbolDecl& s : out) {
+    int d = 1;
+    auto see = [&](const sym::Expr& e) { d = std::max(d, e.degree(s.name)); };
+    auto walk = [&](const Graph& x, const auto& self) -> void {
+      for (const Value& v : x.values) {
+        if (!v.type.sym) continue;
+        const SymLayout& l = *v.type.sym;
+        sym::Expr numel = 1, span = l.offset;
+        for (size_t i = 0; i < l.sizes.size(); ++i) {
+          numel = numel * l.sizes[i];
+          span = span + l.sizes[i] * l.strides[i];
+        }
+        see(numel);
+        see(span);
+      }
+      for (const Node& n : x.nodes) {
+        for (const auto& [_, es] : n.symAttrs)
+          for (const sym::Expr& e : es) see(e);
+        for (const Graph& r : n.regions) self(r, self);
+      }
+      for (const GraphOutput& o : x.outputs)
+        for (const ViewStep& v : o.alias_chain)
+          for (const auto& [_, es] : v.symAttrs)
+            for (const sym::Expr& e : es) see(e);
+    };
+    walk(g, walk);
+    s.degree = std::min(d, kFitDegree);
+  }
+  return out;
+}
+
+bool fullDegree(std::vector<SymbolDecl>& symbols) {
+  bool lowered = false;
+  for (SymbolDecl& s : symbols) {
+    lowered = lowered || s.degree < kFitDegree;
+    s.degree = kFitDegree;
+  }
+  return lowered;
 }
 
 /// Note [Probing and unifying]: the Lagrange basis of the probe grid, one
@@ -147,7 +189,7 @@ SizeFitter::SizeFitter(const std::vector<SymbolDecl>& symbols) {
     QPoly term{{{}, Q{1, 1}}};
     for (const SymbolDecl& s : symbols) {
       const int64_t x = impl->pts[i].at(s.name);
-      for (int j = 0; j <= kFitDegree; ++j) {
+      for (int j = 0; j <= s.degree; ++j) {
         const int64_t node = s.hint * (j + 1);
         if (node == x) continue;  // (s - node) / (x - node)
         term = polyMul(term, QPoly{{{s.name}, Q::make(1, x - node)}, {{}, Q::make(-node, x - node)}});

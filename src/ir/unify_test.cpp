@@ -123,5 +123,40 @@ TEST(Unify, FractionalFitsBecomeGuards) {
   EXPECT_EQ(instantiate(g, {{"batch", 6}}).type(1).sizes, (Ints{3, 16}));
 }
 
+/// Note [Probe degree]: a lowered degree shrinks its symbol's grid.
+TEST(Unify, ProbeDegreesSetTheGrid) {
+  std::vector<SymbolDecl> s = kTwo;
+  s[0].degree = 1;  // batch
+  std::vector<sym::Bindings> p = probeBindings(s);
+  ASSERT_EQ(p.size(), 7u);  // 2 x 3 grid, then the same check point
+  EXPECT_EQ(p.front(), (sym::Bindings{{"batch", 2}, {"seq", 5}}));
+  EXPECT_EQ(p.back(), (sym::Bindings{{"batch", 8}, {"seq", 20}}));
+  // Within the degrees: exact fits.
+  EXPECT_EQ(fitSize(s, sample(s, [](const sym::Bindings& b) { return 3 * b.at("batch") * b.at("seq") * b.at("seq"); }))->expr.str(),
+            "3*batch*seq*seq");
+  // Beyond them: the grid is fitted, the check point is not.
+  EXPECT_FALSE(fitSize(s, sample(s, [](const sym::Bindings& b) { return b.at("batch") * b.at("batch"); })));
+  EXPECT_FALSE(fitSize(s, sample(s, [](const sym::Bindings& b) { return b.at("batch") * b.at("batch") * b.at("seq") + 1; })));
+  EXPECT_TRUE(fullDegree(s));
+  EXPECT_EQ(probeBindings(s).size(), 10u);
+  EXPECT_FALSE(fullDegree(s));
+}
+
+TEST(Unify, ProbeDegreesAreTheSizesDegrees) {
+  std::vector<Graph> probes;
+  for (const sym::Bindings& b : probeBindings(kBatch)) probes.push_back(linear(b.at("batch")));
+  Graph g = unifyGraphs(probes, kBatch, "lin.json");
+  EXPECT_EQ(probeDegrees(g).at(0).degree, 1);  // [batch, 8], [2*batch, 4], size=[2*batch, 4]
+  // A value of batch x batch elements, or an attribute of degree 2.
+  Graph sq = g;
+  sq.newValue("z", TensorType::contiguous(DType::F32, {4, 4}));
+  sq.values.back().type.sym = std::make_shared<SymLayout>(
+      SymLayout{{sym::Expr::symbol("batch"), sym::Expr::symbol("batch")}, {sym::Expr::symbol("batch"), 1}, 0});
+  EXPECT_EQ(probeDegrees(sq).at(0).degree, 2);
+  Graph attr = g;
+  attr.nodes[0].symAttrs["size"] = {sym::Expr::symbol("batch") * sym::Expr::symbol("batch") * sym::Expr::symbol("batch"), 4};
+  EXPECT_EQ(probeDegrees(attr).at(0).degree, kFitDegree);  // at most kFitDegree
+}
+
 }  // namespace
 }  // namespace aotc

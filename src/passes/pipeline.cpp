@@ -72,9 +72,16 @@ namespace {
 /// expression, or the stage is refused naming what changed with the size.
 /// The min-cut partitioner's choice must be the same at every probe (its
 /// weights scale with the sizes); where it is not, the unification says so.
-PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
+/// The pipeline at the probes of `symbols` (the captured graph's, at some
+/// degrees: Note [Probe degree]).  A failure to unify throws UnifyFailed
+/// with the error, which a caller may retry at full degree.
+struct UnifyFailed {
+  UserError error;
+};
+
+PipelineResult runSymbolicAt(const Graph& captured, const std::vector<SymbolDecl>& symbols, const PipelineOptions& opts) {
   // The probes' pipelines are independent: they run on opts.jobs threads.
-  const std::vector<sym::Bindings> pts = probeBindings(captured.symbols);
+  const std::vector<sym::Bindings> pts = probeBindings(symbols);
   std::vector<PipelineResult> runs(pts.size());
   // The stages the result holds are the probes' results themselves; every
   // stage is unified only when a caller looks at them (dumps,
@@ -105,17 +112,21 @@ PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
   }
   // The stages unify independently of each other, on opts.jobs threads.
   std::vector<Graph> done(names.size());
-  parallelFor(names.size(), opts.jobs, [&](size_t i) {
-    const std::string& name = names[i];
-    try {
-      done[i] = unifyGraphs(stages.at(name), captured.symbols, "after " + name);
-    } catch (const UserError& e) {
-      std::vector<Diagnostic> d = e.diagnostics();
-      for (Diagnostic& x : d) x.message = "stage " + name + ": " + x.message;
-      throw UserError(std::move(d));
-    }
-    for (const SizeGuard& gd : captured.guards) addGuard(done[i].guards, gd);
-  });
+  try {
+    parallelFor(names.size(), opts.jobs, [&](size_t i) {
+      const std::string& name = names[i];
+      try {
+        done[i] = unifyGraphs(stages.at(name), symbols, "after " + name);
+      } catch (const UserError& e) {
+        std::vector<Diagnostic> d = e.diagnostics();
+        for (Diagnostic& x : d) x.message = "stage " + name + ": " + x.message;
+        throw UserError(std::move(d));
+      }
+      for (const SizeGuard& gd : captured.guards) addGuard(done[i].guards, gd);
+    });
+  } catch (const UserError& e) {
+    throw UnifyFailed{e};
+  }
   std::map<std::string, Graph> unified;
   for (size_t i = 0; i < names.size(); ++i) {
     // Not verified again: each probe's pipeline verified its stage, and the
@@ -129,12 +140,31 @@ PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
       throw UserError(SourceLoc{}, "the partition saves other values at another probe of the dynamic sizes (Note [Symbolic pipeline])");
   PipelineResult r;
   r.functional = std::move(unified.at("dce"));
+  // (The unified graphs declare `symbols`, degrees included: the code
+  // generator probes them at the same points.)
   r.joint = std::move(unified.at("dce-joint"));
   r.partition.forward = std::move(unified.at("partition.forward"));
   r.partition.backward = std::move(unified.at("partition.backward"));
   r.partition.saved = runs[0].partition.saved;
   for (PipelineResult& run : runs) r.probes.push_back(ProbeResult{std::move(run.functional), std::move(run.partition)});
   return r;
+}
+
+PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
+  std::vector<SymbolDecl> symbols = probeDegrees(captured);
+  if (opts.probe_degree)
+    for (SymbolDecl& s : symbols) s.degree = std::clamp(*opts.probe_degree, 0, kFitDegree);
+  try {
+    return runSymbolicAt(captured, symbols, opts);
+  } catch (const UnifyFailed& f) {
+    // Note [Probe degree]: at full degree, as if never lowered.
+    if (!fullDegree(symbols)) throw f.error;
+  }
+  try {
+    return runSymbolicAt(captured, symbols, opts);
+  } catch (const UnifyFailed& f) {
+    throw f.error;
+  }
 }
 
 }  // namespace

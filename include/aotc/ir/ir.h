@@ -95,10 +95,17 @@ struct TensorType {
 /// Contiguous strides of symbolic sizes.
 std::vector<sym::Expr> contiguousStrides(const std::vector<sym::Expr>& sizes);
 
-/// A dynamic dim's symbol (Note [Symbolic types]).
+/// The highest degree in one symbol that a dynamic size may have (Note
+/// [Probing and unifying], aotc/ir/unify.h).
+inline constexpr int kFitDegree = 2;
+
+/// A dynamic dim's symbol (Note [Symbolic types]).  `degree`: the degree in
+/// it that the probes fit (Note [Probe degree], aotc/ir/unify.h); a compile
+/// detail, not part of the program (not printed, not in the manifest).
 struct SymbolDecl {
   std::string name;
   int64_t hint = 0, min = 1, max = (int64_t{1} << 31) - 1;
+  int degree = kFitDegree;
   bool operator==(const SymbolDecl&) const = default;
 };
 

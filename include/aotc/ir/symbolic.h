@@ -70,6 +70,10 @@ class Expr {
   /// unbound symbol, std::domain_error on a division by zero or an int64
   /// overflow.
   int64_t eval(const Bindings& b) const;
+  /// An upper bound on its degree in `symbol`: a monomial's is the sum of
+  /// its atoms' powers times their degrees; a floor division, modulo, max or
+  /// min atom counts its operands' highest.
+  int degree(std::string_view symbol) const;
   /// Replaces symbols by expressions.
   Expr substitute(const std::map<std::string, Expr, std::less<>>& s) const;
   /// The canonical text form.

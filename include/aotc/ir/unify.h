@@ -18,6 +18,23 @@
 // they compute from a size is recovered as an expression -- or refused,
 // naming the value or node, when it is not a low-degree polynomial or the
 // structure changes with the size.
+//
+// Note [Probe degree]
+// ~~~~~~~~~~~~~~~~~~~
+// The grid's cost is its size: a compile runs the engine and the code
+// generator once per probe.  A symbol's SymbolDecl::degree sets its grid
+// {h, ..., (degree+1)h}; the loaders probe at kFitDegree, knowing nothing
+// yet.  Once a graph is captured, probeDegrees takes, for each symbol, the
+// highest degree in it of any value's element count, span, offset or
+// symbolic attribute (at least 1): what the engine and the code generator
+// compute from sizes are sizes, strides, element counts and sums of them,
+// of no higher degree than the tensors they describe.  That is a bound
+// observed, not proved, so it is checked: a fit at a lowered degree still
+// has to match the check point, off the grid, and where any fit fails the
+// stage is run again at kFitDegree, whose result and errors are exactly
+// those of a compile that never lowered it.  The batch-only models probe at
+// 2 + 1 points instead of 3 + 1; the transformer (batch linear, sequence
+// squared in attention) at 2 * 3 + 1 instead of 3 * 3 + 1.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -30,7 +47,6 @@
 
 namespace aotc {
 
-inline constexpr int kFitDegree = 2;
 /// A graph declares at most this many symbols: 3^k + 1 probes.
 inline constexpr size_t kMaxSymbols = 3;
 
@@ -43,9 +59,15 @@ std::string declareSymbol(std::vector<SymbolDecl>& symbols, SymbolDecl d);
 /// `batch=4, seq=3`: a binding in messages.
 std::string bindingText(const sym::Bindings& b);
 
-/// The probe bindings: the grid (first: every symbol at its hint), then the
-/// check point.  Symbols in name order.
+/// The probe bindings: the grid, of each symbol's degree (first: every
+/// symbol at its hint), then the check point.  Symbols in name order.
 std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols);
+
+/// `g.symbols`, each with the degree g's sizes have in it (Note [Probe
+/// degree]): between 1 and kFitDegree.
+std::vector<SymbolDecl> probeDegrees(const Graph& g);
+/// `symbols` at degree kFitDegree; whether any was lower.
+bool fullDegree(std::vector<SymbolDecl>& symbols);
 
 /// A fitted integer: `expr`, which is `numerator // divisor` (divisor 1: no
 /// guard needed; else the guard numerator % divisor == 0).
@@ -54,8 +76,8 @@ struct SizeFit {
   int64_t divisor = 1;
 };
 /// The fit of `values` (one per probeBindings point); nullopt when no
-/// polynomial of degree at most kFitDegree per symbol passes through the
-/// grid and the check point.
+/// polynomial of at most each symbol's degree passes through the grid and
+/// the check point.
 std::optional<SizeFit> fitSize(const std::vector<SymbolDecl>& symbols, const std::vector<int64_t>& values);
 /// fitSize for many integers at one set of symbols: the probe grid's
 /// interpolation basis is computed once, so a fit is a weighted sum; an

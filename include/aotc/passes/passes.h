@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ struct PipelineOptions {
   /// Threads for the probes of a symbolic graph (Note [Symbolic pipeline]);
   /// the result does not depend on it.
   unsigned jobs = 1;
+  /// Every symbol's probe degree, instead of the degrees the captured
+  /// graph's sizes have (Note [Probe degree]); for tests of the retry at
+  /// full degree.  The result does not depend on it.
+  std::optional<int> probe_degree;
 };
 
 /// The pipeline's graphs at one probe binding of a symbolic graph's symbols

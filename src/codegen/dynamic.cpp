@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <stdexcept>
 
 #include "aotc/codegen/manifest.h"
 #include "aotc/ir/unify.h"
@@ -374,21 +375,35 @@ IndexWidth chooseIndexWidth(const Partition& p, const std::vector<SymbolDecl>& s
       const TensorType& t = v.type;
       if (t.numel() >= kLimit || t.storageSpan() >= kLimit) return {true, {}};  // at the hints
       if (!t.sym) continue;
-      sym::Expr span = t.sym->offset + 1, numel = 1;
-      for (size_t d = 0; d < t.sym->sizes.size(); ++d) {
-        numel = numel * t.sym->sizes[d];
-        span = span + (t.sym->sizes[d] - 1) * t.sym->strides[d];
-      }
-      for (const sym::Expr& e : {numel, span}) {
-        if (e.isConstant()) continue;
-        bool within = false;
-        try {
-          within = e.eval(top) < kLimit;
-        } catch (const std::exception&) {  // overflows int64 at the maxima
+      const SymLayout& l = *t.sym;
+      // The element count and span at the maxima, from the dims' values in
+      // checked 128-bit arithmetic (an overflow is not within); their
+      // expressions are built only for a limit.
+      bool numelWithin = true, spanWithin = true;
+      try {
+        __extension__ typedef __int128 Wide;
+        Wide numel = 1, span = l.offset.eval(top) + 1;
+        for (size_t d = 0; d < l.sizes.size(); ++d) {
+          const Wide n = l.sizes[d].eval(top), st = l.strides[d].eval(top);
+          Wide step;
+          if (__builtin_mul_overflow(numel, n, &numel) || __builtin_mul_overflow(n - 1, st, &step) ||
+              __builtin_add_overflow(span, step, &span))
+            throw std::overflow_error("");
         }
-        if (!within && seen.insert(e.str()).second)
-          r.limits.push_back({e, kLimit - 1, cat("%", v.name, " of the ", prog ? "backward" : "forward")});
+        numelWithin = numel < kLimit;
+        spanWithin = span < kLimit;
+      } catch (const std::exception&) {  // overflows at the maxima
+        numelWithin = spanWithin = false;
       }
+      if (numelWithin && spanWithin) continue;
+      sym::Expr span = l.offset + 1, numel = 1;
+      for (size_t d = 0; d < l.sizes.size(); ++d) {
+        numel = numel * l.sizes[d];
+        span = span + (l.sizes[d] - 1) * l.strides[d];
+      }
+      for (auto [e, within] : {std::pair{&numel, numelWithin}, {&span, spanWithin}})
+        if (!within && !e->isConstant() && seen.insert(e->str()).second)
+          r.limits.push_back({*e, kLimit - 1, cat("%", v.name, " of the ", prog ? "backward" : "forward")});
     }
   }
   return r;

@@ -142,6 +142,21 @@ std::string sizeScalarText(const Node& n, DType d) {
          std::to_string(attrInt(n.attrs, "size_den")) + ")))";
 }
 
+/// Whether the size scalar `n` (node of `g`) varies with the sizes in a
+/// dynamic program: `decide`'s node at its place holds the expressions.  One
+/// whose integers are proportional (2048*batch / 512*batch) is the same
+/// double at every size, and is written as the static literal (a division
+/// by a run-time double costs ptxas a long inline sequence).
+bool sizeScalarVaries(const Graph& decide, const Graph& g, const Node& n) {
+  const Node& dn = decide.nodes.at(static_cast<size_t>(&n - g.nodes.data()));
+  auto expr = [&](const char* key) {
+    auto it = dn.symAttrs.find(key);
+    return it != dn.symAttrs.end() && !it->second.empty() ? it->second[0] : sym::Expr(attrInt(dn.attrs, key));
+  };
+  // num / den = n0 / d0 (their values at the hints) at every size.
+  return !(expr("size_num") * attrInt(dn.attrs, "size_den") == expr("size_den") * attrInt(dn.attrs, "size_num"));
+}
+
 }  // namespace
 
 std::string nodeName(const Node& n) { return n.loc.node.empty() ? std::string(opName(n.op)) : n.loc.node; }
@@ -186,7 +201,7 @@ std::string KernelEmitter::emitValue(ValueId v, const Ints& shape, const std::ve
   if (computedInline(val.node, x)) {
     const Node& n = g.nodes[static_cast<size_t>(val.node)];
     if (n.op != OpKind::Constant) noteNode(x, n);
-    if (n.op == OpKind::Constant && b_.dynamic() && n.attrs.count("size_num")) {
+    if (n.op == OpKind::Constant && b_.dynamic() && n.attrs.count("size_num") && sizeScalarVaries(*b_.decide, g, n)) {
       var = sizeScalarText(n, val.type.dtype);
     } else if (n.op == OpKind::Constant) {
       var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
@@ -537,7 +552,9 @@ std::string KernelEmitter::constant(const Node& n) {
   os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
   os << "  if (i >= " << ot.numel() << ") return;\n";
   os << "  out[i] = (" << storageType(ot.dtype) << ")"
-     << (b_.dynamic() && n.attrs.count("size_num") ? sizeScalarText(n, ot.dtype) : literal(attrFloat(n.attrs, "value"), ot.dtype)) << ";\n}\n";
+     << (b_.dynamic() && n.attrs.count("size_num") && sizeScalarVaries(*b_.decide, g, n) ? sizeScalarText(n, ot.dtype)
+                                                                                          : literal(attrFloat(n.attrs, "value"), ot.dtype))
+     << ";\n}\n";
   return b_.addKernel(os.str(), {nodeName(n)});
 }
 

@@ -47,7 +47,7 @@
 
 namespace aotc {
 
-/// A graph declares at most this many symbols: 3^k + 1 probes.
+/// A graph declares at most this many symbols: at most 3^k + 1 probes.
 inline constexpr size_t kMaxSymbols = 3;
 
 /// Adds `d` to `symbols` if it is a valid declaration: a symbol name, not

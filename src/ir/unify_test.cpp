@@ -127,6 +127,7 @@ TEST(Unify, FractionalFitsBecomeGuards) {
 TEST(Unify, ProbeDegreesSetTheGrid) {
   std::vector<SymbolDecl> s = kTwo;
   s[0].degree = 1;  // batch
+  EXPECT_EQ(s, kTwo);  // the same declarations: the degree is a compile detail
   std::vector<sym::Bindings> p = probeBindings(s);
   ASSERT_EQ(p.size(), 7u);  // 2 x 3 grid, then the same check point
   EXPECT_EQ(p.front(), (sym::Bindings{{"batch", 2}, {"seq", 5}}));

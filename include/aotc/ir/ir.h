@@ -106,7 +106,8 @@ struct SymbolDecl {
   std::string name;
   int64_t hint = 0, min = 1, max = (int64_t{1} << 31) - 1;
   int degree = kFitDegree;
-  bool operator==(const SymbolDecl&) const = default;
+  /// The same declaration: the degree is not part of it.
+  bool operator==(const SymbolDecl& o) const { return name == o.name && hint == o.hint && min == o.min && max == o.max; }
 };
 
 /// What a graph's sizes rely on: `expr` % `divisor` == 0 at every binding

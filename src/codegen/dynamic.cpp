@@ -160,17 +160,7 @@ struct Fitter {
 };
 
 /// Where in the manifest a unification is, spelled only for a message.
-struct JsonPath {
-  const JsonPath* parent = nullptr;
-  const std::string* key = nullptr;  ///< an object member, or
-  size_t index = 0;                  ///< an array element
-  std::string str() const {
-    if (!parent) return "";
-    std::string p = parent->str();
-    if (key) return p.empty() ? *key : p + "." + *key;
-    return cat(p, "[", index, "]");
-  }
-};
+using plan::JsonPath;
 
 std::string valuesText(const std::vector<sym::Bindings>& pts, const std::vector<std::string>& vals) {
   std::string s;
@@ -409,10 +399,10 @@ IndexWidth chooseIndexWidth(const Partition& p, const std::vector<SymbolDecl>& s
   return r;
 }
 
-/// generateDynamic at the probes of `symbols`; `kept`: pr.probes are the
-/// pipeline's graphs at exactly these probes.
-DynamicCodegen generateAt(const PipelineResult& pr, const std::vector<SymbolDecl>& symbols, bool kept, const ManifestInfo& info,
-                          size_t perModule, unsigned jobs, bool wideIndex) {
+/// generateDynamic at the probes of `symbols`; `kept`: the pipeline's
+/// graphs at exactly these probes, or null to instantiate pr's there.
+DynamicCodegen generateAt(const PipelineResult& pr, const std::vector<SymbolDecl>& symbols, const std::vector<ProbeResult>* kept,
+                          const ManifestInfo& info, size_t perModule, unsigned jobs, bool wideIndex) {
   std::vector<SizeGuard> guards;
   for (const Graph* g : {&pr.functional, &pr.partition.forward, &pr.partition.backward})
     for (const SizeGuard& s : g->guards) addGuard(guards, s);
@@ -427,9 +417,8 @@ DynamicCodegen generateAt(const PipelineResult& pr, const std::vector<SymbolDecl
   // The probes are independent: code for each on `jobs` threads, from the
   // pipeline's own graphs at the probes where it kept them (the unified
   // graphs instantiated there are the same graphs).
-  AOTC_CHECK(!kept || pr.probes.size() == pts.size(), "generateDynamic: ", pr.probes.size(), " probe graphs for ", pts.size(), " probes");
   std::vector<ProbeResult> made(kept ? 0 : pts.size());
-  const std::vector<ProbeResult>& probes = kept ? pr.probes : made;
+  const std::vector<ProbeResult>& probes = kept ? *kept : made;
   std::vector<CodegenResult> cgs(pts.size());
   parallelFor(pts.size(), jobs, [&](size_t i) {
     if (!kept) {
@@ -572,14 +561,16 @@ DynamicCodegen generateDynamic(const PipelineResult& pr, const ManifestInfo& inf
   std::vector<SymbolDecl> symbols = pr.functional.symbols;
   AOTC_CHECK(!symbols.empty(), "generateDynamic on a static program");
   // Note [Probe degree]: at the pipeline's probes (the degrees it found),
-  // and again at full degree, as if never lowered, where anything fails.
-  const bool kept = pr.probes.size() == probeBindings(symbols).size();
-  try {
-    return generateAt(pr, symbols, kept, info, perModule, jobs, wideIndex);
-  } catch (const UserError&) {
-    if (!fullDegree(symbols)) throw;
+  // and where anything fails again at full degree, as if never lowered.
+  const std::vector<ProbeResult>* kept = pr.probes.size() == probeBindings(symbols).size() ? &pr.probes : nullptr;
+  for (;;) {
+    try {
+      return generateAt(pr, symbols, kept, info, perModule, jobs, wideIndex);
+    } catch (const UserError&) {
+      if (!fullDegree(symbols)) throw;
+      kept = nullptr;
+    }
   }
-  return generateAt(pr, symbols, false, info, perModule, jobs, wideIndex);
 }
 
 }  // namespace aotc

@@ -132,34 +132,39 @@ std::vector<sym::Bindings> probeBindings(const std::vector<SymbolDecl>& symbols)
 
 std::vector<SymbolDecl> probeDegrees(const Graph& g) {
   std::vector<SymbolDecl> out = g.symbols;
-  for (SymbolDecl& s : out) {
-    int d = 1;
-    auto see = [&](const sym::Expr& e) { d = std::max(d, e.degree(s.name)); };
-    auto walk = [&](const Graph& x, const auto& self) -> void {
-      for (const Value& v : x.values) {
-        if (!v.type.sym) continue;
-        const SymLayout& l = *v.type.sym;
-        sym::Expr numel = 1, span = l.offset;
+  std::vector<int> deg(out.size(), 1);
+  // A product's degree is the sum of its factors', a sum's at most the
+  // highest: an element count and a span from their dims, never multiplied
+  // out.
+  auto see = [&](const sym::Expr& e) {
+    for (size_t k = 0; k < out.size(); ++k) deg[k] = std::max(deg[k], e.degree(out[k].name));
+  };
+  auto walk = [&](const Graph& x, const auto& self) -> void {
+    for (const Value& v : x.values) {
+      if (!v.type.sym) continue;
+      const SymLayout& l = *v.type.sym;
+      for (size_t k = 0; k < out.size(); ++k) {
+        const std::string& s = out[k].name;
+        int numel = 0, span = l.offset.degree(s);
         for (size_t i = 0; i < l.sizes.size(); ++i) {
-          numel = numel * l.sizes[i];
-          span = span + l.sizes[i] * l.strides[i];
+          numel += l.sizes[i].degree(s);
+          span = std::max(span, l.sizes[i].degree(s) + l.strides[i].degree(s));
         }
-        see(numel);
-        see(span);
+        deg[k] = std::max({deg[k], numel, span});
       }
-      for (const Node& n : x.nodes) {
-        for (const auto& [_, es] : n.symAttrs)
+    }
+    for (const Node& n : x.nodes) {
+      for (const auto& [_, es] : n.symAttrs)
+        for (const sym::Expr& e : es) see(e);
+      for (const Graph& r : n.regions) self(r, self);
+    }
+    for (const GraphOutput& o : x.outputs)
+      for (const ViewStep& v : o.alias_chain)
+        for (const auto& [_, es] : v.symAttrs)
           for (const sym::Expr& e : es) see(e);
-        for (const Graph& r : n.regions) self(r, self);
-      }
-      for (const GraphOutput& o : x.outputs)
-        for (const ViewStep& v : o.alias_chain)
-          for (const auto& [_, es] : v.symAttrs)
-            for (const sym::Expr& e : es) see(e);
-    };
-    walk(g, walk);
-    s.degree = std::min(d, kFitDegree);
-  }
+  };
+  walk(g, walk);
+  for (size_t k = 0; k < out.size(); ++k) out[k].degree = std::min(deg[k], kFitDegree);
   return out;
 }
 

@@ -72,9 +72,10 @@ namespace {
 /// expression, or the stage is refused naming what changed with the size.
 /// The min-cut partitioner's choice must be the same at every probe (its
 /// weights scale with the sizes); where it is not, the unification says so.
-/// The pipeline at the probes of `symbols` (the captured graph's, at some
-/// degrees: Note [Probe degree]).  A failure to unify throws UnifyFailed
-/// with the error, which a caller may retry at full degree.
+///
+/// runSymbolicAt runs it at the probes of `symbols` (the captured graph's,
+/// at some degrees: Note [Probe degree]); a failure to unify throws
+/// UnifyFailed with the error, which runSymbolic retries at full degree.
 struct UnifyFailed {
   UserError error;
 };
@@ -139,9 +140,9 @@ PipelineResult runSymbolicAt(const Graph& captured, const std::vector<SymbolDecl
     if (r.partition.saved != runs[0].partition.saved)
       throw UserError(SourceLoc{}, "the partition saves other values at another probe of the dynamic sizes (Note [Symbolic pipeline])");
   PipelineResult r;
+  // The unified graphs declare `symbols`, degrees included: the code
+  // generator probes them at the same points as `probes`.
   r.functional = std::move(unified.at("dce"));
-  // (The unified graphs declare `symbols`, degrees included: the code
-  // generator probes them at the same points.)
   r.joint = std::move(unified.at("dce-joint"));
   r.partition.forward = std::move(unified.at("partition.forward"));
   r.partition.backward = std::move(unified.at("partition.backward"));
@@ -154,16 +155,14 @@ PipelineResult runSymbolic(const Graph& captured, const PipelineOptions& opts) {
   std::vector<SymbolDecl> symbols = probeDegrees(captured);
   if (opts.probe_degree)
     for (SymbolDecl& s : symbols) s.degree = std::clamp(*opts.probe_degree, 0, kFitDegree);
-  try {
-    return runSymbolicAt(captured, symbols, opts);
-  } catch (const UnifyFailed& f) {
-    // Note [Probe degree]: at full degree, as if never lowered.
-    if (!fullDegree(symbols)) throw f.error;
-  }
-  try {
-    return runSymbolicAt(captured, symbols, opts);
-  } catch (const UnifyFailed& f) {
-    throw f.error;
+  // Note [Probe degree]: where a fit fails, again at full degree, as if
+  // never lowered; at full degree the error is the user's.
+  for (;;) {
+    try {
+      return runSymbolicAt(captured, symbols, opts);
+    } catch (const UnifyFailed& f) {
+      if (!fullDegree(symbols)) throw f.error;
+    }
   }
 }
 

@@ -13,7 +13,6 @@
 #include <functional>
 #include <set>
 #include <sstream>
-#include <variant>
 
 #include "aotc/ir/unify.h"
 #include "aotc/ops/ops.h"
@@ -655,6 +654,13 @@ class Reader {
 
 }  // namespace
 
+std::string JsonPath::str() const {
+  if (!parent) return "";
+  std::string p = parent->str();
+  if (key) return p.empty() ? *key : p + "." + *key;
+  return cat(p, "[", index, "]");
+}
+
 std::vector<std::string> stepBuffers(const Step& s) {
   if (const Launch* l = std::get_if<Launch>(&s)) return l->args;
   if (const Gemm* g = std::get_if<Gemm>(&s)) {
@@ -801,44 +807,26 @@ std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::str
       s->limits.push_back(std::move(l));
     }
   }
-  // Every {"sym": EXPR}, parsed once; a malformed one names its field (the
-  // path is kept as keys and indices, spelled only for the error).
-  std::vector<std::variant<const std::string*, size_t>> path;
-  auto where = [&] {
-    std::string w;
-    for (const auto& p : path) {
-      if (const auto* k = std::get_if<const std::string*>(&p)) w += (w.empty() ? "" : ".") + **k;
-      else w += cat("[", std::get<size_t>(p), "]");
-    }
-    return w;
-  };
-  std::function<void(const ojson&)> collect = [&](const ojson& t) {
+  // Every {"sym": EXPR}, parsed once; a malformed one names its field.
+  std::function<void(const ojson&, const JsonPath&)> collect = [&](const ojson& t, const JsonPath& at) {
     if (t.is_object()) {
       if (t.size() == 1 && t.contains("sym")) {
-        if (!t["sym"].is_string()) fail(where(), "a sym entry is not a string");
+        if (!t["sym"].is_string()) fail(at.str(), "a sym entry is not a string");
         const std::string& text = t["sym"].get_ref<const std::string&>();
         if (s->exprs.count(text)) return;
         try {
           s->exprs.emplace(text, sym::Expr::parse(text));
         } catch (const std::exception& x) {
-          fail(where(), x.what());
+          fail(at.str(), x.what());
         }
         return;
       }
-      for (auto it = t.begin(); it != t.end(); ++it) {
-        path.emplace_back(&it.key());
-        collect(it.value());
-        path.pop_back();
-      }
+      for (auto it = t.begin(); it != t.end(); ++it) collect(it.value(), JsonPath{&at, &it.key(), 0});
     } else if (t.is_array()) {
-      for (size_t i = 0; i < t.size(); ++i) {
-        path.emplace_back(i);
-        collect(t[i]);
-        path.pop_back();
-      }
+      for (size_t i = 0; i < t.size(); ++i) collect(t[i], JsonPath{&at, nullptr, i});
     }
   };
-  collect(s->templ);
+  collect(s->templ, JsonPath{});
   return s;
 }
 

@@ -299,6 +299,15 @@ struct SymbolicManifest {
   /// instantiating evaluates each distinct expression once per binding.
   std::map<std::string, sym::Expr> exprs;
 };
+/// The place of a field in a manifest's JSON, built as a walk descends and
+/// spelled (`inputs[0].shape`) only for a message.
+struct JsonPath {
+  const JsonPath* parent = nullptr;  ///< null: the document itself
+  const std::string* key = nullptr;  ///< an object member, or
+  size_t index = 0;                  ///< an array element
+  std::string str() const;
+};
+
 /// Reads and checks a version-5 manifest's template and declarations
 /// (every expression parsed; a malformed one names its field).
 std::shared_ptr<const SymbolicManifest> symbolicManifestFromJson(const nlohmann::json& j, const std::string& file);

@@ -142,13 +142,15 @@ std::string sizeScalarText(const Node& n, DType d) {
          std::to_string(attrInt(n.attrs, "size_den")) + ")))";
 }
 
-/// Whether the size scalar `n` (node of `g`) varies with the sizes in a
-/// dynamic program: `decide`'s node at its place holds the expressions.  One
-/// whose integers are proportional (2048*batch / 512*batch) is the same
-/// double at every size, and is written as the static literal (a division
-/// by a run-time double costs ptxas a long inline sequence).
-bool sizeScalarVaries(const Graph& decide, const Graph& g, const Node& n) {
-  const Node& dn = decide.nodes.at(static_cast<size_t>(&n - g.nodes.data()));
+/// Whether the constant `n` (node of `g`) is a size scalar that varies with
+/// the sizes (Note [Size scalars]); only in a dynamic program, whose
+/// `decide` graph holds the expressions at n's place.  One whose integers
+/// are proportional (2048*batch / 512*batch) is the same double at every
+/// size, and is written as the static literal (a division by a run-time
+/// double costs ptxas a long inline sequence).
+bool sizeScalarVaries(const Graph* decide, const Graph& g, const Node& n) {
+  if (!decide || !n.attrs.count("size_num")) return false;
+  const Node& dn = decide->nodes.at(static_cast<size_t>(&n - g.nodes.data()));
   auto expr = [&](const char* key) {
     auto it = dn.symAttrs.find(key);
     return it != dn.symAttrs.end() && !it->second.empty() ? it->second[0] : sym::Expr(attrInt(dn.attrs, key));
@@ -201,7 +203,7 @@ std::string KernelEmitter::emitValue(ValueId v, const Ints& shape, const std::ve
   if (computedInline(val.node, x)) {
     const Node& n = g.nodes[static_cast<size_t>(val.node)];
     if (n.op != OpKind::Constant) noteNode(x, n);
-    if (n.op == OpKind::Constant && b_.dynamic() && n.attrs.count("size_num") && sizeScalarVaries(*b_.decide, g, n)) {
+    if (n.op == OpKind::Constant && sizeScalarVaries(b_.decide, g, n)) {
       var = sizeScalarText(n, val.type.dtype);
     } else if (n.op == OpKind::Constant) {
       var = literal(attrFloat(n.attrs, "value"), val.type.dtype);
@@ -552,9 +554,7 @@ std::string KernelEmitter::constant(const Node& n) {
   os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
   os << "  if (i >= " << ot.numel() << ") return;\n";
   os << "  out[i] = (" << storageType(ot.dtype) << ")"
-     << (b_.dynamic() && n.attrs.count("size_num") && sizeScalarVaries(*b_.decide, g, n) ? sizeScalarText(n, ot.dtype)
-                                                                                          : literal(attrFloat(n.attrs, "value"), ot.dtype))
-     << ";\n}\n";
+     << (sizeScalarVaries(b_.decide, g, n) ? sizeScalarText(n, ot.dtype) : literal(attrFloat(n.attrs, "value"), ot.dtype)) << ";\n}\n";
   return b_.addKernel(os.str(), {nodeName(n)});
 }
 

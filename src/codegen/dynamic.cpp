@@ -251,6 +251,7 @@ UnifiedKernel unifyKernelText(const std::vector<std::string>& texts, Fitter& fit
     size_t sig = out.find("@KERNEL@(");
     AOTC_CHECK(sig != std::string::npos, "a kernel without its signature");
     size_t close = out.find(')', sig);
+    if (size_t step = out.find(", long long aotc_step", sig); step < close) close = step;  // Note [Index errors]: the tag stays last
     std::string params;
     for (const std::string& s : k.symbols) params += ", long long aotc_sym_" + s;
     out.insert(close, params);

@@ -124,7 +124,8 @@ plan::Manifest buildManifest(const Graph& functional, const Partition& partition
     m.modules.push_back(std::move(ms));
     for (auto& k : km.kernels) moduleOf[k] = km.name;
   }
-  for (auto& [name, k] : cg.kernels) m.kernels.push_back(plan::KernelSpec{name, "kernels/" + name + ".cu", moduleOf.at(name), k.nodes});
+  for (auto& [name, k] : cg.kernels)
+    m.kernels.push_back(plan::KernelSpec{name, "kernels/" + name + ".cu", moduleOf.at(name), k.nodes, kernelChecksIndices(k.source)});
 
   // Inputs that require grad and are mutated in the backward: a runtime must
   // refuse create_graph / higher-order gradients through them.

@@ -527,8 +527,16 @@ class Reader {
   Manifest manifest(const json& m) const {
     if (!m.is_object()) fail("", "not a JSON object");
     if (m.value("format", "") != "aotc.manifest") fail("format", "not an aotc manifest");
-    if (!m.contains("version") || !m["version"].is_number_integer() || m["version"].get<int64_t>() != kManifestVersion)
-      fail("version", cat("this aotc runs manifests of versions ", kManifestVersion, " and ", kSymbolicManifestVersion));
+    if (!m.contains("version") || !m["version"].is_number_integer() || m["version"].get<int64_t>() != kManifestVersion) {
+      // Note [Manifest versions]: a runtime reads exactly its own versions and
+      // says which side is older.
+      const std::string runs = cat("this aotc runs manifests of versions ", kManifestVersion, " and ", kSymbolicManifestVersion);
+      if (m.contains("version") && m["version"].is_number_integer() && m["version"].get<int64_t>() > kSymbolicManifestVersion)
+        fail("version", cat("manifest version ", m["version"].get<int64_t>(), " was written by a newer aotc; ", runs, " (use a newer runtime)"));
+      if (m.contains("version") && m["version"].is_number_integer())
+        fail("version", cat("manifest version ", m["version"].get<int64_t>(), " was written by an older aotc; ", runs, " (compile the model again)"));
+      fail("version", runs);
+    }
     Manifest r;
     const json& model = object(m, "", "model");
     r.model_name = string(model, "model", "name");
@@ -623,6 +631,10 @@ class Reader {
       ks.name = name(k, "kernels", "name");
       ks.source = path(k, "kernels", "source");
       if (k.contains("module")) ks.module = name(k, "kernels", "module");
+      if (k.contains("index_checked")) {
+        if (!k["index_checked"].is_boolean()) fail("kernels.index_checked", "is not a boolean");
+        ks.index_checked = k["index_checked"].get<bool>();
+      }
       if (k.contains("nodes"))
         for (auto& n : array(k, "kernels", "nodes")) {
           if (!n.is_string()) fail("kernels.nodes", "holds " + n.dump());
@@ -730,8 +742,10 @@ ojson toJson(const Manifest& m) {
   }
   j["modules"] = std::move(mods);
   ojson kernels = ojson::array();
-  for (const KernelSpec& k : m.kernels)
+  for (const KernelSpec& k : m.kernels) {
     kernels.push_back({{"name", k.name}, {"source", k.source}, {"module", k.module}, {"nodes", k.nodes}});
+    if (k.index_checked) kernels.back()["index_checked"] = true;
+  }
   j["kernels"] = std::move(kernels);
   j["prelude"] = m.prelude;
   if (!m.weights.empty()) j["weights"] = m.weights;
@@ -749,7 +763,7 @@ std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::str
   };
   auto s = std::make_shared<SymbolicManifest>();
   s->templ = ojson::parse(j.dump());
-  if (!j.contains("symbols") || !j["symbols"].is_array() || j["symbols"].empty()) fail("symbols", "a version-5 manifest declares its symbols");
+  if (!j.contains("symbols") || !j["symbols"].is_array() || j["symbols"].empty()) fail("symbols", "a dynamic-shape manifest (version 7) declares its symbols");
   for (size_t i = 0; i < j["symbols"].size(); ++i) {
     const json& d = j["symbols"][i];
     const std::string f = cat("symbols[", i, "]");

@@ -105,8 +105,8 @@ int aotc_open(const char* dir, const char* device, aotc_runtime** out, char* err
   try {
     auto rt = std::make_unique<aotc_runtime>();
     std::string want = device ? device : "auto";
-    if (want == "cuda") {
-      rt->device = aotc::makeCudaDevice(0);
+    if (int ordinal = aotc::cudaOrdinal(want); ordinal >= 0) {
+      rt->device = aotc::makeCudaDevice(ordinal);
     } else if (want == "emulate") {
       rt->device = aotc::makeEmulateDevice(aotc::EmulateOptions{});
     } else if (want == "auto") {
@@ -116,7 +116,7 @@ int aotc_open(const char* dir, const char* device, aotc_runtime** out, char* err
         rt->device = aotc::makeEmulateDevice(aotc::EmulateOptions{});
       }
     } else {
-      throw aotc::UserError(aotc::SourceLoc{}, "unknown device '" + want + "' (cuda, emulate or auto)");
+      throw aotc::UserError(aotc::SourceLoc{}, "unknown device '" + want + "' (cuda, cuda:<n>, emulate or auto)");
     }
     rt->deviceName = rt->device->name();
     rt->session = std::make_unique<aotc::Session>(aotc::loadManifest(dir), dir, *rt->device);
@@ -152,6 +152,13 @@ int aotc_bind_grad_output(aotc_runtime* rt, size_t index, const aotc_tensor* t) 
 }
 int aotc_forward(aotc_runtime* rt) { return guarded(rt, [&] { rt->session->forward(); }); }
 int aotc_backward(aotc_runtime* rt) { return guarded(rt, [&] { rt->session->backward(); }); }
+int aotc_set_stream(aotc_runtime* rt, void* stream) {
+  return guarded(rt, [&] {
+    if (rt->deviceName.rfind("cuda", 0) == 0) rt->session->setStream(stream);
+  });
+}
+int aotc_synchronize(aotc_runtime* rt) { return guarded(rt, [&] { rt->session->synchronize(); }); }
+int aotc_set_graphs(aotc_runtime* rt, int enabled) { return guarded(rt, [&] { rt->session->setGraphs(enabled != 0); }); }
 int aotc_output(aotc_runtime* rt, size_t index, aotc_tensor_view* out) {
   return guarded(rt, [&] {
     if (index >= rt->session->numOutputs())

@@ -9,8 +9,19 @@
 //
 // Modules: the artifact's cubin for the device's arch when it has one, else
 // the PTX of the highest arch not above the device's, JIT-compiled by the
-// driver.  Kernels that check indices (aotc_checked_index) set their module's
-// aotc_index_error; the device reads and clears it after such a launch.
+// driver.  Kernels that check indices record their step's tag in their
+// module's aotc_index_error; the device reads the flags when it
+// synchronizes (Note [Index errors]), never after a launch.
+//
+// Note [Prepared plan] on the GPU: a prepared phase holds, per step, the
+// CUfunction and its argument array (pointers into the executor's root
+// table), or the cuBLASLt descriptors, matrix layouts and the algorithm the
+// heuristic chose, or the cuDNN descriptors and the deterministic algorithm
+// chosen; library workspace is one device buffer sized at prepare.  Every
+// GEMM is a cublasLtMatmul with its preset algorithm.  Work runs on the
+// device's own stream; a caller's stream is joined with two events per
+// phase (Device::beginPhase / endPhase), so a captured graph (Note [Phase
+// graphs]) can always be recorded and the caller never waits.
 //===----------------------------------------------------------------------===//
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -24,6 +35,8 @@
 #include <set>
 #include <sstream>
 #include <type_traits>
+#include <variant>
+#include <cstdlib>
 
 #include "aotc/runtime/device.h"
 #include "aotc/support/diag.h"
@@ -63,78 +76,28 @@ struct Dl {
 
 #define AOTC_SYM(lib, var, fn) var = lib.sym<decltype(&fn)>(#fn)
 
+#define AOTC_DRIVER_FUNCTIONS(X)                                                                                          \
+  X(init, cuInit) X(deviceGetCount, cuDeviceGetCount) X(deviceGet, cuDeviceGet) X(deviceGetAttribute, cuDeviceGetAttribute)       \
+  X(primaryCtxRetain, cuDevicePrimaryCtxRetain) X(primaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                              \
+  X(ctxSetCurrent, cuCtxSetCurrent) X(ctxGetCurrent, cuCtxGetCurrent) X(memAlloc, cuMemAlloc_v2) X(memFree, cuMemFree_v2)       \
+  X(memsetD8, cuMemsetD8_v2) X(memsetD8Async, cuMemsetD8Async) X(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
+  X(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2) X(memcpyDtoDAsync, cuMemcpyDtoDAsync_v2) X(moduleLoadData, cuModuleLoadData)          \
+  X(moduleUnload, cuModuleUnload) X(moduleGetFunction, cuModuleGetFunction) X(moduleGetGlobal, cuModuleGetGlobal_v2)              \
+  X(launchKernel, cuLaunchKernel) X(getErrorString, cuGetErrorString) X(streamCreate, cuStreamCreate)                           \
+  X(streamDestroy, cuStreamDestroy_v2) X(streamSynchronize, cuStreamSynchronize) X(streamWaitEvent, cuStreamWaitEvent)          \
+  X(eventCreate, cuEventCreate) X(eventDestroy, cuEventDestroy_v2) X(eventRecord, cuEventRecord)                                 \
+  X(streamBeginCapture, cuStreamBeginCapture_v2) X(streamEndCapture, cuStreamEndCapture)                                         \
+  X(graphInstantiate, cuGraphInstantiateWithFlags) X(graphDestroy, cuGraphDestroy) X(graphExecDestroy, cuGraphExecDestroy)      \
+  X(graphLaunch, cuGraphLaunch) X(memAllocHost, cuMemAllocHost_v2) X(memFreeHost, cuMemFreeHost)
+
 struct Driver {
-  decltype(&cuInit) init;
-  decltype(&cuDeviceGetCount) deviceGetCount;
-  decltype(&cuDeviceGet) deviceGet;
-  decltype(&cuDeviceGetAttribute) deviceGetAttribute;
-  decltype(&cuDevicePrimaryCtxRetain) primaryCtxRetain;
-  decltype(&cuDevicePrimaryCtxRelease_v2) primaryCtxRelease;
-  decltype(&cuCtxSetCurrent) ctxSetCurrent;
-  decltype(&cuCtxSynchronize) ctxSynchronize;
-  decltype(&cuMemAlloc_v2) memAlloc;
-  decltype(&cuMemFree_v2) memFree;
-  decltype(&cuMemsetD8_v2) memsetD8;
-  decltype(&cuMemcpyHtoD_v2) memcpyHtoD;
-  decltype(&cuMemcpyDtoH_v2) memcpyDtoH;
-  decltype(&cuModuleLoadData) moduleLoadData;
-  decltype(&cuModuleUnload) moduleUnload;
-  decltype(&cuModuleGetFunction) moduleGetFunction;
-  decltype(&cuModuleGetGlobal_v2) moduleGetGlobal;
-  decltype(&cuLaunchKernel) launchKernel;
-  decltype(&cuGetErrorString) getErrorString;
+#define AOTC_DECLARE(var, fn) decltype(&fn) var = nullptr;
+  AOTC_DRIVER_FUNCTIONS(AOTC_DECLARE)
+#undef AOTC_DECLARE
   void load(const Dl& d) {
-    AOTC_SYM(d, init, cuInit);
-    AOTC_SYM(d, deviceGetCount, cuDeviceGetCount);
-    AOTC_SYM(d, deviceGet, cuDeviceGet);
-    AOTC_SYM(d, deviceGetAttribute, cuDeviceGetAttribute);
-    AOTC_SYM(d, primaryCtxRetain, cuDevicePrimaryCtxRetain);
-    AOTC_SYM(d, primaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
-    AOTC_SYM(d, ctxSetCurrent, cuCtxSetCurrent);
-    AOTC_SYM(d, ctxSynchronize, cuCtxSynchronize);
-    AOTC_SYM(d, memAlloc, cuMemAlloc_v2);
-    AOTC_SYM(d, memFree, cuMemFree_v2);
-    AOTC_SYM(d, memsetD8, cuMemsetD8_v2);
-    AOTC_SYM(d, memcpyHtoD, cuMemcpyHtoD_v2);
-    AOTC_SYM(d, memcpyDtoH, cuMemcpyDtoH_v2);
-    AOTC_SYM(d, moduleLoadData, cuModuleLoadData);
-    AOTC_SYM(d, moduleUnload, cuModuleUnload);
-    AOTC_SYM(d, moduleGetFunction, cuModuleGetFunction);
-    AOTC_SYM(d, moduleGetGlobal, cuModuleGetGlobal_v2);
-    AOTC_SYM(d, launchKernel, cuLaunchKernel);
-    AOTC_SYM(d, getErrorString, cuGetErrorString);
-  }
-};
-
-// cublasGemmEx and cublasGemmStridedBatchedEx have 64-bit overloads in C++:
-// the 32-bit ones are named by their type (static_cast picks the overload, so
-// a mismatch with the header is a compile error).
-using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
-                                    cudaDataType, int, const void*, cudaDataType, int, const void*, void*, cudaDataType, int,
-                                    cublasComputeType_t, cublasGemmAlgo_t);
-using GemmBatchedFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
-                                         cudaDataType, int, long long, const void*, cudaDataType, int, long long, const void*, void*,
-                                         cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
-static_assert(std::is_same_v<decltype(static_cast<GemmExFn>(&cublasGemmEx)), GemmExFn>);  // unevaluated: no link dependency
-static_assert(std::is_same_v<decltype(static_cast<GemmBatchedFn>(&cublasGemmStridedBatchedEx)), GemmBatchedFn>);
-
-struct Cublas {
-  Dl lib{"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-  decltype(&cublasCreate_v2) create;
-  decltype(&cublasDestroy_v2) destroy;
-  GemmExFn gemmEx;
-  GemmBatchedFn gemmStridedBatchedEx;
-  cublasHandle_t handle = nullptr;
-  Cublas() {
-    if (!lib.h) fail("cuBLAS (libcublas.so.13) cannot be loaded: install the CUDA libraries to run GEMM steps");
-    AOTC_SYM(lib, create, cublasCreate_v2);
-    AOTC_SYM(lib, destroy, cublasDestroy_v2);
-    gemmEx = lib.sym<GemmExFn>("cublasGemmEx");
-    gemmStridedBatchedEx = lib.sym<GemmBatchedFn>("cublasGemmStridedBatchedEx");
-    if (create(&handle) != CUBLAS_STATUS_SUCCESS) fail("cublasCreate failed");
-  }
-  ~Cublas() {
-    if (handle) destroy(handle);
+#define AOTC_LOAD(var, fn) AOTC_SYM(d, var, fn);
+    AOTC_DRIVER_FUNCTIONS(AOTC_LOAD)
+#undef AOTC_LOAD
   }
 };
 
@@ -147,6 +110,11 @@ struct CublasLt {
   decltype(&cublasLtMatmulDescSetAttribute) descSet;
   decltype(&cublasLtMatrixLayoutCreate) layoutCreate;
   decltype(&cublasLtMatrixLayoutDestroy) layoutDestroy;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layoutSet;
+  decltype(&cublasLtMatmulPreferenceCreate) prefCreate;
+  decltype(&cublasLtMatmulPreferenceDestroy) prefDestroy;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) prefSet;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic;
   decltype(&cublasLtMatmul) matmul;
   cublasLtHandle_t handle = nullptr;
   CublasLt() {
@@ -158,11 +126,19 @@ struct CublasLt {
     AOTC_SYM(lib, descSet, cublasLtMatmulDescSetAttribute);
     AOTC_SYM(lib, layoutCreate, cublasLtMatrixLayoutCreate);
     AOTC_SYM(lib, layoutDestroy, cublasLtMatrixLayoutDestroy);
+    AOTC_SYM(lib, layoutSet, cublasLtMatrixLayoutSetAttribute);
+    AOTC_SYM(lib, prefCreate, cublasLtMatmulPreferenceCreate);
+    AOTC_SYM(lib, prefDestroy, cublasLtMatmulPreferenceDestroy);
+    AOTC_SYM(lib, prefSet, cublasLtMatmulPreferenceSetAttribute);
+    AOTC_SYM(lib, heuristic, cublasLtMatmulAlgoGetHeuristic);
     AOTC_SYM(lib, matmul, cublasLtMatmul);
     if (create(&handle) != CUBLAS_STATUS_SUCCESS) fail("cublasLtCreate failed");
   }
   ~CublasLt() {
     if (handle) destroy(handle);
+  }
+  static void ok(cublasStatus_t s, const char* what) {
+    if (s != CUBLAS_STATUS_SUCCESS) fail(cat(what, " failed (status ", static_cast<int>(s), ")"));
   }
 };
 
@@ -170,6 +146,7 @@ struct Cudnn {
   Dl lib{"libcudnn.so.9", "libcudnn.so"};
   decltype(&cudnnCreate) create;
   decltype(&cudnnDestroy) destroy;
+  decltype(&cudnnSetStream) setStream;
   decltype(&cudnnGetErrorString) errorString;
   decltype(&cudnnCreateTensorDescriptor) createTensor;
   decltype(&cudnnDestroyTensorDescriptor) destroyTensor;
@@ -192,10 +169,11 @@ struct Cudnn {
   decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) bwdFilterWs;
   decltype(&cudnnConvolutionBackwardFilter) bwdFilter;
   cudnnHandle_t handle = nullptr;
-  Cudnn() {
+  explicit Cudnn(CUstream stream) {
     if (!lib.h) fail("cuDNN (libcudnn.so.9) cannot be loaded: install cuDNN to run convolution steps");
     AOTC_SYM(lib, create, cudnnCreate);
     AOTC_SYM(lib, destroy, cudnnDestroy);
+    AOTC_SYM(lib, setStream, cudnnSetStream);
     AOTC_SYM(lib, errorString, cudnnGetErrorString);
     AOTC_SYM(lib, createTensor, cudnnCreateTensorDescriptor);
     AOTC_SYM(lib, destroyTensor, cudnnDestroyTensorDescriptor);
@@ -218,6 +196,7 @@ struct Cudnn {
     AOTC_SYM(lib, bwdFilterWs, cudnnGetConvolutionBackwardFilterWorkspaceSize);
     AOTC_SYM(lib, bwdFilter, cudnnConvolutionBackwardFilter);
     if (create(&handle) != CUDNN_STATUS_SUCCESS) fail("cudnnCreate failed");
+    check(setStream(handle, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream");
   }
   ~Cudnn() {
     if (handle) destroy(handle);
@@ -246,6 +225,50 @@ cudnnDataType_t cudnnType(DType d) {
   }
 }
 
+/// cuBLASLt's workspace ceiling for one matmul (the heuristic chooses within it).
+constexpr uint64_t kMatmulWorkspaceLimit = uint64_t{32} << 20;
+
+/// Whether the environment allows a nondeterministic convolution algorithm
+/// (AOTC_CUDNN_NONDETERMINISTIC=1); by default only deterministic ones are chosen.
+bool nondeterministicAllowed() {
+  const char* v = std::getenv("AOTC_CUDNN_NONDETERMINISTIC");
+  return v && *v && std::string(v) != "0";
+}
+
+class CudaDevice;
+
+/// One prepared step (Note [Prepared plan]).
+struct LaunchPrep {
+  CUfunction fn = nullptr;
+  unsigned grid[3], block[3], shared = 0;
+  std::vector<long long> scalars;  ///< symbols, then the step's tag when the kernel checks indices
+  std::vector<void*> params;       ///< into the root table, then into scalars
+};
+struct GemmPrep {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspaceBytes = 0;
+  int64_t offA = 0, offB = 0, offC = 0, offBias = 0;  ///< bytes
+  bool bias = false;
+  DevicePtr lastBias = 0;  ///< the bias pointer the descriptor holds
+  double alphaD = 1, betaD = 0;
+  float alphaF = 1, betaF = 0;
+  bool dbl = false;
+};
+struct ConvPrep {
+  plan::ConvCall call = plan::ConvCall::Forward;
+  cudnnTensorDescriptor_t ta = nullptr, tb = nullptr;  ///< tb: backward filter's x, or forward/backward data's out
+  cudnnFilterDescriptor_t fw = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  int algo = 0;
+  size_t workspaceBytes = 0;
+  int64_t offA = 0, offB = 0, offOut = 0;  ///< bytes
+  double alphaD = 1, betaD = 0;
+  float alphaF = 1, betaF = 0;
+  bool dbl = false;
+};
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal) : driver_{"libcuda.so.1"} {
@@ -256,7 +279,8 @@ class CudaDevice final : public Device {
     if (r != CUDA_SUCCESS) fail("the CUDA driver does not start (" + error(r) + "): --backend cuda needs an NVIDIA GPU");
     int n = 0;
     check(d_.deviceGetCount(&n), "cuDeviceGetCount");
-    if (n <= ordinal) fail(cat("no CUDA device ", ordinal, " (this machine has ", n, ")"));
+    if (ordinal < 0 || n <= ordinal) fail(cat("no CUDA device ", ordinal, " (this machine has ", n, ")"));
+    ordinal_ = ordinal;
     check(d_.deviceGet(&dev_, ordinal), "cuDeviceGet");
     check(d_.primaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
     check(d_.ctxSetCurrent(ctx_), "cuCtxSetCurrent");
@@ -264,19 +288,28 @@ class CudaDevice final : public Device {
     check(d_.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_), "cuDeviceGetAttribute");
     check(d_.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_), "cuDeviceGetAttribute");
     arch_ = major * 10 + minor;
+    check(d_.streamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    check(d_.eventCreate(&callerReady_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    check(d_.eventCreate(&workDone_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
   }
   ~CudaDevice() override {
-    cublas_.reset();
+    current();
+    if (stream_) d_.streamSynchronize(stream_);
     lt_.reset();
     cudnn_.reset();
-    if (workspace_) d_.memFree(workspace_);
+    for (CUdeviceptr w : workspaces_) d_.memFree(w);
     for (auto& [p, n] : live_) d_.memFree(p);
     for (CUmodule m : modules_) d_.moduleUnload(m);
+    if (flagHost_) d_.memFreeHost(flagHost_);
+    if (callerReady_) d_.eventDestroy(callerReady_);
+    if (workDone_) d_.eventDestroy(workDone_);
+    if (stream_) d_.streamDestroy(stream_);
     if (ctx_) d_.primaryCtxRelease(dev_);
   }
-  std::string name() const override { return cat("cuda:sm_", arch_); }
+  std::string name() const override { return ordinal_ ? cat("cuda:", ordinal_, ":sm_", arch_) : cat("cuda:sm_", arch_); }
 
   DevicePtr allocate(size_t bytes) override {
+    current();
     CUdeviceptr p = 0;
     size_t n = (bytes + 16 + 255) / 256 * 256;
     CUresult r = d_.memAlloc(&p, n);
@@ -286,14 +319,82 @@ class CudaDevice final : public Device {
     return p;
   }
   void release(DevicePtr p) override {
-    if (live_.erase(p)) d_.memFree(p);
+    current();
+    if (live_.erase(p)) {
+      d_.streamSynchronize(stream_);  // the memory may still be read by enqueued work
+      d_.memFree(p);
+    }
   }
-  void copyToDevice(DevicePtr dst, const void* src, size_t bytes) override { check(d_.memcpyHtoD(dst, src, bytes), "cuMemcpyHtoD"); }
-  void copyToHost(void* dst, DevicePtr src, size_t bytes) override { check(d_.memcpyDtoH(dst, src, bytes), "cuMemcpyDtoH"); }
-  void synchronize() override { check(d_.ctxSynchronize(), "cuCtxSynchronize"); }
+  void copyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    current();
+    check(d_.memcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
+    check(d_.streamSynchronize(stream_), "cuStreamSynchronize");
+  }
+  void copyToHost(void* dst, DevicePtr src, size_t bytes) override {
+    current();  // ordered after everything the session enqueued
+    check(d_.memcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
+    check(d_.streamSynchronize(stream_), "cuStreamSynchronize");
+  }
+  void fill(DevicePtr dst, unsigned char value, size_t bytes) override { check(d_.memsetD8Async(dst, value, bytes, stream_), "cuMemsetD8Async"); }
+  void copyAsync(DevicePtr dst, DevicePtr src, size_t bytes) override { check(d_.memcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync"); }
+
+  void setStream(void* stream) override { caller_ = reinterpret_cast<CUstream>(stream); }
+  void beginPhase() override {
+    current();
+    if (caller_) {
+      check(d_.eventRecord(callerReady_, caller_), "cuEventRecord");
+      check(d_.streamWaitEvent(stream_, callerReady_, 0), "cuStreamWaitEvent");
+    }
+  }
+  void endPhase() override {
+    // Note [Index errors]: the flags of modules whose kernels check indices
+    // travel to pinned host memory behind the phase's work; synchronize()
+    // reads them after its one wait.
+    for (size_t i = 0; i < flags_.size(); ++i)
+      check(d_.memcpyDtoHAsync(&flagHost_[i], flags_[i], sizeof(int), stream_), "reading aotc_index_error");
+    if (caller_) {
+      check(d_.eventRecord(workDone_, stream_), "cuEventRecord");
+      check(d_.streamWaitEvent(caller_, workDone_, 0), "cuStreamWaitEvent");
+    }
+  }
+  int64_t synchronize() override {
+    current();
+    check(d_.streamSynchronize(stream_), "cuStreamSynchronize");
+    // Note [Index errors]: the flags endPhase copied; a set one is cleared
+    // (an error path: it may wait).  Tags grow with the step, so the
+    // smallest names the first failing step of those that fired.
+    int64_t tag = 0;
+    for (size_t i = 0; i < flags_.size(); ++i) {
+      if (!flagHost_[i]) continue;
+      if (!tag || flagHost_[i] < tag) tag = flagHost_[i];
+      flagHost_[i] = 0;
+      check(d_.memsetD8Async(flags_[i], 0, sizeof(int), stream_), "clearing aotc_index_error");
+      check(d_.streamSynchronize(stream_), "cuStreamSynchronize");
+    }
+    return tag;
+  }
+
+  bool canCapture() const override { return true; }
+  void beginCapture() override { check(d_.streamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture"); }
+  GraphHandle endCapture() override {
+    CUgraph graph = nullptr;
+    check(d_.streamEndCapture(stream_, &graph), "cuStreamEndCapture");
+    if (!graph) fail("capturing a phase gave no graph");
+    CUgraphExec exec = nullptr;
+    CUresult r = d_.graphInstantiate(&exec, graph, 0);
+    d_.graphDestroy(graph);
+    check(r, "cuGraphInstantiate");
+    auto destroy = d_.graphExecDestroy;
+    return GraphHandle(exec, [destroy](void* e) { destroy(static_cast<CUgraphExec>(e)); });
+  }
+  void launchGraph(const GraphHandle& g) override { check(d_.graphLaunch(static_cast<CUgraphExec>(g.get()), stream_), "cuGraphLaunch"); }
 
   void loadKernels(const plan::Manifest& m, const std::string& dir) override {
+    current();
     const std::string want = cat("sm_", arch_);
+    std::set<std::string> checkedModules;
+    for (const plan::KernelSpec& k : m.kernels)
+      if (k.index_checked) checkedModules.insert(k.module);
     for (const plan::ModuleSpec& ms : m.modules) {
       std::string file;
       if (auto it = ms.cubin.find(want); it != ms.cubin.end()) {
@@ -317,104 +418,275 @@ class CudaDevice final : public Device {
       CUmodule mod = nullptr;
       check(d_.moduleLoadData(&mod, image.data()), "cuModuleLoadData (" + file + ")");
       modules_.push_back(mod);
-      CUdeviceptr flag = 0;
-      size_t flagBytes = 0;
-      if (d_.moduleGetGlobal(&flag, &flagBytes, mod, "aotc_index_error") != CUDA_SUCCESS) flag = 0;
+      if (checkedModules.count(ms.name)) {
+        CUdeviceptr flag = 0;
+        size_t flagBytes = 0;
+        if (d_.moduleGetGlobal(&flag, &flagBytes, mod, "aotc_index_error") == CUDA_SUCCESS && flag) flags_.push_back(flag);
+      }
       for (const std::string& k : ms.kernels) {
         CUfunction fn = nullptr;
         check(d_.moduleGetFunction(&fn, mod, k.c_str()), "cuModuleGetFunction (" + k + ")");
-        fns_[k] = {fn, flag};
+        fns_[k] = fn;
       }
     }
-    for (const plan::KernelSpec& k : m.kernels) {
-      std::ifstream f(fs::path(dir) / k.source);
-      std::string src((std::istreambuf_iterator<char>(f)), {});
-      if (src.find("aotc_checked_index") != std::string::npos) checked_.insert(k.name);
+    pinFlags();
+  }
+
+  std::unique_ptr<PreparedPhase> prepare(const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args) override;
+
+  /// Pinned host memory for the index flags (endPhase copies them there).
+  void pinFlags() {
+    if (flags_.size() == flagHostCount_) return;
+    if (flagHost_) d_.memFreeHost(flagHost_);
+    flagHost_ = nullptr;
+    flagHostCount_ = flags_.size();
+    void* p = nullptr;
+    check(d_.memAllocHost(&p, flags_.size() * sizeof(int)), "cuMemAllocHost");
+    flagHost_ = static_cast<int*>(p);
+    std::fill(flagHost_, flagHost_ + flags_.size(), 0);
+  }
+
+  // What prepared phases use.
+  const Driver& driver() const { return d_; }
+  CUstream stream() const { return stream_; }
+  CublasLt& lt() {
+    if (!lt_) lt_ = std::make_unique<CublasLt>();
+    return *lt_;
+  }
+  Cudnn& cudnn() {
+    if (!cudnn_) cudnn_ = std::make_unique<Cudnn>(stream_);
+    return *cudnn_;
+  }
+  CUfunction function(const std::string& kernel) const {
+    auto it = fns_.find(kernel);
+    if (it == fns_.end()) fail("kernel " + kernel + " is in no module of the artifact");
+    return it->second;
+  }
+  /// Library workspace of at least `bytes`, reserved at prepare: a larger
+  /// need allocates a larger buffer; the smaller ones stay (phases prepared
+  /// before, and graphs captured from them, still use theirs).
+  CUdeviceptr workspace(size_t bytes) {
+    if (bytes == 0) return 0;
+    if (bytes > workspaceBytes_) {
+      CUdeviceptr w = 0;
+      check(d_.memAlloc(&w, bytes), "cuMemAlloc (library workspace)");
+      workspaces_.push_back(w);
+      workspaceBytes_ = bytes;
+    }
+    return workspaces_.back();
+  }
+  void check(CUresult r, const std::string& what) const {
+    if (r != CUDA_SUCCESS) fail(what + " failed: " + error(r));
+  }
+
+ private:
+  /// The device's context, current on the calling thread (a session may be
+  /// used from any thread, one at a time).
+  void current() {
+    CUcontext c = nullptr;
+    if (d_.ctxGetCurrent(&c) != CUDA_SUCCESS || c != ctx_) check(d_.ctxSetCurrent(ctx_), "cuCtxSetCurrent");
+  }
+  std::string error(CUresult r) const {
+    const char* s = nullptr;
+    if (d_.getErrorString && d_.getErrorString(r, &s) == CUDA_SUCCESS && s) return s;
+    return cat("CUresult ", static_cast<int>(r));
+  }
+
+  Dl driver_;
+  Driver d_{};
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  int ordinal_ = 0;
+  int arch_ = 0;
+  CUstream stream_ = nullptr;
+  CUstream caller_ = nullptr;
+  CUevent callerReady_ = nullptr, workDone_ = nullptr;
+  std::map<std::string, CUfunction> fns_;
+  std::vector<CUdeviceptr> flags_;
+  int* flagHost_ = nullptr;  ///< pinned: one int per flag
+  size_t flagHostCount_ = 0;
+  std::vector<CUmodule> modules_;
+  std::map<DevicePtr, size_t> live_;
+  std::vector<CUdeviceptr> workspaces_;
+  size_t workspaceBytes_ = 0;
+  std::unique_ptr<CublasLt> lt_;
+  std::unique_ptr<Cudnn> cudnn_;
+};
+
+/// A phase prepared on the GPU: per step, what Note [Prepared plan] lists.
+class CudaPhase final : public PreparedPhase {
+ public:
+  CudaPhase(CudaDevice& dev, const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args) : dev_(dev), args_(args) {
+    const plan::Program& prog = m.program(phase);
+    size_t ws = 0;
+    steps_.reserve(prog.steps.size());
+    for (size_t i = 0; i < prog.steps.size(); ++i) {
+      const plan::Step& st = prog.steps[i];
+      if (const plan::Launch* l = std::get_if<plan::Launch>(&st)) {
+        steps_.emplace_back(prepareLaunch(m, phase, i, *l, args.steps[i]));
+      } else if (const plan::Gemm* g = std::get_if<plan::Gemm>(&st)) {
+        steps_.emplace_back(prepareGemm(*g));
+        ws = std::max(ws, std::get<GemmPrep>(steps_.back()).workspaceBytes);
+      } else {
+        steps_.emplace_back(prepareConv(std::get<plan::Conv>(st)));
+        ws = std::max(ws, std::get<ConvPrep>(steps_.back()).workspaceBytes);
+      }
+    }
+    workspace_ = dev_.workspace(ws);
+  }
+  ~CudaPhase() override {
+    for (auto& s : steps_) {
+      if (GemmPrep* g = std::get_if<GemmPrep>(&s)) {
+        CublasLt& lt = dev_.lt();
+        if (g->la) lt.layoutDestroy(g->la);
+        if (g->lb) lt.layoutDestroy(g->lb);
+        if (g->lc) lt.layoutDestroy(g->lc);
+        if (g->desc) lt.descDestroy(g->desc);
+      } else if (ConvPrep* c = std::get_if<ConvPrep>(&s)) {
+        Cudnn& n = dev_.cudnn();
+        if (c->ta) n.destroyTensor(c->ta);
+        if (c->tb) n.destroyTensor(c->tb);
+        if (c->fw) n.destroyFilter(c->fw);
+        if (c->cd) n.destroyConv(c->cd);
+      }
     }
   }
 
-  void launch(const plan::Launch& l, const std::vector<DevicePtr>& args) override {
-    auto it = fns_.find(l.kernel);
-    if (it == fns_.end()) fail("kernel " + l.kernel + " is in no module of the artifact");
-    std::vector<CUdeviceptr> values(args.begin(), args.end());
-    std::vector<long long> scalars(l.scalars.begin(), l.scalars.end());  // Note [Symbolic manifest]
-    std::vector<void*> params;
-    for (CUdeviceptr& v : values) params.push_back(&v);
-    for (long long& v : scalars) params.push_back(&v);
-    check(d_.launchKernel(it->second.fn, static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2]),
-                          static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]),
-                          static_cast<unsigned>(l.shared_bytes), nullptr, params.data(), nullptr),
-          "cuLaunchKernel");
-    if (checked_.count(l.kernel) && it->second.indexFlag) {
-      int flag = 0;
-      check(d_.memcpyDtoH(&flag, it->second.indexFlag, sizeof flag), "reading aotc_index_error");
-      if (flag) {
-        int zero = 0;
-        check(d_.memcpyHtoD(it->second.indexFlag, &zero, sizeof zero), "clearing aotc_index_error");
-        fail("index out of range (an index tensor holds a value outside its dim)");
+  void enqueue(size_t i) override {
+    const std::vector<DevicePtr>& roots = *args_.roots;
+    const std::vector<uint32_t>& ix = args_.steps[i];
+    auto& s = steps_[i];
+    if (LaunchPrep* l = std::get_if<LaunchPrep>(&s)) {
+      dev_.check(dev_.driver().launchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared,
+                                            dev_.stream(), l->params.data(), nullptr),
+                 "cuLaunchKernel");
+    } else if (GemmPrep* g = std::get_if<GemmPrep>(&s)) {
+      CublasLt& lt = dev_.lt();
+      auto at = [&](size_t k, int64_t off) { return reinterpret_cast<void*>(roots[ix[k]] + static_cast<DevicePtr>(off)); };
+      if (g->bias) {
+        DevicePtr b = roots[ix[3]] + static_cast<DevicePtr>(g->offBias);
+        if (b != g->lastBias) {  // host-side only: the descriptor holds the pointer
+          const void* bp = reinterpret_cast<const void*>(b);
+          CublasLt::ok(lt.descSet(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp), "cublasLtMatmulDescSetAttribute");
+          g->lastBias = b;
+        }
       }
+      const void* alpha = g->dbl ? static_cast<const void*>(&g->alphaD) : &g->alphaF;
+      const void* beta = g->dbl ? static_cast<const void*>(&g->betaD) : &g->betaF;
+      void* C = at(2, g->offC);
+      CublasLt::ok(lt.matmul(lt.handle, g->desc, alpha, at(0, g->offA), g->la, at(1, g->offB), g->lb, beta, C, g->lc, C, g->lc, &g->algo,
+                             reinterpret_cast<void*>(workspace_), g->workspaceBytes, reinterpret_cast<cudaStream_t>(dev_.stream())),
+                   "cublasLtMatmul");
+    } else {
+      ConvPrep& c = std::get<ConvPrep>(s);
+      Cudnn& n = dev_.cudnn();
+      auto at = [&](size_t k, int64_t off) { return reinterpret_cast<void*>(roots[ix[k]] + static_cast<DevicePtr>(off)); };
+      const void* alpha = c.dbl ? static_cast<const void*>(&c.alphaD) : &c.alphaF;
+      const void* beta = c.dbl ? static_cast<const void*>(&c.betaD) : &c.betaF;
+      void* ws = reinterpret_cast<void*>(workspace_);
+      if (c.call == plan::ConvCall::Forward)
+        n.check(n.fwd(n.handle, alpha, c.ta, at(0, c.offA), c.fw, at(1, c.offB), c.cd, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws,
+                      c.workspaceBytes, beta, c.tb, at(2, c.offOut)),
+                "cudnnConvolutionForward");
+      else if (c.call == plan::ConvCall::BackwardData)
+        n.check(n.bwdData(n.handle, alpha, c.fw, at(1, c.offB), c.ta, at(0, c.offA), c.cd, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                          ws, c.workspaceBytes, beta, c.tb, at(2, c.offOut)),
+                "cudnnConvolutionBackwardData");
+      else
+        n.check(n.bwdFilter(n.handle, alpha, c.tb, at(1, c.offB), c.ta, at(0, c.offA), c.cd,
+                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws, c.workspaceBytes, beta, c.fw, at(2, c.offOut)),
+                "cudnnConvolutionBackwardFilter");
     }
   }
 
-  void gemm(const plan::Gemm& g, DevicePtr a, DevicePtr b, DevicePtr c, DevicePtr bias) override {
+ private:
+  LaunchPrep prepareLaunch(const plan::Manifest& m, plan::Phase phase, size_t i, const plan::Launch& l, const std::vector<uint32_t>& ix) {
+    LaunchPrep p;
+    p.fn = dev_.function(l.kernel);
+    for (int d = 0; d < 3; ++d) {
+      p.grid[d] = static_cast<unsigned>(l.grid[static_cast<size_t>(d)]);
+      p.block[d] = static_cast<unsigned>(l.block[static_cast<size_t>(d)]);
+    }
+    p.shared = static_cast<unsigned>(l.shared_bytes);
+    p.scalars.assign(l.scalars.begin(), l.scalars.end());  // Note [Symbolic manifest]
+    const plan::KernelSpec* k = m.kernel(l.kernel);
+    if (k && k->index_checked) p.scalars.push_back(stepTag(phase, i));
+    // cuLaunchKernel reads each argument through its pointer when it is
+    // called: a root pointer rebound since is read as it is then.
+    const std::vector<DevicePtr>& roots = *args_.roots;
+    for (uint32_t b : ix) p.params.push_back(const_cast<DevicePtr*>(&roots[b]));
+    for (long long& v : p.scalars) p.params.push_back(&v);
+    return p;
+  }
+
+  GemmPrep prepareGemm(const plan::Gemm& g) {
+    CublasLt& lt = dev_.lt();
+    GemmPrep p;
     const int64_t es = dtypeSize(g.dtype);
     const cudaDataType_t t = cudaType(g.dtype);
-    const bool dbl = g.dtype == DType::F64;
-    const double alphaD = g.alpha, betaD = g.beta;
-    const float alphaF = static_cast<float>(g.alpha), betaF = static_cast<float>(g.beta);
-    const void* alpha = dbl ? static_cast<const void*>(&alphaD) : &alphaF;
-    const void* beta = dbl ? static_cast<const void*>(&betaD) : &betaF;
-    const cublasComputeType_t compute = dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    p.dbl = g.dtype == DType::F64;
+    p.alphaD = g.alpha;
+    p.betaD = g.beta;
+    p.alphaF = static_cast<float>(g.alpha);
+    p.betaF = static_cast<float>(g.beta);
+    p.offA = g.A.offset * es;
+    p.offB = g.B.offset * es;
+    p.offC = g.C.offset * es;
+    // No TF32: float32 computes in float32, as the reference does.
+    const cublasComputeType_t compute = p.dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
     const cublasOperation_t ta = g.transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    void* A = reinterpret_cast<void*>(a + static_cast<DevicePtr>(g.A.offset * es));
-    void* B = reinterpret_cast<void*>(b + static_cast<DevicePtr>(g.B.offset * es));
-    void* C = reinterpret_cast<void*>(c + static_cast<DevicePtr>(g.C.offset * es));
-    auto i32 = [](int64_t v) {
-      if (v > INT32_MAX) fail("a GEMM dimension exceeds 2^31-1");
-      return static_cast<int>(v);
-    };
-    if (g.call == plan::GemmCall::LtMatmulBias) {
-      if (!lt_) lt_ = std::make_unique<CublasLt>();
-      cublasLtMatmulDesc_t desc = nullptr;
-      cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-      auto ok = [](cublasStatus_t s, const char* what) {
-        if (s != CUBLAS_STATUS_SUCCESS) fail(cat(what, " failed (status ", static_cast<int>(s), ")"));
-      };
-      ok(lt_->descCreate(&desc, compute, dbl ? CUDA_R_64F : CUDA_R_32F), "cublasLtMatmulDescCreate");
+    CublasLt::ok(lt.descCreate(&p.desc, compute, p.dbl ? CUDA_R_64F : CUDA_R_32F), "cublasLtMatmulDescCreate");
+    CublasLt::ok(lt.descSet(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "cublasLtMatmulDescSetAttribute");
+    CublasLt::ok(lt.descSet(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "cublasLtMatmulDescSetAttribute");
+    if (g.bias) {
+      p.bias = true;
+      p.offBias = g.bias->offset * es;
       cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-      const void* biasPtr = reinterpret_cast<const void*>(bias + static_cast<DevicePtr>(g.bias->offset * es));
-      ok(lt_->descSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "cublasLtMatmulDescSetAttribute");
-      ok(lt_->descSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "cublasLtMatmulDescSetAttribute");
-      ok(lt_->descSet(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "cublasLtMatmulDescSetAttribute");
-      ok(lt_->descSet(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr, sizeof biasPtr), "cublasLtMatmulDescSetAttribute");
-      ok(lt_->layoutCreate(&la, t, static_cast<uint64_t>(g.transa ? g.k : g.m), static_cast<uint64_t>(g.transa ? g.m : g.k), g.A.ld), "cublasLtMatrixLayoutCreate");
-      ok(lt_->layoutCreate(&lb, t, static_cast<uint64_t>(g.transb ? g.n : g.k), static_cast<uint64_t>(g.transb ? g.k : g.n), g.B.ld), "cublasLtMatrixLayoutCreate");
-      ok(lt_->layoutCreate(&lc, t, static_cast<uint64_t>(g.m), static_cast<uint64_t>(g.n), g.C.ld), "cublasLtMatrixLayoutCreate");
-      cublasStatus_t s = lt_->matmul(lt_->handle, desc, alpha, A, la, B, lb, beta, C, lc, C, lc, nullptr, nullptr, 0, nullptr);
-      lt_->layoutDestroy(la);
-      lt_->layoutDestroy(lb);
-      lt_->layoutDestroy(lc);
-      lt_->descDestroy(desc);
-      ok(s, "cublasLtMatmul");
-      return;
+      CublasLt::ok(lt.descSet(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "cublasLtMatmulDescSetAttribute");
     }
-    if (!cublas_) cublas_ = std::make_unique<Cublas>();
-    cublasStatus_t s;
-    if (g.call == plan::GemmCall::GemmStridedBatchedEx)
-      s = cublas_->gemmStridedBatchedEx(cublas_->handle, ta, tb, i32(g.m), i32(g.n), i32(g.k), alpha, A, t, i32(g.A.ld), g.A.stride, B, t,
-                                        i32(g.B.ld), g.B.stride, beta, C, t, i32(g.C.ld), g.C.stride, i32(g.batch), compute,
-                                        CUBLAS_GEMM_DEFAULT);
-    else
-      s = cublas_->gemmEx(cublas_->handle, ta, tb, i32(g.m), i32(g.n), i32(g.k), alpha, A, t, i32(g.A.ld), B, t, i32(g.B.ld), beta, C, t,
-                          i32(g.C.ld), compute, CUBLAS_GEMM_DEFAULT);
-    if (s != CUBLAS_STATUS_SUCCESS) fail(cat("cuBLAS GEMM failed (status ", static_cast<int>(s), ")"));
+    auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+      CublasLt::ok(lt.layoutCreate(l, t, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld), "cublasLtMatrixLayoutCreate");
+      if (g.batch > 1) {
+        if (g.batch > INT32_MAX) fail("a batched GEMM's batch exceeds 2^31-1");
+        int32_t count = static_cast<int32_t>(g.batch);
+        int64_t s = stride;
+        CublasLt::ok(lt.layoutSet(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), "cublasLtMatrixLayoutSetAttribute");
+        CublasLt::ok(lt.layoutSet(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof s), "cublasLtMatrixLayoutSetAttribute");
+      }
+    };
+    layout(&p.la, g.transa ? g.k : g.m, g.transa ? g.m : g.k, g.A.ld, g.A.stride);
+    layout(&p.lb, g.transb ? g.n : g.k, g.transb ? g.k : g.n, g.B.ld, g.B.stride);
+    layout(&p.lc, g.m, g.n, g.C.ld, g.C.stride);
+    cublasLtMatmulPreference_t pref = nullptr;
+    CublasLt::ok(lt.prefCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    uint64_t limit = kMatmulWorkspaceLimit;
+    cublasStatus_t st = lt.prefSet(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof limit);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    if (st == CUBLAS_STATUS_SUCCESS) st = lt.heuristic(lt.handle, p.desc, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found);
+    lt.prefDestroy(pref);
+    CublasLt::ok(st, "cublasLtMatmulAlgoGetHeuristic");
+    if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+      fail(cat("cuBLASLt has no algorithm for this GEMM (", g.m, "x", g.n, "x", g.k, ", batch ", g.batch, ", ", dtypeName(g.dtype), ")"));
+    p.algo = result.algo;
+    p.workspaceBytes = result.workspaceSize;
+    return p;
   }
 
-  void conv(const plan::Conv& c, DevicePtr pa, DevicePtr pb, DevicePtr pout) override {
-    if (!cudnn_) cudnn_ = std::make_unique<Cudnn>();
-    Cudnn& n = *cudnn_;
+  ConvPrep prepareConv(const plan::Conv& c) {
+    Cudnn& n = dev_.cudnn();
+    ConvPrep p;
+    p.call = c.call;
     const cudnnDataType_t t = cudnnType(c.dtype);
     const int64_t es = dtypeSize(c.dtype);
+    p.dbl = c.dtype == DType::F64;
+    p.alphaD = c.alpha;
+    p.betaD = c.beta;
+    p.alphaF = static_cast<float>(c.alpha);
+    p.betaF = static_cast<float>(c.beta);
+    p.offA = c.a.offset * es;
+    p.offB = c.b.offset * es;
+    p.offOut = c.out.offset * es;
     auto tensor = [&](const plan::ConvTensor& d) {
       cudnnTensorDescriptor_t td = nullptr;
       n.check(n.createTensor(&td), "cudnnCreateTensorDescriptor");
@@ -434,103 +706,80 @@ class CudaDevice final : public Device {
               "cudnnSetFilter4dDescriptor");
       return fd;
     };
-    cudnnConvolutionDescriptor_t cd = nullptr;
-    n.check(n.createConv(&cd), "cudnnCreateConvolutionDescriptor");
-    n.check(n.setConv2d(cd, static_cast<int>(c.pad[0]), static_cast<int>(c.pad[1]), static_cast<int>(c.stride[0]), static_cast<int>(c.stride[1]),
+    n.check(n.createConv(&p.cd), "cudnnCreateConvolutionDescriptor");
+    n.check(n.setConv2d(p.cd, static_cast<int>(c.pad[0]), static_cast<int>(c.pad[1]), static_cast<int>(c.stride[0]), static_cast<int>(c.stride[1]),
                         static_cast<int>(c.dilation[0]), static_cast<int>(c.dilation[1]), CUDNN_CROSS_CORRELATION,
                         c.dtype == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT),
             "cudnnSetConvolution2dDescriptor");
-    n.check(n.setGroups(cd, static_cast<int>(c.groups)), "cudnnSetConvolutionGroupCount");
+    n.check(n.setGroups(p.cd, static_cast<int>(c.groups)), "cudnnSetConvolutionGroupCount");
     // FMA math for float32: no TF32, so results match the reference.
-    n.check(n.setMath(cd, c.dtype == DType::F32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH), "cudnnSetConvolutionMathType");
-    const double alphaD = c.alpha, betaD = c.beta;
-    const float alphaF = static_cast<float>(c.alpha), betaF = static_cast<float>(c.beta);
-    const void* alpha = c.dtype == DType::F64 ? static_cast<const void*>(&alphaD) : &alphaF;
-    const void* beta = c.dtype == DType::F64 ? static_cast<const void*>(&betaD) : &betaF;
-    auto at = [&](DevicePtr p, int64_t off) { return reinterpret_cast<void*>(p + static_cast<DevicePtr>(off * es)); };
-    cudnnTensorDescriptor_t ta = nullptr, tout = nullptr;
-    cudnnFilterDescriptor_t fw = nullptr;
+    n.check(n.setMath(p.cd, c.dtype == DType::F32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH), "cudnnSetConvolutionMathType");
+    // The algorithm: the heuristic's best deterministic one (the same
+    // results run to run), unless nondeterministic ones are allowed.
+    const bool anyAlgo = nondeterministicAllowed();
+    constexpr int kWant = 16;
     int found = 0;
-    size_t ws = 0;
+    auto choose = [&](const auto* perf, const char* what) {
+      for (int i = 0; i < found; ++i)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && (anyAlgo || perf[i].determinism == CUDNN_DETERMINISTIC)) return static_cast<int>(perf[i].algo);
+      fail(cat("cuDNN offers no ", anyAlgo ? "" : "deterministic ", "algorithm for ", what, " of node ", c.node,
+               anyAlgo ? "" : " (AOTC_CUDNN_NONDETERMINISTIC=1 allows the others)"));
+    };
     if (c.call == plan::ConvCall::Forward) {
-      ta = tensor(c.a);
-      fw = filter(c.b);
-      tout = tensor(c.out);
-      cudnnConvolutionFwdAlgoPerf_t perf;
-      n.check(n.fwdAlgo(n.handle, ta, fw, cd, tout, 1, &found, &perf), "cudnnGetConvolutionForwardAlgorithm_v7");
-      n.check(n.fwdWs(n.handle, ta, fw, cd, tout, perf.algo, &ws), "cudnnGetConvolutionForwardWorkspaceSize");
-      n.check(n.fwd(n.handle, alpha, ta, at(pa, c.a.offset), fw, at(pb, c.b.offset), cd, perf.algo, workspace(ws), ws, beta, tout,
-                    at(pout, c.out.offset)),
-              "cudnnConvolutionForward");
+      p.ta = tensor(c.a);
+      p.fw = filter(c.b);
+      p.tb = tensor(c.out);
+      cudnnConvolutionFwdAlgoPerf_t perf[kWant];
+      n.check(n.fwdAlgo(n.handle, p.ta, p.fw, p.cd, p.tb, kWant, &found, perf), "cudnnGetConvolutionForwardAlgorithm_v7");
+      p.algo = choose(perf, "the convolution");
+      n.check(n.fwdWs(n.handle, p.ta, p.fw, p.cd, p.tb, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &p.workspaceBytes),
+              "cudnnGetConvolutionForwardWorkspaceSize");
     } else if (c.call == plan::ConvCall::BackwardData) {
-      ta = tensor(c.a);
-      fw = filter(c.b);
-      tout = tensor(c.out);
-      cudnnConvolutionBwdDataAlgoPerf_t perf;
-      n.check(n.bwdDataAlgo(n.handle, fw, ta, cd, tout, 1, &found, &perf), "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      n.check(n.bwdDataWs(n.handle, fw, ta, cd, tout, perf.algo, &ws), "cudnnGetConvolutionBackwardDataWorkspaceSize");
-      n.check(n.bwdData(n.handle, alpha, fw, at(pb, c.b.offset), ta, at(pa, c.a.offset), cd, perf.algo, workspace(ws), ws, beta, tout,
-                        at(pout, c.out.offset)),
-              "cudnnConvolutionBackwardData");
+      p.ta = tensor(c.a);
+      p.fw = filter(c.b);
+      p.tb = tensor(c.out);
+      cudnnConvolutionBwdDataAlgoPerf_t perf[kWant];
+      n.check(n.bwdDataAlgo(n.handle, p.fw, p.ta, p.cd, p.tb, kWant, &found, perf), "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      p.algo = choose(perf, "the data gradient");
+      n.check(n.bwdDataWs(n.handle, p.fw, p.ta, p.cd, p.tb, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &p.workspaceBytes),
+              "cudnnGetConvolutionBackwardDataWorkspaceSize");
     } else {
-      ta = tensor(c.a);                       // dy
-      cudnnTensorDescriptor_t tx = tensor(c.b);  // x
-      fw = filter(c.out);                     // dw
-      cudnnConvolutionBwdFilterAlgoPerf_t perf;
-      n.check(n.bwdFilterAlgo(n.handle, tx, ta, cd, fw, 1, &found, &perf), "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      n.check(n.bwdFilterWs(n.handle, tx, ta, cd, fw, perf.algo, &ws), "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-      n.check(n.bwdFilter(n.handle, alpha, tx, at(pb, c.b.offset), ta, at(pa, c.a.offset), cd, perf.algo, workspace(ws), ws, beta, fw,
-                          at(pout, c.out.offset)),
-              "cudnnConvolutionBackwardFilter");
-      n.destroyTensor(tx);
+      p.ta = tensor(c.a);  // dy
+      p.tb = tensor(c.b);  // x
+      p.fw = filter(c.out);  // dw
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[kWant];
+      n.check(n.bwdFilterAlgo(n.handle, p.tb, p.ta, p.cd, p.fw, kWant, &found, perf), "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      p.algo = choose(perf, "the filter gradient");
+      n.check(n.bwdFilterWs(n.handle, p.tb, p.ta, p.cd, p.fw, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &p.workspaceBytes),
+              "cudnnGetConvolutionBackwardFilterWorkspaceSize");
     }
-    if (ta) n.destroyTensor(ta);
-    if (tout) n.destroyTensor(tout);
-    if (fw) n.destroyFilter(fw);
-    n.destroyConv(cd);
+    return p;
   }
 
- private:
-  std::string error(CUresult r) const {
-    const char* s = nullptr;
-    if (d_.getErrorString && d_.getErrorString(r, &s) == CUDA_SUCCESS && s) return s;
-    return cat("CUresult ", static_cast<int>(r));
-  }
-  void check(CUresult r, const std::string& what) const {
-    if (r != CUDA_SUCCESS) fail(what + " failed: " + error(r));
-  }
-  void* workspace(size_t bytes) {
-    if (bytes > workspaceBytes_) {
-      if (workspace_) d_.memFree(workspace_);
-      workspace_ = 0;
-      check(d_.memAlloc(&workspace_, bytes), "cuMemAlloc (workspace)");
-      workspaceBytes_ = bytes;
-    }
-    return reinterpret_cast<void*>(workspace_);
-  }
-
-  Dl driver_;
-  Driver d_{};
-  CUdevice dev_ = 0;
-  CUcontext ctx_ = nullptr;
-  int arch_ = 0;
-  struct Fn {
-    CUfunction fn;
-    CUdeviceptr indexFlag;
-  };
-  std::map<std::string, Fn> fns_;
-  std::set<std::string> checked_;
-  std::vector<CUmodule> modules_;
-  std::map<DevicePtr, size_t> live_;
+  CudaDevice& dev_;
+  PhaseArgs args_;
+  std::vector<std::variant<LaunchPrep, GemmPrep, ConvPrep>> steps_;
   CUdeviceptr workspace_ = 0;
-  size_t workspaceBytes_ = 0;
-  std::unique_ptr<Cublas> cublas_;
-  std::unique_ptr<CublasLt> lt_;
-  std::unique_ptr<Cudnn> cudnn_;
 };
+
+std::unique_ptr<PreparedPhase> CudaDevice::prepare(const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args) {
+  current();
+  return std::make_unique<CudaPhase>(*this, m, phase, args);
+}
 
 }  // namespace
 
 std::unique_ptr<Device> makeCudaDevice(int ordinal) { return std::make_unique<CudaDevice>(ordinal); }
+
+int cudaOrdinal(const std::string& device) {
+  if (device == "cuda") return 0;
+  if (device.rfind("cuda:", 0) != 0 || device.size() == 5 || device.size() > 8) return -1;
+  int v = 0;
+  for (char c : device.substr(5)) {
+    if (c < '0' || c > '9') return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
 
 }  // namespace aotc

@@ -51,7 +51,8 @@ constexpr const char* kBlockRunner = R"aotc(
 #include <boost/context/fiber.hpp>
 #include <vector>
 extern "C" { thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc_gridDim; }
-extern "C" { int aotc_index_error = 0; }
+extern "C" { thread_local int aotc_index_error = 0; }
+extern "C" int aotc_take_index_error() { int e = aotc_index_error; aotc_index_error = 0; return e; }
 namespace {
 namespace bctx = boost::context;
 /// Stacks are slices of one region kept for the thread's lifetime.
@@ -180,7 +181,7 @@ class KernelLibrary {
     handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, std::string("dlopen failed: ") + dlerror());
     runBlock_ = reinterpret_cast<RunBlock>(dlsym(handle_, "aotc_run_block"));
-    indexError_ = reinterpret_cast<int*>(dlsym(handle_, "aotc_index_error"));
+    takeIndexError_ = reinterpret_cast<int (*)()>(dlsym(handle_, "aotc_take_index_error"));
     if (!runBlock_) throw UserError(SourceLoc{lib.string(), "", "emulate"}, "kernel library has no block runner");
     for (auto& n : names) fns_[n] = reinterpret_cast<Trampoline>(dlsym(handle_, ("aotc_launch_" + n).c_str()));
   }
@@ -200,16 +201,16 @@ class KernelLibrary {
     if (l.grid[1] != 1 || l.grid[2] != 1 || l.block[1] != 1 || l.block[2] != 1) throw UserError(SourceLoc{}, "emulate: only 1-D launches");
     const std::string& kernel = l.kernel;
     int barriers = barriers_.count(kernel) ? 1 : 0;
-    if (indexError_) *indexError_ = 0;
+    if (takeIndexError_) takeIndexError_();
     for (unsigned b = 0; b < gx; ++b) runBlock_(f, args.data(), b, bx, gx, barriers);
   }
-  /// Whether the last launch met an index outside its dim (Note [Index errors]).
-  bool indexError() const { return indexError_ && *indexError_; }
+  /// The step tag the last launch on this thread recorded (Note [Index errors]), cleared.
+  int takeIndexError() const { return takeIndexError_ ? takeIndexError_() : 0; }
 
  private:
   void* handle_ = nullptr;
   RunBlock runBlock_ = nullptr;
-  int* indexError_ = nullptr;
+  int (*takeIndexError_)() = nullptr;
   std::set<std::string> barriers_;
   std::map<std::string, Trampoline> fns_;
   std::map<std::string, int> arity_;
@@ -245,22 +246,27 @@ class EmulateDevice final : public Device {
   }
   void copyToDevice(DevicePtr dst, const void* src, size_t bytes) override { std::memcpy(at(dst), src, bytes); }
   void copyToHost(void* dst, DevicePtr src, size_t bytes) override { std::memcpy(dst, at(src), bytes); }
+  void fill(DevicePtr dst, unsigned char value, size_t bytes) override { std::memset(at(dst), value, bytes); }
+  void copyAsync(DevicePtr dst, DevicePtr src, size_t bytes) override { std::memmove(at(dst), at(src), bytes); }
   void loadKernels(const plan::Manifest& m, const std::string& dir) override { lib_ = std::make_unique<KernelLibrary>(dir, m, opts_); }
-  void synchronize() override {}
+  int64_t synchronize() override { return 0; }  // every step ran when it was enqueued
 
-  void launch(const plan::Launch& l, const std::vector<DevicePtr>& args) override {
+  std::unique_ptr<PreparedPhase> prepare(const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args) override;
+
+  /// One launch; a checked kernel (Note [Index errors]) takes its step's tag
+  /// after the symbols' values.
+  void launch(const plan::Launch& l, const std::vector<DevicePtr>& args, const long long* scalars, size_t nscalars) {
     AOTC_CHECK(lib_, "emulate: kernels not loaded");
     std::vector<void*> a;
     for (DevicePtr p : args) a.push_back(at(p));
-    std::vector<long long> scalars(l.scalars.begin(), l.scalars.end());
-    for (long long& v : scalars) a.push_back(&v);
+    for (size_t i = 0; i < nscalars; ++i) a.push_back(const_cast<long long*>(scalars + i));
     lib_->launch(l, a);
-    if (lib_->indexError()) throw UserError(SourceLoc{}, "index out of range (an index tensor holds a value outside its dim)");
+    if (lib_->takeIndexError()) throw UserError(SourceLoc{}, "index out of range (an index tensor holds a value outside its dim)");
   }
 
   /// cublasGemmEx / cublasGemmStridedBatchedEx / cublasLtMatmul with a bias
   /// epilogue, column-major, as spelled out.
-  void gemm(const plan::Gemm& g, DevicePtr pa, DevicePtr pb, DevicePtr pc, DevicePtr pbias) override {
+  void gemm(const plan::Gemm& g, DevicePtr pa, DevicePtr pb, DevicePtr pc, DevicePtr pbias) {
     const DType dt = g.dtype;
     const int64_t es = dtypeSize(dt);
     const unsigned char* bias = g.bias ? at(pbias) + g.bias->offset * es : nullptr;
@@ -285,7 +291,7 @@ class EmulateDevice final : public Device {
   }
 
   /// cuDNN convolutions via the reference kernels, on the described tensors.
-  void conv(const plan::Conv& c, DevicePtr pa, DevicePtr pb, DevicePtr pout) override {
+  void conv(const plan::Conv& c, DevicePtr pa, DevicePtr pb, DevicePtr pout) {
     Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"dilation", c.dilation}, {"groups", c.groups}};
     HostTensor x = readDeviceTensor(*this, tensorOf(pa, c.dtype, c.a)), w = readDeviceTensor(*this, tensorOf(pb, c.dtype, c.b));
     auto ct = [](const HostTensor& t) { return TensorType::contiguous(t.dtype, t.sizes); };
@@ -307,6 +313,49 @@ class EmulateDevice final : public Device {
   std::unique_ptr<KernelLibrary> lib_;
   std::map<DevicePtr, size_t> live_;
 };
+
+/// The emulate device's prepared phase: each step's arguments resolved to
+/// indices once; a step runs when it is enqueued.
+class EmulatePhase final : public PreparedPhase {
+ public:
+  EmulatePhase(EmulateDevice& d, const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args)
+      : dev_(d), prog_(m.program(phase)), args_(args) {
+    for (size_t i = 0; i < prog_.steps.size(); ++i) {
+      std::vector<long long> sc;
+      if (const plan::Launch* l = std::get_if<plan::Launch>(&prog_.steps[i])) {
+        sc.assign(l->scalars.begin(), l->scalars.end());
+        const plan::KernelSpec* k = m.kernel(l->kernel);
+        if (k && k->index_checked) sc.push_back(stepTag(phase, i));
+      }
+      scalars_.push_back(std::move(sc));
+    }
+  }
+  void enqueue(size_t i) override {
+    const std::vector<DevicePtr>& roots = *args_.roots;
+    const std::vector<uint32_t>& ix = args_.steps[i];
+    auto ptr = [&](size_t k) { return roots[ix[k]]; };
+    const plan::Step& st = prog_.steps[i];
+    if (const plan::Launch* l = std::get_if<plan::Launch>(&st)) {
+      std::vector<DevicePtr> a(ix.size());
+      for (size_t k = 0; k < ix.size(); ++k) a[k] = ptr(k);
+      dev_.launch(*l, a, scalars_[i].data(), scalars_[i].size());
+    } else if (const plan::Gemm* g = std::get_if<plan::Gemm>(&st)) {
+      dev_.gemm(*g, ptr(0), ptr(1), ptr(2), g->bias ? ptr(3) : 0);
+    } else {
+      dev_.conv(std::get<plan::Conv>(st), ptr(0), ptr(1), ptr(2));
+    }
+  }
+
+ private:
+  EmulateDevice& dev_;
+  const plan::Program& prog_;
+  PhaseArgs args_;
+  std::vector<std::vector<long long>> scalars_;
+};
+
+std::unique_ptr<PreparedPhase> EmulateDevice::prepare(const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args) {
+  return std::make_unique<EmulatePhase>(*this, m, phase, args);
+}
 
 }  // namespace
 

@@ -16,7 +16,7 @@
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict
-#define __shared__ static
+#define __shared__ static thread_local
 extern "C" void __syncthreads();
 
 struct aotc_dim3 { unsigned x = 0, y = 0, z = 0; };

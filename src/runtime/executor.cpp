@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -70,22 +71,67 @@ DeviceTensor uploadTensor(Device& dev, const plan::Layout& layout, const HostTen
   return t;
 }
 
-/// One program's memory: its arena and the root pointer of every buffer.
-struct Session::Arena {
+/// Note [Prepared plan]: one phase, built once per size binding.  `roots`
+/// holds every buffer's root pointer at a fixed address (the device's
+/// prepared steps read it); a run writes the entries of its input buffers
+/// and views, nothing else.
+struct Session::PhasePlan {
+  /// Where an input buffer's pointer comes from at each run.
+  struct Source {
+    enum Kind { Input, ForwardRoot, Tangent } kind = Input;
+    uint32_t buffer = 0;   ///< index in roots
+    size_t input = 0;      ///< Input: the manifest input
+    uint32_t from = 0;     ///< ForwardRoot: index in the forward's roots
+    size_t output = 0;     ///< Tangent: the output whose gradient it is
+    bool hasOutput = false;
+    DevicePtr zeros = 0;   ///< Tangent: the zero tensor used when none is bound
+    DevicePtr slot = 0;    ///< staged (Note [Staged inputs]): the arena slot it is copied to
+    size_t bytes = 0;
+  };
   Device& dev;
-  DevicePtr base = 0;
-  std::map<std::string, DevicePtr> root;  ///< buffer name -> root pointer
-  explicit Arena(Device& d) : dev(d) {}
-  ~Arena() {
-    if (base) dev.release(base);
+  plan::Phase phase;
+  const plan::Program* prog = nullptr;
+  DevicePtr arena = 0;
+  std::vector<DevicePtr> roots;
+  std::map<std::string, uint32_t> index;  ///< buffer name -> index in roots
+  std::vector<Source> sources;
+  std::vector<std::pair<uint32_t, uint32_t>> views;  ///< (view, its base)
+  std::vector<uint32_t> inputBuffers;                ///< the graph key's buffers
+  std::unique_ptr<PreparedPhase> steps;
+  GraphHandle graph;
+  std::vector<DevicePtr> graphKey;
+  PhasePlan(Device& d, plan::Phase p) : dev(d), phase(p) {}
+  ~PhasePlan() {
+    graph.reset();
+    steps.reset();
+    if (arena) dev.release(arena);
   }
+  DevicePtr rootOf(const std::string& name) const { return roots.at(index.at(name)); }
 };
 
-Session::Session(plan::Manifest manifest, std::string dir, Device& device) : m_(std::move(manifest)), dir_(std::move(dir)), dev_(device) {
+SessionOptions SessionOptions::fromEnvironment() {
+  SessionOptions o;
+  auto on = [](const char* v) { return v && *v && std::string(v) != "0"; };
+  if (on(std::getenv("AOTC_SYNC_STEPS"))) o.sync_steps = true;
+  if (const char* g = std::getenv("AOTC_CUDA_GRAPHS"); g && std::string(g) == "0") o.graphs = false;
+  // Tests' switches (scripts/runtime_calls_test.py): results must not change.
+  if (on(std::getenv("AOTC_POISON_ARENAS"))) o.poison_arenas = true;
+  if (on(std::getenv("AOTC_STAGE_INPUTS"))) o.stage_inputs = true;
+  return o;
+}
+
+Session::Session(plan::Manifest manifest, std::string dir, Device& device, SessionOptions options)
+    : m_(std::move(manifest)), dir_(std::move(dir)), dev_(device), opts_(options) {
+  if (opts_.sync_steps) opts_.graphs = false;
+  inputRoots_.assign(m_.inputs.size(), 0);
   dev_.loadKernels(m_, dir_);
 }
 
 Session::~Session() {
+  try {
+    dev_.synchronize();  // nothing enqueued may outlive the memory it uses
+  } catch (const std::exception&) {
+  }
   fwd_.reset();
   bwd_.reset();
   for (DevicePtr p : owned_) dev_.release(p);
@@ -113,27 +159,34 @@ void checkBinding(const std::string& name, const DeviceTensor& t, const plan::La
 
 }  // namespace
 
+void Session::invalidate() {
+  if (fwd_ || bwd_) dev_.synchronize();  // the old plans' memory may still be in use
+  fwd_.reset();
+  bwd_.reset();
+  for (auto& [tangent, p] : zeros_) {
+    dev_.release(p);
+    owned_.erase(std::remove(owned_.begin(), owned_.end(), p), owned_.end());
+  }
+  zeros_.clear();
+}
+
 void Session::bind(const std::string& name, const DeviceTensor& t) {
   const plan::InputSpec* in = m_.input(name);
   if (!in) throw UserError(SourceLoc{"", name, "bind"}, "the artifact has no input of this name");
   if (m_.symbolic && t.shape != in->layout.shape) {
     // Note [Symbolic manifest]: a new size rebinds the symbols; the inputs
-    // bound before must agree with it.
+    // bound before must agree with it.  The plans are prepared again for the
+    // new sizes (Note [Prepared plan]).
     std::map<std::string, Ints> shapes;
     for (auto& [n, b] : bound_) shapes[n] = b.shape;
     shapes[in->name] = t.shape;
     sym::Bindings nb = plan::bindSymbols(*m_.symbolic, shapes, (fs::path(dir_) / "manifest.json").string(), &m_.binding);
     if (nb != m_.binding) {
       std::shared_ptr<const plan::SymbolicManifest> s = m_.symbolic;
-      m_ = plan::instantiateManifest(s, nb, (fs::path(dir_) / "manifest.json").string(), int64_t{1} << 40);
-      fwd_.reset();
-      bwd_.reset();
+      plan::Manifest next = plan::instantiateManifest(s, nb, (fs::path(dir_) / "manifest.json").string(), int64_t{1} << 40);
+      invalidate();
       gradOutputs_.clear();
-      for (auto& [tangent, p] : zeros_) {
-        dev_.release(p);
-        owned_.erase(std::remove(owned_.begin(), owned_.end(), p), owned_.end());
-      }
-      zeros_.clear();
+      m_ = std::move(next);
       in = m_.input(name);
     }
   }
@@ -141,6 +194,7 @@ void Session::bind(const std::string& name, const DeviceTensor& t) {
   DeviceTensor b = t;
   b.strides = in->layout.strides;
   bound_[in->name] = b;
+  inputRoots_[static_cast<size_t>(in - m_.inputs.data())] = b.data;
   forwardDone_ = backwardDone_ = false;
 }
 
@@ -161,122 +215,260 @@ void Session::uploadWeights() {
   std::vector<const plan::InputSpec*> need;
   for (const plan::InputSpec& in : m_.inputs)
     if (in.role != "user_input" && !bound_.count(in.name) && !weights_.count(in.name)) need.push_back(&in);
-  if (need.empty() || m_.weights.empty()) return;
-  const std::string file = (fs::path(dir_) / m_.weights).string();
-  std::map<std::string, HostTensor> all = readSafetensors(file);
-  for (const plan::InputSpec* in : need) {
-    auto it = all.find(in->name);
-    if (it == all.end()) continue;  // reported when the input is needed
-    if (it->second.sizes != in->layout.shape || it->second.dtype != in->layout.dtype)
-      throw UserError(SourceLoc{file, in->name, "weights"}, "does not match the input's dtype and shape");
-    weights_[in->name] = uploadTensor(dev_, plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0}, it->second, owned_).data;
+  if (!need.empty() && !m_.weights.empty()) {
+    const std::string file = (fs::path(dir_) / m_.weights).string();
+    std::map<std::string, HostTensor> all = readSafetensors(file);
+    for (const plan::InputSpec* in : need) {
+      auto it = all.find(in->name);
+      if (it == all.end()) continue;  // reported when the input is needed
+      if (it->second.sizes != in->layout.shape || it->second.dtype != in->layout.dtype)
+        throw UserError(SourceLoc{file, in->name, "weights"}, "does not match the input's dtype and shape");
+      weights_[in->name] = uploadTensor(dev_, plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0}, it->second, owned_).data;
+    }
   }
+  for (size_t i = 0; i < m_.inputs.size(); ++i)
+    if (!bound_.count(m_.inputs[i].name))
+      if (auto it = weights_.find(m_.inputs[i].name); it != weights_.end()) inputRoots_[i] = it->second;
 }
 
-DevicePtr Session::root(const plan::InputSpec& in) const {
-  if (auto it = bound_.find(in.name); it != bound_.end()) return it->second.data;
-  if (auto it = weights_.find(in.name); it != weights_.end()) return it->second;
+DevicePtr Session::root(size_t i) const {
+  if (inputRoots_[i]) return inputRoots_[i];
+  const plan::InputSpec& in = m_.inputs[i];
   throw UserError(SourceLoc{"", in.name, "input"},
                   m_.weights.empty() || in.role == "user_input"
                       ? std::string("no tensor bound to this input")
                       : "no tensor bound to this input, and the artifact's " + m_.weights + " does not hold it");
 }
 
-void Session::run(plan::Phase phase, const std::map<std::string, DevicePtr>& roots) {
-  const plan::Program& prog = m_.program(phase);
-  const std::string pname = phase == plan::Phase::Forward ? "forward" : "backward";
-  auto arena = std::make_unique<Arena>(dev_);
-  if (prog.arena_bytes > 0) arena->base = dev_.allocate(static_cast<size_t>(prog.arena_bytes));
-  for (const plan::Buffer& b : prog.buffers) {
-    switch (b.kind) {
-      case plan::BufferKind::Input: {
-        auto it = roots.find(b.name);
-        AOTC_CHECK(it != roots.end(), pname, ": input buffer '", b.name, "' is not bound");
-        arena->root[b.name] = it->second;
-        break;
-      }
-      case plan::BufferKind::Alloc: arena->root[b.name] = arena->base + static_cast<DevicePtr>(b.arena_offset); break;
-      case plan::BufferKind::View: arena->root[b.name] = arena->root.at(b.base); break;
-    }
+DevicePtr Session::root(const plan::InputSpec& in) const { return root(static_cast<size_t>(&in - m_.inputs.data())); }
+
+namespace {
+
+size_t alignUp(size_t v) { return (v + 255) / 256 * 256; }
+
+/// The buffers a step names, in the order PhaseArgs gives them.
+std::vector<std::string> stepArgNames(const plan::Step& st) {
+  if (const plan::Launch* l = std::get_if<plan::Launch>(&st)) return l->args;
+  if (const plan::Gemm* g = std::get_if<plan::Gemm>(&st)) {
+    std::vector<std::string> r{g->A.buffer, g->B.buffer, g->C.buffer};
+    if (g->bias) r.push_back(g->bias->buffer);
+    return r;
   }
-  auto ptr = [&](const std::string& name) { return arena->root.at(name); };
-  for (size_t i = 0; i < prog.steps.size(); ++i) {
-    const plan::Step& st = prog.steps[i];
-    if (progress_) progress_(pname, i, prog.steps.size());
-    try {
-      if (const plan::Launch* l = std::get_if<plan::Launch>(&st)) {
-        std::vector<DevicePtr> args;
-        for (const std::string& a : l->args) args.push_back(ptr(a));
-        dev_.launch(*l, args);
-      } else if (const plan::Gemm* g = std::get_if<plan::Gemm>(&st)) {
-        dev_.gemm(*g, ptr(g->A.buffer), ptr(g->B.buffer), ptr(g->C.buffer), g->bias ? ptr(g->bias->buffer) : 0);
-      } else {
-        const plan::Conv& c = std::get<plan::Conv>(st);
-        dev_.conv(c, ptr(c.a.buffer), ptr(c.b.buffer), ptr(c.out.buffer));
-      }
-    } catch (const UserError& e) {
-      // Every step error names the program, the step, the kernel or call and
-      // the graph nodes it came from.
-      std::string nodes;
-      if (const plan::Launch* l = std::get_if<plan::Launch>(&st)) {
-        if (const plan::KernelSpec* k = m_.kernel(l->kernel))
-          for (const std::string& n : k->nodes) nodes += (nodes.empty() ? "" : ", ") + n;
-      } else if (const plan::Gemm* g = std::get_if<plan::Gemm>(&st)) {
-        nodes = g->node;
-      } else {
-        nodes = std::get<plan::Conv>(st).node;
-      }
-      throw UserError(SourceLoc{pname, nodes, dev_.name()},
-                      cat("step ", i, " (", plan::stepLabel(st), "): ", e.diagnostics().front().message));
-    }
-  }
-  dev_.synchronize();
-  (phase == plan::Phase::Forward ? fwd_ : bwd_) = std::move(arena);
+  const plan::Conv& c = std::get<plan::Conv>(st);
+  return {c.a.buffer, c.b.buffer, c.out.buffer};
 }
 
-void Session::forward() {
+}  // namespace
+
+// Note [Staged inputs]: a captured phase (Note [Phase graphs]) reads every
+// address it was captured with.  A training loop binds a fresh batch (and
+// fresh grad outputs) every step, so those tensors are copied, at the start
+// of the phase, into slots of the phase's arena that the graph reads: a new
+// batch costs one device-to-device copy, never a capture.  Only tensors the
+// artifact does not write (no mutation, no tied names, no metadata change)
+// are staged, so the caller's tensor and the slot always hold the same data;
+// parameters, buffers and mutated inputs are read in place, and a graph is
+// captured again only when one of those moves.
+void Session::prepare() {
   uploadWeights();
-  std::map<std::string, DevicePtr> roots;
-  for (const plan::InputSpec& in : m_.inputs) roots[in.name] = root(in);
-  bwd_.reset();
-  fwd_.reset();
-  run(plan::Phase::Forward, roots);
-  forwardDone_ = true;
-  backwardDone_ = false;
-}
-
-void Session::backward() {
-  if (!forwardDone_) throw UserError(SourceLoc{"", "", "backward"}, "run the forward first");
-  std::map<std::string, DevicePtr> roots;
-  for (const plan::Buffer& b : m_.backward.buffers) {
-    if (b.kind != plan::BufferKind::Input) continue;
-    if (b.role == "saved") {
-      // The saved tensor stays where the forward computed it; the backward
-      // reads it with the same layout (checked).
-      const plan::Buffer* f = m_.forward.buffer(b.name);
-      AOTC_CHECK(f && f->layout == b.layout, "backward: saved tensor '", b.name, "' has another layout in the forward");
-      roots[b.name] = fwd_->root.at(b.name);
-    } else if (b.role == "tangent") {
-      DevicePtr p = 0;
-      for (const plan::OutputSpec& o : m_.outputs)
-        if (o.tangent == b.name) {
-          auto it = gradOutputs_.find(o.index);
-          if (it != gradOutputs_.end()) p = it->second.data;
-        }
-      if (!p) {  // a grad output not given is zero (one zeroed buffer per tangent, kept for the session)
-        auto z = zeros_.find(b.name);
+  const bool stage = opts_.stage_inputs || (opts_.graphs && dev_.canCapture());
+  auto build = [&](plan::Phase phase) {
+    auto p = std::make_unique<PhasePlan>(dev_, phase);
+    const plan::Program& prog = m_.program(phase);
+    p->prog = &prog;
+    p->roots.assign(prog.buffers.size(), 0);
+    for (size_t i = 0; i < prog.buffers.size(); ++i) p->index[prog.buffers[i].name] = static_cast<uint32_t>(i);
+    size_t bytes = static_cast<size_t>(std::max<int64_t>(prog.arena_bytes, 0));
+    std::vector<std::pair<size_t, size_t>> slots;  // (source, arena offset)
+    for (size_t i = 0; i < prog.buffers.size(); ++i) {
+      const plan::Buffer& b = prog.buffers[i];
+      if (b.kind != plan::BufferKind::Input) continue;
+      PhasePlan::Source src;
+      src.buffer = static_cast<uint32_t>(i);
+      p->inputBuffers.push_back(src.buffer);
+      bool stageIt = false;
+      if (phase == plan::Phase::Backward && b.role == "saved") {
+        const plan::Buffer* f = m_.forward.buffer(b.name);
+        AOTC_CHECK(f && f->layout == b.layout, "backward: saved tensor '", b.name, "' has another layout in the forward");
+        src.kind = PhasePlan::Source::ForwardRoot;
+        src.from = fwd_->index.at(b.name);
+      } else if (phase == plan::Phase::Backward && b.role == "tangent") {
+        src.kind = PhasePlan::Source::Tangent;
+        for (const plan::OutputSpec& o : m_.outputs)
+          if (o.tangent == b.name) {
+            src.output = o.index;
+            src.hasOutput = true;
+          }
+        auto z = zeros_.find(b.name);  // a grad output not given is zero (kept for the session)
         if (z == zeros_.end()) {
           z = zeros_.emplace(b.name, dev_.allocate(std::max<size_t>(spanBytes(b.layout), 1))).first;
           owned_.push_back(z->second);
         }
-        p = z->second;
+        src.zeros = z->second;
+        stageIt = stage;
+      } else if (phase == plan::Phase::Backward && fwd_->index.count(b.name) &&
+                 m_.forward.buffers[fwd_->index.at(b.name)].kind == plan::BufferKind::Input) {
+        // An input the forward read too: where the forward read it (its
+        // staged slot, or the caller's tensor).
+        src.kind = PhasePlan::Source::ForwardRoot;
+        src.from = fwd_->index.at(b.name);
+      } else {
+        const plan::InputSpec* in = m_.input(b.name);
+        AOTC_CHECK(in, plan::phaseName(phase), ": input buffer '", b.name, "' is no input of the artifact");
+        src.kind = PhasePlan::Source::Input;
+        src.input = static_cast<size_t>(in - m_.inputs.data());
+        stageIt = stage && in->role == "user_input" && in->mutation == plan::Mutation::None && in->aliases.empty() &&
+                  !in->metadata_after_forward;
       }
-      roots[b.name] = p;
-    } else {
-      roots[b.name] = root(*m_.input(b.name));
+      if (stageIt) {
+        src.bytes = spanBytes(b.layout);
+        bytes = alignUp(bytes);
+        slots.emplace_back(p->sources.size(), bytes);
+        bytes += std::max<size_t>(src.bytes, 1);
+      }
+      p->sources.push_back(src);
+    }
+    if (bytes > 0) p->arena = dev_.allocate(bytes);
+    for (auto [s, off] : slots) p->sources[s].slot = p->arena + off;
+    for (size_t i = 0; i < prog.buffers.size(); ++i) {
+      const plan::Buffer& b = prog.buffers[i];
+      if (b.kind == plan::BufferKind::Alloc) p->roots[i] = p->arena + static_cast<DevicePtr>(b.arena_offset);
+      if (b.kind == plan::BufferKind::View) {
+        auto it = p->index.find(b.base);
+        AOTC_CHECK(it != p->index.end(), plan::phaseName(phase), ": view '", b.name, "' of unknown buffer '", b.base, "'");
+        p->views.emplace_back(static_cast<uint32_t>(i), it->second);
+      }
+    }
+    PhaseArgs args;
+    args.roots = &p->roots;
+    for (const plan::Step& st : prog.steps) {
+      std::vector<uint32_t> idx;
+      for (const std::string& n : stepArgNames(st)) {
+        auto it = p->index.find(n);
+        AOTC_CHECK(it != p->index.end(), plan::phaseName(phase), ": a step names unknown buffer '", n, "'");
+        idx.push_back(it->second);
+      }
+      args.steps.push_back(std::move(idx));
+    }
+    p->steps = dev_.prepare(m_, phase, args);
+    return p;
+  };
+  fwd_ = build(plan::Phase::Forward);
+  bwd_ = build(plan::Phase::Backward);
+}
+
+void Session::stepError(plan::Phase phase, size_t i, const std::string& message) const {
+  // Every step error names the program, the step, the kernel or call and
+  // the graph nodes it came from.
+  const plan::Program& prog = m_.program(phase);
+  AOTC_CHECK(i < prog.steps.size(), "a step error names step ", i, " of ", prog.steps.size());
+  const plan::Step& st = prog.steps[i];
+  std::string nodes;
+  if (const plan::Launch* l = std::get_if<plan::Launch>(&st)) {
+    if (const plan::KernelSpec* k = m_.kernel(l->kernel))
+      for (const std::string& n : k->nodes) nodes += (nodes.empty() ? "" : ", ") + n;
+  } else if (const plan::Gemm* g = std::get_if<plan::Gemm>(&st)) {
+    nodes = g->node;
+  } else {
+    nodes = std::get<plan::Conv>(st).node;
+  }
+  throw UserError(SourceLoc{plan::phaseName(phase), nodes, dev_.name()}, cat("step ", i, " (", plan::stepLabel(st), "): ", message));
+}
+
+void Session::checkSynchronized(int64_t tag) const {
+  if (!tag) return;
+  const plan::Phase phase = tag >= (int64_t{1} << 24) ? plan::Phase::Backward : plan::Phase::Forward;
+  stepError(phase, static_cast<size_t>((tag & ((int64_t{1} << 24) - 1)) - 1), "index out of range (an index tensor holds a value outside its dim)");
+}
+
+void Session::runPhase(PhasePlan& p) {
+  const plan::Program& prog = *p.prog;
+  const std::string pname = plan::phaseName(p.phase);
+  // This run's pointers: the only entries of the table that change.
+  std::vector<std::pair<DevicePtr, const PhasePlan::Source*>> copies;
+  for (const PhasePlan::Source& s : p.sources) {
+    DevicePtr ptr = 0;
+    switch (s.kind) {
+      case PhasePlan::Source::Input: ptr = root(s.input); break;
+      case PhasePlan::Source::ForwardRoot: ptr = fwd_->roots[s.from]; break;
+      case PhasePlan::Source::Tangent: {
+        auto it = s.hasOutput ? gradOutputs_.find(s.output) : gradOutputs_.end();
+        ptr = it != gradOutputs_.end() ? it->second.data : s.zeros;
+        break;
+      }
+    }
+    if (s.slot) copies.emplace_back(ptr, &s);
+    p.roots[s.buffer] = s.slot ? s.slot : ptr;
+  }
+  for (auto [v, base] : p.views) p.roots[v] = p.roots[base];
+  dev_.beginPhase();
+  if (opts_.poison_arenas && prog.arena_bytes > 0) dev_.fill(p.arena, 0xFF, static_cast<size_t>(prog.arena_bytes));
+  for (auto [from, s] : copies)
+    if (s->bytes) dev_.copyAsync(s->slot, from, s->bytes);
+  auto enqueue = [&](size_t i) {
+    if (progress_) progress_(pname, i, prog.steps.size());
+    try {
+      p.steps->enqueue(i);
+    } catch (const UserError& e) {
+      stepError(p.phase, i, e.diagnostics().front().message);
+    }
+  };
+  if (opts_.graphs && dev_.canCapture() && !prog.steps.empty()) {
+    // Note [Phase graphs]: captured once per size binding (the arena fixes
+    // every internal address; staged inputs fix the batch's) and replayed;
+    // captured again only when a tensor read in place has moved.
+    std::vector<DevicePtr> key;
+    for (uint32_t b : p.inputBuffers) key.push_back(p.roots[b]);
+    if (!p.graph || key != p.graphKey) {
+      p.graph.reset();
+      dev_.beginCapture();
+      try {
+        for (size_t i = 0; i < prog.steps.size(); ++i) enqueue(i);
+      } catch (...) {
+        dev_.endCapture();
+        throw;
+      }
+      p.graph = dev_.endCapture();
+      p.graphKey = std::move(key);
+      ++captures_;
+    }
+    dev_.launchGraph(p.graph);
+  } else {
+    for (size_t i = 0; i < prog.steps.size(); ++i) {
+      enqueue(i);
+      if (opts_.sync_steps) checkSynchronized(dev_.synchronize());
     }
   }
-  run(plan::Phase::Backward, roots);
+  dev_.endPhase();
+  if (!external_) checkSynchronized(dev_.synchronize());
+}
+
+void Session::setStream(void* stream) {
+  dev_.setStream(stream);
+  external_ = stream != nullptr;
+}
+
+void Session::synchronize() { checkSynchronized(dev_.synchronize()); }
+
+void Session::setGraphs(bool on) {
+  if (on && opts_.sync_steps) return;  // stepping synchronously captures nothing
+  if (opts_.graphs == on) return;
+  opts_.graphs = on;
+  invalidate();  // staging follows the choice
+  forwardDone_ = backwardDone_ = false;
+}
+
+void Session::forward() {
+  if (!fwd_) prepare();
+  for (size_t i = 0; i < m_.inputs.size(); ++i) root(i);  // every input has a tensor
+  forwardDone_ = backwardDone_ = false;
+  runPhase(*fwd_);
+  forwardDone_ = true;
+}
+
+void Session::backward() {
+  if (!forwardDone_) throw UserError(SourceLoc{"", "", "backward"}, "run the forward first");
+  runPhase(*bwd_);
   backwardDone_ = true;
 }
 
@@ -293,7 +485,7 @@ DeviceTensor Session::output(size_t index) const {
   }
   const plan::Buffer* b = m_.forward.buffer(o.buffer);
   AOTC_CHECK(b, "output buffer '", o.buffer, "' is not in the forward");
-  return DeviceTensor{fwd_->root.at(o.buffer), b->layout.dtype, b->layout.shape, b->layout.strides, b->layout.offset};
+  return DeviceTensor{fwd_->rootOf(o.buffer), b->layout.dtype, b->layout.shape, b->layout.strides, b->layout.offset};
 }
 
 DeviceTensor Session::input(const std::string& name) const {
@@ -317,7 +509,7 @@ DeviceTensor Session::grad(const std::string& input) const {
     if (g.input == input) {
       const plan::Buffer* b = m_.backward.buffer(g.buffer);
       AOTC_CHECK(b, "grad buffer '", g.buffer, "' is not in the backward");
-      return DeviceTensor{bwd_->root.at(g.buffer), b->layout.dtype, b->layout.shape, b->layout.strides, b->layout.offset};
+      return DeviceTensor{bwd_->rootOf(g.buffer), b->layout.dtype, b->layout.shape, b->layout.strides, b->layout.offset};
     }
   throw UserError(SourceLoc{"", input, "grad"}, "the artifact computes no gradient for this input");
 }

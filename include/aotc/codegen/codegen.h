@@ -19,6 +19,10 @@ struct KernelSource {
   std::vector<std::string> nodes;  ///< user node names it came from
 };
 
+/// Whether a kernel's text checks indices (Note [Index errors]): such a
+/// kernel takes its step's tag as a last `long long aotc_step` argument.
+inline bool kernelChecksIndices(const std::string& source) { return source.find("aotc_checked_index(") != std::string::npos; }
+
 struct CodegenResult {
   std::map<std::string, KernelSource> kernels;  ///< by name, ordered
   plan::Program forward;                        ///< buffers, steps, outputs, arena

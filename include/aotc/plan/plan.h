@@ -33,7 +33,7 @@ namespace aotc::plan {
 
 /// Version 3: the artifact carries its initial tensors (`weights`); outputs
 /// name their tangent from the program's own record, never from a name.
-inline constexpr int kManifestVersion = 4;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64
+inline constexpr int kManifestVersion = 6;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument)
 inline constexpr const char* kCompilerVersion = "0.2.0";
 
 /// A tensor's place in a buffer: sizes, strides and offset in elements.
@@ -70,6 +70,7 @@ struct Buffer {
 };
 
 enum class Phase { Forward, Backward };
+inline const char* phaseName(Phase p) { return p == Phase::Forward ? "forward" : "backward"; }
 
 /// A launch that writes (part of) a caller's input: an epilogue copy.
 struct Epilogue {
@@ -219,6 +220,9 @@ struct ModuleSpec {
 struct KernelSpec {
   std::string name, source, module;
   std::vector<std::string> nodes;
+  /// The kernel checks indices (Note [Index errors]): it takes its step's tag
+  /// (stepTag) as a last `long long aotc_step` argument, after the symbols.
+  bool index_checked = false;
   bool operator==(const KernelSpec&) const = default;
 };
 
@@ -279,7 +283,7 @@ Manifest readManifest(const std::string& dir, int64_t maxElements);
 /// the bound sizes (the memory planner is deterministic and cheap, and the
 /// best placement of buffers depends on their sizes), so a template's
 /// arena_offset fields are 0 and its arena_bytes an upper bound.
-inline constexpr int kSymbolicManifestVersion = 5;
+inline constexpr int kSymbolicManifestVersion = 7;  // the dynamic-shape form of version 6
 struct SymbolicManifest {
   nlohmann::ordered_json templ;
   std::vector<SymbolDecl> symbols;

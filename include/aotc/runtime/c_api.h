@@ -11,6 +11,22 @@
  *   aotc_bind(rt, "x", &x);  aotc_forward(rt);  aotc_output(rt, 0, &y);
  *   aotc_bind_grad_output(rt, 0, &gy);  aotc_backward(rt);  aotc_grad(rt, "fc.weight", &gw);
  *   aotc_close(rt);
+ *
+ * Streams (Note [Prepared plan]): by default aotc_forward and aotc_backward
+ * return when their results are ready (they run on a stream of the
+ * runtime's own).  After aotc_set_stream(rt, s) they enqueue their work
+ * after what is already on the caller's stream s, make s wait for it, and
+ * return at once; aotc_synchronize(rt) waits for it (and reports an index
+ * error of any step since, naming the step, kernel and nodes).  Every call
+ * that hands data to the host (aotc_copy_to_host) is ordered after the
+ * runtime's work.  The first forward and backward prepare their phases
+ * (arenas, library descriptors and algorithms, CUDA graph capture); later
+ * ones only enqueue, unless a dynamic-shape binding changes the sizes.
+ *
+ * Threads: one aotc_runtime is used by one thread at a time, any thread
+ * (its device's context is made current on each call).  Distinct runtimes,
+ * of one artifact or several, on one device or several, may be used from
+ * distinct threads at the same time.
  *===----------------------------------------------------------------------===*/
 #ifndef AOTC_RUNTIME_C_API_H
 #define AOTC_RUNTIME_C_API_H
@@ -22,7 +38,7 @@
 extern "C" {
 #endif
 
-#define AOTC_C_API_VERSION 1
+#define AOTC_C_API_VERSION 2  /* 2: aotc_set_stream, aotc_synchronize, aotc_set_graphs, "cuda:<n>" */
 #define AOTC_MAX_DIMS 16
 
 typedef enum aotc_dtype {
@@ -62,7 +78,7 @@ typedef struct aotc_tensor_view {
 
 typedef struct aotc_runtime aotc_runtime;
 
-/** device: "cuda", "emulate" or "auto" (cuda when a GPU is usable, else emulate). */
+/** device: "cuda" (GPU 0), "cuda:<n>" (GPU n), "emulate" or "auto" (cuda when a GPU is usable, else emulate). */
 int aotc_open(const char* artifact_dir, const char* device, aotc_runtime** out, char* err, size_t err_len);
 void aotc_close(aotc_runtime* rt);
 const char* aotc_error(const aotc_runtime* rt);
@@ -82,6 +98,16 @@ int aotc_bind(aotc_runtime* rt, const char* name, const aotc_tensor* t);
 int aotc_bind_grad_output(aotc_runtime* rt, size_t index, const aotc_tensor* t);
 int aotc_forward(aotc_runtime* rt);
 int aotc_backward(aotc_runtime* rt);
+/** The caller's stream (a CUstream / cudaStream_t; CU_STREAM_LEGACY, (void*)1, is the legacy default
+ *  stream) for every later forward and backward: they enqueue and return.  NULL: the runtime's own
+ *  stream, and forward and backward return when done (the default).  Ignored on the emulate device. */
+int aotc_set_stream(aotc_runtime* rt, void* stream);
+/** Waits for the runtime's work; non-zero if a step since the last wait met an index outside its dim. */
+int aotc_synchronize(aotc_runtime* rt);
+/** CUDA graphs (default on): each phase is captured once per size binding and replayed as one launch.
+ *  0 turns them off (every step is enqueued each run).  AOTC_CUDA_GRAPHS=0 in the environment does too;
+ *  AOTC_SYNC_STEPS=1 synchronizes and checks after every step (debugging, like CUDA_LAUNCH_BLOCKING). */
+int aotc_set_graphs(aotc_runtime* rt, int enabled);
 /** Output <index>: a view into the runtime's memory (valid until the next run), or of the caller's input it aliases. */
 int aotc_output(aotc_runtime* rt, size_t index, aotc_tensor_view* out);
 int aotc_grad(aotc_runtime* rt, const char* input, aotc_tensor_view* out);

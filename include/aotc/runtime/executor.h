@@ -23,6 +23,26 @@ struct DeviceTensor {
   plan::Layout layout() const { return plan::Layout{dtype, shape, strides, offset}; }
 };
 
+/// How a session runs (Note [Prepared plan], Note [Phase graphs]).
+struct SessionOptions {
+  /// Capture each phase once per size binding and replay it as one launch,
+  /// on a device that can (cuda).  Off: every step is enqueued each run.
+  bool graphs = true;
+  /// Copy user inputs and grad outputs into the phase's arena at its start
+  /// (Note [Staged inputs]); always on when graphs are.  Tests force it on
+  /// the emulate device, which does not capture, to check the copies.
+  bool stage_inputs = false;
+  /// Synchronize and check index errors after every step (like
+  /// CUDA_LAUNCH_BLOCKING; also AOTC_SYNC_STEPS=1).  Turns graphs off.
+  bool sync_steps = false;
+  /// Tests: fill each phase's arena with 0xFF before the phase runs, so a
+  /// kernel that read memory it did not write would change a result.
+  bool poison_arenas = false;
+  /// The defaults with the environment's switches applied (AOTC_SYNC_STEPS=1,
+  /// AOTC_CUDA_GRAPHS=0; for tests AOTC_POISON_ARENAS=1, AOTC_STAGE_INPUTS=1).
+  static SessionOptions fromEnvironment();
+};
+
 /// Note [One executor].  A session binds the caller's tensors by signature
 /// name, runs the forward (its epilogue writes mutated inputs in place), keeps
 /// the forward's arena (the saved tensors live there) until the backward has
@@ -31,15 +51,23 @@ struct DeviceTensor {
 /// that aliases an input is a view of the caller's tensor.  Inputs the caller
 /// does not bind come from the artifact's weights (parameters, buffers,
 /// constants); grad outputs not bound are zeros.
+///
+/// Each phase is prepared once (Note [Prepared plan]): its arena allocated,
+/// its steps' descriptors, algorithms and argument arrays built; again only
+/// when a binding of a dynamic-shape artifact changes the sizes.  With a
+/// caller's stream (setStream) forward and backward enqueue and return, and
+/// synchronize() waits; without one they return when their results are
+/// ready.  A session is used by one thread at a time (any thread).
 class Session {
  public:
-  Session(plan::Manifest manifest, std::string dir, Device& device);
+  Session(plan::Manifest manifest, std::string dir, Device& device, SessionOptions options = SessionOptions::fromEnvironment());
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   const plan::Manifest& manifest() const { return m_; }
   Device& device() { return dev_; }
+  const SessionOptions& options() const { return opts_; }
 
   /// Binds an input by name (or a tied tensor's other name).  Checked against
   /// the manifest: dtype, shape, strides, offset 0, alignment.
@@ -47,8 +75,15 @@ class Session {
   /// Binds grad_output.<index> (a differentiable output's gradient).
   void bindGradOutput(size_t index, const DeviceTensor& t);
 
+  /// Enqueues the caller's stream (a CUstream) for every later phase; nullptr
+  /// restores the session's own stream and synchronous phases.
+  void setStream(void* stream);
   void forward();
   void backward();
+  /// Waits for the session's work; reports an index error of any step since.
+  void synchronize();
+  /// Turns phase graphs on or off (Note [Phase graphs]); the plans are prepared again.
+  void setGraphs(bool on);
   /// Hears each step as it starts: ("forward"|"backward", step, steps).
   void setProgress(std::function<void(const std::string&, size_t, size_t)> f) { progress_ = std::move(f); }
 
@@ -59,26 +94,41 @@ class Session {
   DeviceTensor input(const std::string& name) const;
   DeviceTensor grad(const std::string& input) const;
 
+  /// Phases captured so far (Note [Phase graphs]): one per phase and size
+  /// binding while the parameters stay where they are.
+  size_t captures() const { return captures_; }
+
  private:
-  struct Arena;
-  void run(plan::Phase phase, const std::map<std::string, DevicePtr>& roots);
+  struct PhasePlan;
+  /// Builds both phases' plans for the current sizes (Note [Prepared plan]).
+  void prepare();
+  void runPhase(PhasePlan& p);
+  /// Throws the error of the step `tag` names (Note [Index errors]).
+  [[noreturn]] void stepError(plan::Phase phase, size_t step, const std::string& message) const;
+  void checkSynchronized(int64_t tag) const;
   /// Uploads, from the artifact's weights, every parameter, buffer and
   /// constant the caller has not bound (the file is read once per call).
   void uploadWeights();
   /// The root pointer of an input: the caller's tensor, else its weight.
   DevicePtr root(const plan::InputSpec& in) const;
+  DevicePtr root(size_t inputIndex) const;
+  void invalidate();
 
   plan::Manifest m_;
   std::string dir_;
   Device& dev_;
+  SessionOptions opts_;
   std::function<void(const std::string&, size_t, size_t)> progress_;
+  std::vector<DevicePtr> inputRoots_;               ///< per manifest input: the caller's tensor, its weight, or 0
   std::map<std::string, DeviceTensor> bound_;       ///< input name -> the caller's tensor
   std::map<size_t, DeviceTensor> gradOutputs_;
   std::map<std::string, DevicePtr> weights_;        ///< uploaded artifact weights
   std::map<std::string, DevicePtr> zeros_;          ///< zero grad outputs, per tangent
   std::vector<DevicePtr> owned_;                    ///< weights and zero grad outputs
-  std::unique_ptr<Arena> fwd_, bwd_;
+  std::unique_ptr<PhasePlan> fwd_, bwd_;
+  bool external_ = false;                           ///< a caller's stream is set
   bool forwardDone_ = false, backwardDone_ = false;
+  size_t captures_ = 0;
 };
 
 /// Host <-> device copies of a strided tensor (through a staging buffer of

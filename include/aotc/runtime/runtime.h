@@ -35,7 +35,7 @@ struct View {
 
 class Runtime {
  public:
-  /// device: "cuda", "emulate" or "auto".
+  /// device: "cuda", "cuda:<n>", "emulate" or "auto".
   explicit Runtime(const std::string& artifactDir, const std::string& device = "auto") {
     char err[1024] = {0};
     if (aotc_open(artifactDir.c_str(), device.c_str(), &rt_, err, sizeof err)) throw Error(err);
@@ -63,6 +63,10 @@ class Runtime {
   }
   void forward() { check(aotc_forward(rt_)); }
   void backward() { check(aotc_backward(rt_)); }
+  /// The caller's CUstream for later phases (they enqueue and return); nullptr: the runtime's own, synchronous.
+  void setStream(void* stream) { check(aotc_set_stream(rt_, stream)); }
+  void synchronize() { check(aotc_synchronize(rt_)); }
+  void setGraphs(bool enabled) { check(aotc_set_graphs(rt_, enabled ? 1 : 0)); }
   View output(size_t index) { return view([&](aotc_tensor_view* v) { return aotc_output(rt_, index, v); }); }
   View grad(const std::string& input) { return view([&](aotc_tensor_view* v) { return aotc_grad(rt_, input.c_str(), v); }); }
   View input(const std::string& name) { return view([&](aotc_tensor_view* v) { return aotc_input(rt_, name.c_str(), v); }); }

@@ -93,6 +93,14 @@ std::string ProgramBuilder::addKernel(std::string body, const std::vector<std::s
   pendingNodes_ = ids;
   if (!wideIndex())
     for (size_t p = 0; (p = body.find("aotc_i64", p)) != std::string::npos;) body.replace(p, 8, "int");
+  if (kernelChecksIndices(body)) {
+    // Note [Index errors]: the step's tag is the last argument (after a
+    // dynamic-shape kernel's symbols, which Note [Dynamic codegen] inserts
+    // before it).
+    size_t sig = body.find("@KERNEL@(");
+    AOTC_CHECK(sig != std::string::npos, "a kernel without its signature");
+    body.insert(body.find(')', sig), ", long long aotc_step");
+  }
   std::string src = std::string("#include \"aotc_prelude.cuh\"\n") + body;
   // The name is a hash of the whole text with a placeholder for the name.
   std::string name = "k_" + sha256Hex(src).substr(0, 16);

@@ -118,23 +118,29 @@ __device__ __forceinline__ float aotc_div_floor(float a, float b) { return aotc_
 __device__ __forceinline__ double aotc_div_floor(double a, double b) { return aotc_div_floor_fp(a, b); }
 // Note [Index errors]: an index outside its dim (after Python's wrap of
 // negatives) is an error in eager; a kernel cannot raise, so it records the
-// error in aotc_index_error (a module global; the emulator's library exports
-// it, a GPU runtime reads it after the step) and uses index 0 so no memory
-// outside the tensor is touched.  The runtime then fails the step, naming
-// the kernel and its nodes.
+// first failing step's tag (its last argument, aotc_step) in
+// aotc_index_error (a module global; the emulator's library keeps one per
+// host thread) and uses index 0 so no memory outside the tensor is touched.
+// A GPU runtime reads the flags when it synchronizes, never after a launch;
+// the tag names the step, so the error still names the kernel and its nodes.
 #ifdef AOTC_EMULATE
-extern "C" int aotc_index_error;
+extern "C" thread_local int aotc_index_error;
 #else
 __device__ int aotc_index_error;
 #endif
-__device__ __forceinline__ aotc_i64 aotc_checked_index(aotc_i64 k, aotc_i64 size) {
+__device__ __forceinline__ aotc_i64 aotc_checked_index_at(aotc_i64 k, aotc_i64 size, long long step) {
   aotc_i64 w = k < 0 ? k + size : k;
   if (w < 0 || w >= size) {
-    aotc_index_error = 1;
+#ifdef AOTC_EMULATE
+    if (aotc_index_error == 0) aotc_index_error = (int)step;
+#else
+    atomicCAS(&aotc_index_error, 0, (int)step);
+#endif
     return 0;
   }
   return w;
 }
+#define aotc_checked_index(k, size) aotc_checked_index_at((k), (size), aotc_step)
 // maximum/minimum propagate NaN, as ATen's do.
 template <typename T> __device__ __forceinline__ T aotc_max(T a, T b) { return (a != a || a > b) ? a : b; }
 template <typename T> __device__ __forceinline__ T aotc_min(T a, T b) { return (a != a || a < b) ? a : b; }

@@ -1,36 +1,81 @@
 #!/usr/bin/env python3
-"""GPU benchmark (issue 13): aotc's artifacts on a GPU beside PyTorch on the same GPU.
+"""GPU benchmark (issues 13, 33): aotc's artifacts on a GPU beside PyTorch on the same GPU.
 
-    bench_gpu.py AOTC LIBAOTC_RUNTIME [--device cuda|emulate] [--quick] [--json OUT]
+    bench_gpu.py AOTC LIBAOTC_RUNTIME [--device cuda|emulate] [--quick] [--iters N]
+                 [--models NAME ...] [--profile] [--no-graphs] [--json OUT]
 
 AOTC is the compiler, LIBAOTC_RUNTIME the deployment library
 (build/src/libaotc_runtime.so): artifacts run through its C ABI
 (aotc/runtime/c_api.h, by ctypes) on tensors PyTorch allocated, so aotc and
-PyTorch time the same memory on the same device.  Every figure is a ratio
-against a baseline measured in the same run:
+PyTorch time the same memory on the same device.  On a GPU every runtime is
+opened on PyTorch's device ("cuda:<n>") and given PyTorch's current stream
+(aotc_set_stream; CU_STREAM_LEGACY when that is the legacy default stream):
+forward and backward enqueue behind PyTorch's work and return, and nothing
+synchronizes between the two but the benchmark's own synchronize.  Every
+figure is a ratio against a baseline measured in the same run:
 
   1. bandwidth: fused pointwise kernels (a chain of elementwise ops, and one
      reading two inputs), a row reduction and a softmax (a row group), each
      over 2^26 float32 elements: achieved GB/s (bytes the program must read
      and write / time) beside a device-to-device copy of the same bytes
      (torch's copy_), as a fraction of it (target: pointwise >= 80%);
-  2. a training step (forward + backward, grad output of ones) of resnet18,
+  2. training: a step (forward + backward, grad output of ones) of resnet18,
      mobilenet_v2 (batch 32, 3x224x224) and a TransformerEncoder (batch 32,
-     sequence 128, d_model 256, 4 layers), beside PyTorch eager and
-     torch.compile where this PyTorch has it (target: resnet18 faster than
-     eager); each result checked against eager first (a wrong answer is no
-     benchmark);
-  3. kernel launches per step: aotc's (the manifest's launches, GEMMs and
+     sequence 128, d_model 256, 4 layers), artifacts compiled from FX JSON,
+     beside PyTorch eager, torch.compile (mode "default") and torch.compile
+     mode "reduce-overhead" (Inductor's kernels replayed as CUDA graphs) where
+     this PyTorch has torch.compile; each result checked against eager first
+     (a wrong answer is no benchmark);
+  3. inference: the same three models in eval mode exported to ONNX
+     (torch.onnx.export's TorchScript exporter, opset 17) and compiled by
+     `aotc compile model.onnx` (forward only; the weights are the artifact's,
+     only the input "x" is bound), a forward through the C ABI beside eager
+     under torch.no_grad() and torch.compile reduce-overhead, checked against
+     eager first;
+  4. kernel launches per step: aotc's (the manifest's launches, GEMMs and
      convolutions) beside eager's (CUDA kernels in torch.profiler's trace).
 
-Times are medians of `--iters` runs after warm-up, each synchronized.
+Per model and per implementation, three times per step (medians of
+`--iters` steps after 3 warm-up steps; the device synchronized before each):
+  wall  the synchronized step: from the call until torch.cuda.synchronize()
+        returns (this is "the step's time" of the speedups);
+  host  the wall time of the Python call that enqueues the step alone (no
+        synchronization): what the step costs the calling thread;
+  gpu   CUDA events recorded on PyTorch's current stream before and after
+        the step: the device's elapsed time for it.
+A step whose host time is close to its gpu time is launch-bound (the host
+path, not the kernels, sets the pace).  Peak device memory per step:
+  eager  torch.cuda.max_memory_allocated() over one step after
+         reset_peak_memory_stats(): everything PyTorch's allocator holds at the
+         peak (parameters, buffers, input, grad output, gradients, activations,
+         library workspaces PyTorch allocates);
+  aotc   the runtime allocates with cuMemAlloc, which PyTorch does not see:
+         the drop of torch.cuda.mem_get_info()'s free memory from before the
+         runtime is opened to after its first step (arenas, library
+         workspaces, CUDA graphs, weights not bound, handles; rounded to the
+         driver's pages, and device-wide: another process on the GPU skews
+         it), printed beside that plus the bytes of the PyTorch tensors bound
+         to it (the total comparable to eager's peak).
+`--profile` runs 5 steps of each under torch.profiler and prints the sum of
+the CUDA activity per step (kernels, including those cuBLAS and cuDNN launch
+and those of a replayed CUDA graph, and memcpy/memset) beside the wall time.
+
+Issue 33's targets on an H100 (for the training steps and the inference
+rows): a steady, synchronized step's wall time <= 1.05x the sum of its
+kernel and library times by the profiler (read `--profile`'s "wall/kernels"
+ratio); each step no slower than eager PyTorch (speedup vs eager >= 1);
+peak memory no higher than eager's.  `--no-graphs` runs aotc without CUDA
+graphs (aotc_set_graphs(rt, 0)), to compare.
+
 `--device emulate --quick` runs the same code on the CPU at tiny sizes (the
-emulate device takes host pointers), to check the script where there is no
-GPU; its figures mean nothing.  Without a GPU (and without --device emulate)
-it prints why and exits 77.
+emulate device takes host pointers; gpu times, memory and profiles are then
+absent), to check the script where there is no GPU; its figures mean
+nothing.  Without a GPU (and without --device emulate) it prints why and
+exits 77.
 """
 import argparse
 import ctypes
+import inspect
 import json
 import os
 import statistics
@@ -63,7 +108,11 @@ class TensorView(ctypes.Structure):
 class Runtime:
     """One artifact opened through the C ABI."""
 
-    def __init__(self, lib, artifact, device):
+    def __init__(self, lib, artifact, device, stream=None, graphs=None):
+        """device: aotc's device string; stream: a CUstream as an int (1 is
+        CU_STREAM_LEGACY) to enqueue on, None for the runtime's own stream
+        (forward and backward then synchronous); graphs: None leaves the
+        runtime's default (CUDA graphs on)."""
         self.lib = lib
         rt = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
@@ -71,6 +120,15 @@ class Runtime:
             raise RuntimeError(f"aotc_open {artifact}: {err.value.decode()}")
         self.rt = rt
         self.keep = []  # shapes and strides the runtime points at
+        self.bound = {}  # data pointer -> bytes of the caller's tensors bound (memory PyTorch counts)
+        try:
+            if stream is not None:
+                self.check(lib.aotc_set_stream(rt, ctypes.c_void_p(stream)), "aotc_set_stream")
+            if graphs is not None:
+                self.check(lib.aotc_set_graphs(rt, int(graphs)), "aotc_set_graphs")
+        except Exception:
+            lib.aotc_close(rt)
+            raise
 
     def check(self, rc, what):
         if rc:
@@ -80,6 +138,7 @@ class Runtime:
         shape = (ctypes.c_int64 * max(1, t.dim()))(*t.shape)
         strides = (ctypes.c_int64 * max(1, t.dim()))(*t.stride())
         self.keep += [shape, strides]
+        self.bound[t.data_ptr()] = max(self.bound.get(t.data_ptr(), 0), t.numel() * t.element_size())
         return Tensor(t.data_ptr(), DTYPES[t.dtype], t.dim(), shape, strides)
 
     def inputs(self):
@@ -96,6 +155,14 @@ class Runtime:
 
     def backward(self):
         self.check(self.lib.aotc_backward(self.rt), "backward")
+
+    def synchronize(self):
+        """Waits for the runtime's work; raises on an index error of any step since the last wait."""
+        if hasattr(self.lib, "aotc_synchronize"):
+            self.check(self.lib.aotc_synchronize(self.rt), "synchronize")
+
+    def bound_bytes(self):
+        return sum(self.bound.values())
 
     def _view(self, v, like):
         """A copy of a tensor the runtime returned, as a torch tensor on `like`'s device."""
@@ -143,7 +210,121 @@ def load_lib(path):
     lib.aotc_output.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     lib.aotc_grad.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
     lib.aotc_copy_to_host.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    # C ABI version 2 (issue 33); an older library lacks them (then no stream is passed).
+    if hasattr(lib, "aotc_set_stream"):
+        lib.aotc_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.aotc_synchronize.argtypes = [ctypes.c_void_p]
+        lib.aotc_set_graphs.argtypes = [ctypes.c_void_p, ctypes.c_int]
     return lib
+
+
+class Env:
+    """The device, how aotc's runtimes are opened on it, and how steps are timed."""
+
+    def __init__(self, opts, lib, device):
+        self.opts, self.lib, self.device = opts, lib, device
+        self.cuda = device.type == "cuda"
+        # The runtime on PyTorch's own GPU.
+        self.aotc_device = f"cuda:{torch.cuda.current_device()}" if self.cuda else "emulate"
+        self.graphs = False if opts.no_graphs else None
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def stream(self):
+        """PyTorch's current stream for aotc_set_stream: its CUstream, or
+        CU_STREAM_LEGACY ((void*)1) where that is the legacy default stream
+        (cuda_stream 0).  None on the emulate device (no stream there) or
+        with a runtime library older than aotc_set_stream."""
+        if not self.cuda or not hasattr(self.lib, "aotc_set_stream"):
+            return None
+        return torch.cuda.current_stream().cuda_stream or 1
+
+    def open(self, art):
+        return Runtime(self.lib, art, self.aotc_device, self.stream(), self.graphs)
+
+    def free_bytes(self):
+        """The device's free memory (cuMemGetInfo): sees what aotc's cuMemAlloc takes."""
+        if not self.cuda:
+            return None
+        torch.cuda.synchronize()
+        return torch.cuda.mem_get_info()[0]
+
+    def measure(self, fn, iters, warmup=3):
+        """Median wall (synchronized), host (the call alone) and gpu (CUDA
+        events on the current stream) milliseconds per call of fn."""
+        for _ in range(warmup):
+            fn()
+        self.sync()
+        wall, host, gpu = [], [], []
+        for _ in range(iters):
+            if self.cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+            t0 = time.perf_counter()
+            fn()
+            t1 = time.perf_counter()
+            if self.cuda:
+                end.record()
+            self.sync()
+            t2 = time.perf_counter()
+            wall.append(t2 - t0)
+            host.append(t1 - t0)
+            if self.cuda:
+                gpu.append(start.elapsed_time(end) / 1e3)
+        med = lambda v: statistics.median(v) * 1e3 if v else None  # noqa: E731
+        return {"wall_ms": med(wall), "host_ms": med(host), "gpu_ms": med(gpu)}
+
+    def eager_peak(self, fn):
+        """PyTorch's peak allocated bytes over one call of fn (None off a GPU)."""
+        if not self.cuda:
+            return None
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        fn()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated()
+
+    def profile(self, fn, steps=5):
+        """Sum of CUDA activity (kernels, memcpy, memset) per call of fn by
+        torch.profiler (CUPTI sees aotc's kernels and library calls too), and
+        the number of those activities per call; (None, None) off a GPU."""
+        from torch.profiler import ProfilerActivity, profile
+        acts = [ProfilerActivity.CUDA] if self.cuda else [ProfilerActivity.CPU]
+        fn()
+        self.sync()
+        with profile(activities=acts) as prof:
+            for _ in range(steps):
+                fn()
+            self.sync()
+        ev = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        if not ev:
+            return None, None
+        return sum(e.time_range.elapsed_us() for e in ev) / steps / 1e3, len(ev) / steps
+
+
+def first_line(e):
+    lines = str(e).strip().splitlines()
+    return (lines[0] if lines else type(e).__name__)[:200]
+
+
+def torch_compile(model, mode):
+    """torch.compile(model, mode), on a fresh dynamo cache (one module compiled
+    in two modes otherwise shares its cache entries)."""
+    if hasattr(torch, "_dynamo") and hasattr(torch._dynamo, "reset"):
+        torch._dynamo.reset()
+    return torch.compile(model) if mode == "default" else torch.compile(model, mode=mode)
+
+
+def cudagraph_step_begin():
+    """Marks a new step for reduce-overhead's CUDA graph trees (PyTorch >= 2.1)."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "cudagraph_mark_step_begin"):
+        compiler.cudagraph_mark_step_begin()
+
+
+COMPILE_MODES = (("compile", "default"), ("compile_ro", "reduce-overhead"))
 
 
 def timeit(fn, iters, sync):
@@ -198,7 +379,8 @@ class Softmax(torch.nn.Module):
         return torch.softmax(x, dim=-1)
 
 
-def bandwidth(opts, lib, work, device, sync, results):
+def bandwidth(opts, env, work, results):
+    device, sync = env.device, env.sync
     n = 1 << (14 if opts.quick else 26)
     rows = 1 << (5 if opts.quick else 13)
     x = torch.randn(n, device=device)
@@ -216,16 +398,18 @@ def bandwidth(opts, lib, work, device, sync, results):
     for title, mod, args, nbytes in cases:
         cpu_args = tuple(a.cpu() for a in args)
         art = compile_artifact(opts.aotc, mod, cpu_args, work, title.split()[0] + str(len(results["bandwidth"])))
-        rt = Runtime(lib, art, opts.device)
+        rt = env.open(art)
         for name, a in zip(rt.inputs(), args):
             rt.bind(name, a)
         rt.forward()
         sync()
+        rt.synchronize()
         want = mod(*args)
         got = rt.output(0, want)
         if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
             raise RuntimeError(f"{title}: aotc's result differs from eager's by {(got - want).abs().max().item()}")
         t = timeit(rt.forward, opts.iters, sync)
+        rt.synchronize()
         eager_t = timeit(lambda: mod(*args), opts.iters, sync)
         bw = nbytes / t
         row = {"kernel": title, "aotc_gbps": bw / 1e9, "of_copy": bw / copy_bw, "eager_gbps": nbytes / eager_t / 1e9}
@@ -246,20 +430,116 @@ def eager_launches(step, device):
     return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
-def training(opts, lib, work, device, sync, results):
+def models(opts):
+    """(name, constructor (train mode), input shape) of the models benchmarked, filtered by --models."""
     import torchvision
     batch = 4 if opts.quick else 32
     side = 64 if opts.quick else 224
     seq, d = (8, 32) if opts.quick else (128, 256)
-    torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(d_model=d, nhead=4, dim_feedforward=4 * d, dropout=0.0, batch_first=True)
-    models = [("resnet18", lambda: torchvision.models.resnet18(num_classes=1000).train(), (batch, 3, side, side)),
-              ("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(num_classes=1000, dropout=0.0).train(), (batch, 3, side, side)),
-              ("transformer", lambda: torch.nn.TransformerEncoder(layer, num_layers=2 if opts.quick else 4).train(), (batch, seq, d))]
-    results["training"] = []
-    for name, make, shape in models:
-        if opts.models and name not in opts.models:
+
+    def transformer():
+        layer = torch.nn.TransformerEncoderLayer(d_model=d, nhead=4, dim_feedforward=4 * d, dropout=0.0, batch_first=True)
+        return torch.nn.TransformerEncoder(layer, num_layers=2 if opts.quick else 4).train()
+
+    all_models = [("resnet18", lambda: torchvision.models.resnet18(num_classes=1000).train(), (batch, 3, side, side)),
+                  ("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(num_classes=1000, dropout=0.0).train(),
+                   (batch, 3, side, side)),
+                  ("transformer", transformer, (batch, seq, d))]
+    return [m for m in all_models if not opts.models or m[0] in opts.models]
+
+
+def measure_into(env, opts, row, key, fn):
+    """Times fn into row[key_ms] (synchronized wall), row[key_host_ms], row[key_gpu_ms]."""
+    t = env.measure(fn, opts.iters)
+    row[f"{key}_ms"], row[f"{key}_host_ms"], row[f"{key}_gpu_ms"] = t["wall_ms"], t["host_ms"], t["gpu_ms"]
+
+
+def memory_into(env, row, rt, free_before, free_after, eager_fn):
+    """Peak device memory of a step, aotc's beside eager's (MiB; absent off a GPU).
+    aotc_runtime_mib: what the runtime took with cuMemAlloc from before it was
+    opened to after its first step (free memory by cuMemGetInfo: arenas,
+    library workspaces, CUDA graphs, weights not bound; PyTorch does not see
+    it).  aotc_bound_mib: the PyTorch tensors bound to it (parameters,
+    buffers, input, grad output).  aotc_peak_mib: their sum, comparable to
+    eager_peak_mib: torch.cuda.max_memory_allocated() over one eager step
+    (everything PyTorch's allocator holds at the step's peak)."""
+    if free_before is None:
+        return
+    mib = 2.0 ** 20
+    row["aotc_runtime_mib"] = (free_before - free_after) / mib
+    row["aotc_bound_mib"] = rt.bound_bytes() / mib
+    row["aotc_peak_mib"] = row["aotc_runtime_mib"] + row["aotc_bound_mib"]
+    row["eager_peak_mib"] = env.eager_peak(eager_fn) / mib
+    row["memory_vs_eager"] = row["aotc_peak_mib"] / row["eager_peak_mib"]
+
+
+def compiled_into(env, opts, row, keys, make_step):
+    """torch.compile rows (where this PyTorch has it, on a GPU): for each
+    (key, mode), times make_step(mode)'s step, or records why it failed."""
+    if not (hasattr(torch, "compile") and env.cuda):
+        return
+    for key, mode in COMPILE_MODES:
+        if key not in keys:
             continue
+        try:
+            step = make_step(mode)
+            measure_into(env, opts, row, key, step)
+            row[f"speedup_vs_{key}"] = row[f"{key}_ms"] / row["aotc_ms"]
+            row[f"{key}_peak_mib"] = env.eager_peak(step) / 2.0 ** 20
+        except Exception as e:  # torch.compile may lack a backend here, or fail on the model: say so
+            row[f"{key}_error"] = first_line(e)
+    if hasattr(torch, "_dynamo") and hasattr(torch._dynamo, "reset"):
+        torch._dynamo.reset()
+
+
+def profile_into(env, opts, row, impls):
+    """--profile: CUDA activity per step by torch.profiler beside the wall time
+    (issue 33's target: aotc's wall <= 1.05x its kernels)."""
+    if not opts.profile:
+        return
+    for key, fn in impls:
+        kernel_ms, n = env.profile(fn)
+        row[f"{key}_kernel_ms"] = kernel_ms
+        row[f"{key}_profiled_activities"] = n
+        row[f"{key}_wall_over_kernels"] = row[f"{key}_ms"] / kernel_ms if kernel_ms else None
+
+
+LABELS = {"aotc": "aotc", "eager": "eager", "compile": "torch.compile", "compile_ro": "compile reduce-overhead"}
+
+
+def print_row(title, row, keys):
+    def f(v, width=9, spec=".2f"):
+        return f"{v:{width}{spec}}" if v is not None else f"{'-':>{width}}"
+
+    print(title)
+    print(f"  {'':24s}{'wall ms':>9s}{'host ms':>9s}{'gpu ms':>9s}{'vs eager':>9s}"
+          f"{'peak MiB':>10s}{'kern ms':>9s}{'wall/kern':>10s}")
+    for key in keys:
+        if f"{key}_error" in row:
+            print(f"  {LABELS[key]:24s}failed: {row[key + '_error']}")
+            continue
+        if f"{key}_ms" not in row:
+            continue
+        peak = row.get(f"{key}_peak_mib")
+        print(f"  {LABELS[key]:24s}{f(row[key + '_ms'])}{f(row[key + '_host_ms'])}{f(row[key + '_gpu_ms'])}"
+              f"{f(row['eager_ms'] / row[key + '_ms'], 8)}x{f(peak, 10, '.1f')}"
+              f"{f(row.get(key + '_kernel_ms'))}{f(row.get(key + '_wall_over_kernels'), 9)}" +
+              ("x" if row.get(key + "_wall_over_kernels") is not None else ""))
+    line = (f"  aotc's first step (prepares arenas, algorithms, graphs) {row['aotc_first_step_ms']:.2f} ms;"
+            f"  launches/step aotc {row['aotc_launches']} (manifest: kernels + library calls)")
+    if row.get("eager_launches") is not None:
+        line += f"  eager {row['eager_launches']} (profiler)"
+    print(line)
+    if "aotc_runtime_mib" in row:
+        print(f"  memory: aotc {row['aotc_peak_mib']:.1f} MiB = {row['aotc_runtime_mib']:.1f} MiB its own (cuMemAlloc; "
+              f"free memory before open - after first step) + {row['aotc_bound_mib']:.1f} MiB PyTorch tensors bound; "
+              f"eager peak {row['eager_peak_mib']:.1f} MiB (max_memory_allocated) -> {row['memory_vs_eager']:.2f}x eager")
+
+
+def training(opts, env, work, results):
+    device, sync = env.device, env.sync
+    results["training"] = []
+    for name, make, shape in models(opts):
         torch.manual_seed(0)
         model = make()
         x_cpu = torch.randn(*shape)
@@ -267,26 +547,35 @@ def training(opts, lib, work, device, sync, results):
         art = compile_artifact(opts.aotc, model, (x_cpu,), work, name)
         model = model.to(device)
         x = x_cpu.to(device)
-        rt = Runtime(lib, art, opts.device)
+        with torch.no_grad():
+            out = model(x)
+        g = torch.ones_like(out)
+        del out
+        free_before = env.free_bytes()
+        rt = env.open(art)
         params = dict(model.named_parameters())
         buffers = dict(model.named_buffers())
         for inp in rt.inputs():
             rt.bind(inp, params.get(inp, buffers.get(inp, x)))
-        with torch.no_grad():
-            out = model(x)
-        g = torch.ones_like(out)
         rt.bind_grad_output(0, g)
 
         def aotc_step():
+            # On a GPU both enqueue on PyTorch's current stream and return.
             rt.forward()
             rt.backward()
 
         # Check one step against eager before timing it (BatchNorm's running
-        # statistics move with every step, as they do in eager).
-        ref = make().to(device)
-        ref.load_state_dict(model.state_dict())
+        # statistics move with every step, as they do in eager).  This first
+        # step prepares the runtime (arenas, algorithms, graph capture): the
+        # device memory it took is read right after it.
+        t0 = time.perf_counter()
         aotc_step()
         sync()
+        rt.synchronize()
+        first_ms = (time.perf_counter() - t0) * 1e3
+        free_after = env.free_bytes()
+        ref = make().to(device)
+        ref.load_state_dict(model.state_dict())
         want = ref(x)
         want.backward(g)
         got = rt.output(0, want)
@@ -299,32 +588,142 @@ def training(opts, lib, work, device, sync, results):
         gerr = relerr(rt.grad(first, params[first]), dict(ref.named_parameters())[first].grad)
         if gerr > 2e-2:
             raise RuntimeError(f"{name}: the gradient of {first} differs from eager's (relative error {gerr:.2e})")
+        del ref, want, got
 
         def eager_step():
             model.zero_grad(set_to_none=True)
             model(x).backward(g)
 
-        aotc_t = timeit(aotc_step, opts.iters, sync)
-        eager_t = timeit(eager_step, opts.iters, sync)
-        row = {"model": name, "aotc_ms": aotc_t * 1e3, "eager_ms": eager_t * 1e3, "speedup_vs_eager": eager_t / aotc_t,
-               "aotc_launches": manifest_launches(art), "eager_launches": eager_launches(eager_step, device)}
-        if hasattr(torch, "compile") and device.type == "cuda":
-            compiled = torch.compile(model)
+        # aotc_first_step_ms: the first step, which prepares the runtime (not in the medians).
+        row = {"model": name, "batch": shape[0], "output_relerr": err, "grad_relerr": gerr, "aotc_first_step_ms": first_ms}
+        measure_into(env, opts, row, "aotc", aotc_step)
+        measure_into(env, opts, row, "eager", eager_step)
+        rt.synchronize()  # an index error in any timed step fails the run
+        row["speedup_vs_eager"] = row["eager_ms"] / row["aotc_ms"]
+        row["aotc_launches"] = manifest_launches(art)
+        row["eager_launches"] = eager_launches(eager_step, device)
+        memory_into(env, row, rt, free_before, free_after, eager_step)
 
-            def compiled_step():
+        def compiled_step(mode):
+            compiled = torch_compile(model, mode)
+
+            def step():
+                cudagraph_step_begin()
                 model.zero_grad(set_to_none=True)
                 compiled(x).backward(g)
+            return step
 
-            try:
-                row["compile_ms"] = timeit(compiled_step, opts.iters, sync) * 1e3
-                row["speedup_vs_compile"] = row["compile_ms"] / row["aotc_ms"]
-            except Exception as e:  # torch.compile may lack a backend here: say so
-                row["compile_error"] = str(e).splitlines()[0][:200]
+        compiled_into(env, opts, row, ("compile", "compile_ro"), compiled_step)
+        profile_into(env, opts, row, [("aotc", aotc_step), ("eager", eager_step)])
+        rt.synchronize()
         results["training"].append(row)
-        print(f"{name:14s} aotc {row['aotc_ms']:8.2f} ms  eager {row['eager_ms']:8.2f} ms  "
-              f"({row['speedup_vs_eager']:.2f}x eager)" +
-              (f"  torch.compile {row['compile_ms']:8.2f} ms ({row['speedup_vs_compile']:.2f}x)" if "compile_ms" in row else "") +
-              f"  launches/step aotc {row['aotc_launches']} (kernels + library calls) eager {row['eager_launches']}")
+        print_row(f"{name} training step (batch {shape[0]}; output rel. error {err:.1e}, grad {gerr:.1e}); "
+                  f"x = speedup vs eager", row, ("aotc", "eager", "compile", "compile_ro"))
+        rt.close()
+        model.zero_grad(set_to_none=True)
+
+
+def calibrate(module, x):
+    """Sets BatchNorm's running statistics to x's batch statistics (one
+    train-mode forward with a cumulative average), then eval mode: a freshly
+    initialised mobilenet_v2 in eval mode otherwise outputs values of 1e-9,
+    which no error check can tell from zero."""
+    bns = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    module.train()
+    with torch.no_grad():
+        module(x)
+    for m in bns:
+        m.momentum = 0.1
+    return module.eval()
+
+
+def export_onnx(module, x_cpu, path):
+    """The eval-mode module as ONNX by the TorchScript exporter at opset 17 (aotc
+    reads opsets up to 17; PyTorch 2.x's dynamo exporter writes newer ones).
+    Traced with grad enabled: TransformerEncoder takes its fused fast path
+    (aten::_transformer_encoder_layer_fwd, which ONNX cannot express) only
+    without grad."""
+    kwargs = {}
+    try:
+        if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+            kwargs["dynamo"] = False
+    except (TypeError, ValueError):
+        pass
+    torch.onnx.export(module, (x_cpu,), path, opset_version=17, input_names=["x"], output_names=["y"], **kwargs)
+
+
+def inference(opts, env, work, results):
+    device, sync = env.device, env.sync
+    results["inference"] = []
+    for name, make, shape in models(opts):
+        torch.manual_seed(0)
+        model = make()
+        x_cpu = torch.randn(*shape)
+        calibrate(model, x_cpu)
+        onnx_path = os.path.join(work, f"{name}_eval.onnx")
+        export_onnx(model, x_cpu, onnx_path)
+        art = os.path.join(work, f"{name}_eval.aotc")
+        r = subprocess.run([opts.aotc, "compile", onnx_path, "-o", art, "-q"], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"aotc compile {name}_eval.onnx: {r.stderr.strip()}")
+        model = model.to(device)
+        for p in model.parameters():
+            p.requires_grad_(False)
+        x = x_cpu.to(device)
+        free_before = env.free_bytes()
+        rt = env.open(art)
+        # The ONNX input is "x"; initializers (the weights) come from the artifact.
+        rt.bind("x", x)
+
+        def aotc_fwd():
+            rt.forward()
+
+        def eager_fwd():
+            with torch.no_grad():
+                model(x)
+
+        t0 = time.perf_counter()
+        aotc_fwd()
+        sync()
+        rt.synchronize()
+        first_ms = (time.perf_counter() - t0) * 1e3
+        free_after = env.free_bytes()
+        with torch.no_grad():
+            want = model(x)
+        got = rt.output(0, want)
+        # Relative to the output's own scale (no clamp at 1 as in training: eval outputs may be small).
+        err = ((got - want).abs().max() / want.abs().max().clamp(min=1e-30)).item()
+        if err > 1e-3:
+            raise RuntimeError(f"{name} (ONNX, inference): aotc's output differs from eager's (relative error {err:.2e})")
+        del want, got
+
+        row = {"model": name, "batch": shape[0], "output_relerr": err, "aotc_first_step_ms": first_ms}
+        measure_into(env, opts, row, "aotc", aotc_fwd)
+        measure_into(env, opts, row, "eager", eager_fwd)
+        rt.synchronize()
+        row["speedup_vs_eager"] = row["eager_ms"] / row["aotc_ms"]
+        row["aotc_launches"] = manifest_launches(art)
+        row["eager_launches"] = eager_launches(eager_fwd, device)
+        memory_into(env, row, rt, free_before, free_after, eager_fwd)
+
+        def compiled_fwd(mode):
+            compiled = torch_compile(model, mode)
+
+            def fwd():
+                cudagraph_step_begin()
+                with torch.no_grad():
+                    compiled(x)
+            return fwd
+
+        compiled_into(env, opts, row, ("compile_ro",), compiled_fwd)
+        profile_into(env, opts, row, [("aotc", aotc_fwd), ("eager", eager_fwd)])
+        rt.synchronize()
+        results["inference"].append(row)
+        print_row(f"{name} inference, ONNX opset 17, forward (batch {shape[0]}; output rel. error {err:.1e}); "
+                  f"eager under no_grad; x = speedup vs eager", row, ("aotc", "eager", "compile_ro"))
         rt.close()
 
 
@@ -335,7 +734,9 @@ def main():
     ap.add_argument("--device", default="cuda", choices=["cuda", "emulate"])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (to check the script)")
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--models", nargs="*", default=[])
+    ap.add_argument("--models", nargs="*", default=[], help="of resnet18 mobilenet_v2 transformer (training and inference)")
+    ap.add_argument("--profile", action="store_true", help="CUDA kernel time per step by torch.profiler beside the wall time")
+    ap.add_argument("--no-graphs", action="store_true", help="run aotc without CUDA graphs (aotc_set_graphs 0)")
     ap.add_argument("--json", help="write the figures here")
     opts = ap.parse_args()
     if opts.device == "cuda" and not torch.cuda.is_available():
@@ -345,14 +746,19 @@ def main():
     # Full float32 on both sides: aotc's cuBLAS and cuDNN calls do not use TF32.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     lib = load_lib(opts.lib)
+    env = Env(opts, lib, device)
     results = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu (emulate)",
-               "torch": torch.__version__, "quick": opts.quick}
-    print(f"bench_gpu on {results['device']}, PyTorch {torch.__version__}")
+               "torch": torch.__version__, "quick": opts.quick, "aotc_device": env.aotc_device,
+               "aotc_stream": "torch current stream" if env.stream() is not None else None,
+               "aotc_graphs": not opts.no_graphs, "iters": opts.iters}
+    print(f"bench_gpu on {results['device']}, PyTorch {torch.__version__}; aotc on {env.aotc_device}"
+          + (", on PyTorch's current stream" if env.stream() is not None else "")
+          + (", CUDA graphs off" if opts.no_graphs else ""))
     with tempfile.TemporaryDirectory(prefix="aotc-bench-gpu-") as work:
-        bandwidth(opts, lib, work, device, sync, results)
-        training(opts, lib, work, device, sync, results)
+        bandwidth(opts, env, work, results)
+        training(opts, env, work, results)
+        inference(opts, env, work, results)
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(results, f, indent=1)

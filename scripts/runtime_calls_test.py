@@ -426,6 +426,28 @@ export(m, (torch.randn(4, 8),), {dyn!r}, dynamic={{"input": {{0: "batch"}}}})
     print(f"{'ok' if caught else 'FAIL'} control: AOTC_SYNC_STEPS=1 gives {len(caught)} problems "
           f"(e.g. {caught[0] if caught else 'none'})", flush=True)
     failures += not caught
+    # Note [Convolution benchmark]: candidates timed once, then read from the cache file.
+    cache = os.path.join(work, "cudnn_algos.json")
+    if os.path.exists(cache):
+        os.remove(cache)
+    finds = []
+    for k in range(2):
+        log = os.path.join(work, f"benchmark{k}.log")
+        run_child(["graphs", libpath, arts["resnet18"], json.dumps([{}] * 2)], log, fake_dir,
+                  {"AOTC_CUDNN_BENCHMARK": "1", "AOTC_CUDNN_CACHE": cache})
+        calls = [c for _, cs in segments(log) for c in cs]
+        finds.append(sum(1 for c in calls if c.startswith("cudnnFindConvolution")))
+        problems = check_log(log, json.load(open(os.path.join(arts["resnet18"], "manifest.json"))), {1})
+        if problems:
+            finds.append(-1)
+            print("   ", problems[0])
+    convs = sum(counts(json.load(open(os.path.join(arts["resnet18"], "manifest.json")))[p])[2] for p in ("forward", "backward"))
+    entries = len(json.load(open(cache))["algorithms"]) if os.path.exists(cache) else 0
+    # Each distinct problem is timed once (layers of one shape share it), never again with the cache.
+    ok = len(finds) == 2 and finds[0] == entries and 0 < entries <= convs and finds[1] == 0
+    print(f"{'ok' if ok else 'FAIL'} benchmark: {finds[0]} timed searches in the first session ({convs} convolutions, "
+          f"{entries} distinct problems cached), {finds[1]} in the second", flush=True)
+    failures += not ok
     # Threads on the fake.
     run_child(["threads", libpath, arts["transformer"]], os.path.join(work, "threads.log"), fake_dir)
     print("ok fake: two runtimes in two threads, one runtime used from another thread", flush=True)

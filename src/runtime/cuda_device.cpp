@@ -37,6 +37,10 @@
 #include <type_traits>
 #include <variant>
 #include <cstdlib>
+#include <optional>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "aotc/runtime/device.h"
 #include "aotc/support/diag.h"
@@ -168,6 +172,10 @@ struct Cudnn {
   decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) bwdFilterAlgo;
   decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) bwdFilterWs;
   decltype(&cudnnConvolutionBackwardFilter) bwdFilter;
+  decltype(&cudnnFindConvolutionForwardAlgorithmEx) findFwd;
+  decltype(&cudnnFindConvolutionBackwardDataAlgorithmEx) findBwdData;
+  decltype(&cudnnFindConvolutionBackwardFilterAlgorithmEx) findBwdFilter;
+  decltype(&cudnnGetVersion) version;
   cudnnHandle_t handle = nullptr;
   explicit Cudnn(CUstream stream) {
     if (!lib.h) fail("cuDNN (libcudnn.so.9) cannot be loaded: install cuDNN to run convolution steps");
@@ -195,6 +203,10 @@ struct Cudnn {
     AOTC_SYM(lib, bwdFilterAlgo, cudnnGetConvolutionBackwardFilterAlgorithm_v7);
     AOTC_SYM(lib, bwdFilterWs, cudnnGetConvolutionBackwardFilterWorkspaceSize);
     AOTC_SYM(lib, bwdFilter, cudnnConvolutionBackwardFilter);
+    AOTC_SYM(lib, findFwd, cudnnFindConvolutionForwardAlgorithmEx);
+    AOTC_SYM(lib, findBwdData, cudnnFindConvolutionBackwardDataAlgorithmEx);
+    AOTC_SYM(lib, findBwdFilter, cudnnFindConvolutionBackwardFilterAlgorithmEx);
+    AOTC_SYM(lib, version, cudnnGetVersion);
     if (create(&handle) != CUDNN_STATUS_SUCCESS) fail("cudnnCreate failed");
     check(setStream(handle, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream");
   }
@@ -228,12 +240,64 @@ cudnnDataType_t cudnnType(DType d) {
 /// cuBLASLt's workspace ceiling for one matmul (the heuristic chooses within it).
 constexpr uint64_t kMatmulWorkspaceLimit = uint64_t{32} << 20;
 
-/// Whether the environment allows a nondeterministic convolution algorithm
-/// (AOTC_CUDNN_NONDETERMINISTIC=1); by default only deterministic ones are chosen.
-bool nondeterministicAllowed() {
-  const char* v = std::getenv("AOTC_CUDNN_NONDETERMINISTIC");
+bool envOn(const char* name) {
+  const char* v = std::getenv(name);
   return v && *v && std::string(v) != "0";
 }
+/// Whether the environment allows a nondeterministic convolution algorithm
+/// (AOTC_CUDNN_NONDETERMINISTIC=1); by default only deterministic ones are chosen.
+bool nondeterministicAllowed() { return envOn("AOTC_CUDNN_NONDETERMINISTIC"); }
+
+/// Note [Convolution benchmark]: with AOTC_CUDNN_BENCHMARK=1 (opt-in, like
+/// torch.backends.cudnn.benchmark) a convolution's algorithm is the fastest
+/// (deterministic unless allowed otherwise) of cuDNN's candidates, timed once
+/// when the phase is prepared on scratch tensors of its shapes.  With
+/// AOTC_CUDNN_CACHE=FILE the choices are kept in FILE (JSON), keyed by the
+/// GPU's name, cuDNN's version and the problem, so later sessions and runs
+/// reuse them (and choose the same); the file is rewritten atomically.
+class AlgoCache {
+ public:
+  explicit AlgoCache(std::string file) : file_(std::move(file)) {
+    if (file_.empty()) return;
+    std::ifstream f(file_);
+    if (!f) return;
+    try {
+      nlohmann::json j = nlohmann::json::parse(f);
+      for (auto& [k, v] : j.at("algorithms").items()) algos_[k] = v.get<int>();
+    } catch (const std::exception&) {
+      algos_.clear();  // a damaged cache is a cold cache
+    }
+  }
+  std::optional<int> find(const std::string& key) const {
+    auto it = algos_.find(key);
+    return it == algos_.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+  void put(const std::string& key, int algo) {
+    algos_[key] = algo;
+    dirty_ = true;
+  }
+  void save() {
+    if (!dirty_ || file_.empty()) return;
+    nlohmann::json j;
+    j["format"] = "aotc.cudnn_algorithms";
+    j["algorithms"] = algos_;
+    const std::string tmp = file_ + ".tmp." + std::to_string(::getpid());
+    {
+      std::ofstream f(tmp);
+      f << j.dump(1) << "\n";
+      if (!f) return;  // a cache that cannot be written is only a cache
+    }
+    std::error_code ec;
+    fs::rename(tmp, file_, ec);
+    if (ec) fs::remove(tmp, ec);
+    dirty_ = false;
+  }
+
+ private:
+  std::string file_;
+  std::map<std::string, int> algos_;
+  bool dirty_ = false;
+};
 
 class CudaDevice;
 
@@ -288,6 +352,11 @@ class CudaDevice final : public Device {
     check(d_.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_), "cuDeviceGetAttribute");
     check(d_.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_), "cuDeviceGetAttribute");
     arch_ = major * 10 + minor;
+    gpuName_ = cat("sm_", arch_);
+    if (auto getName = reinterpret_cast<decltype(&cuDeviceGetName)>(dlsym(driver_.h, "cuDeviceGetName"))) {
+      char buf[256] = {0};
+      if (getName(buf, sizeof buf - 1, dev_) == CUDA_SUCCESS) gpuName_ = cat(buf, " sm_", arch_);
+    }
     check(d_.streamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     check(d_.eventCreate(&callerReady_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     check(d_.eventCreate(&workDone_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
@@ -462,6 +531,10 @@ class CudaDevice final : public Device {
     if (it == fns_.end()) fail("kernel " + kernel + " is in no module of the artifact");
     return it->second;
   }
+  /// Note [Convolution benchmark].
+  bool benchmark() const { return benchmark_; }
+  AlgoCache& algoCache() { return algos_; }
+  std::string gpuName() const { return gpuName_; }
   /// Library workspace of at least `bytes`, reserved at prepare: a larger
   /// need allocates a larger buffer; the smaller ones stay (phases prepared
   /// before, and graphs captured from them, still use theirs).
@@ -511,6 +584,9 @@ class CudaDevice final : public Device {
   size_t workspaceBytes_ = 0;
   std::unique_ptr<CublasLt> lt_;
   std::unique_ptr<Cudnn> cudnn_;
+  bool benchmark_ = envOn("AOTC_CUDNN_BENCHMARK");
+  AlgoCache algos_{std::getenv("AOTC_CUDNN_CACHE") ? std::getenv("AOTC_CUDNN_CACHE") : ""};
+  std::string gpuName_;
 };
 
 /// A phase prepared on the GPU: per step, what Note [Prepared plan] lists.
@@ -673,6 +749,32 @@ class CudaPhase final : public PreparedPhase {
     return p;
   }
 
+  /// Note [Convolution benchmark]: what a cached choice is keyed by.
+  std::string convKey(const plan::Conv& c) {
+    std::ostringstream k;
+    auto ints = [&](const Ints& v) {
+      for (size_t i = 0; i < v.size(); ++i) k << (i ? "," : "") << v[i];
+    };
+    auto tensor = [&](const char* what, const plan::ConvTensor& t) {
+      k << "|" << what << " ";
+      ints(t.dims);
+      k << ":";
+      ints(t.strides);
+    };
+    k << dev_.gpuName() << "|cudnn " << dev_.cudnn().version() << "|" << static_cast<int>(c.call) << "|" << dtypeName(c.dtype);
+    tensor("a", c.a);
+    tensor("b", c.b);
+    tensor("out", c.out);
+    k << "|pad ";
+    ints(c.pad);
+    k << "|stride ";
+    ints(c.stride);
+    k << "|dilation ";
+    ints(c.dilation);
+    k << "|groups " << c.groups << (nondeterministicAllowed() ? "|any" : "|deterministic");
+    return k.str();
+  }
+
   ConvPrep prepareConv(const plan::Conv& c) {
     Cudnn& n = dev_.cudnn();
     ConvPrep p;
@@ -729,30 +831,79 @@ class CudaPhase final : public PreparedPhase {
       p.ta = tensor(c.a);
       p.fw = filter(c.b);
       p.tb = tensor(c.out);
-      cudnnConvolutionFwdAlgoPerf_t perf[kWant];
-      n.check(n.fwdAlgo(n.handle, p.ta, p.fw, p.cd, p.tb, kWant, &found, perf), "cudnnGetConvolutionForwardAlgorithm_v7");
-      p.algo = choose(perf, "the convolution");
-      n.check(n.fwdWs(n.handle, p.ta, p.fw, p.cd, p.tb, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &p.workspaceBytes),
-              "cudnnGetConvolutionForwardWorkspaceSize");
     } else if (c.call == plan::ConvCall::BackwardData) {
       p.ta = tensor(c.a);
       p.fw = filter(c.b);
       p.tb = tensor(c.out);
+    } else {
+      p.ta = tensor(c.a);    // dy
+      p.tb = tensor(c.b);    // x
+      p.fw = filter(c.out);  // dw
+    }
+    // Note [Convolution benchmark]: timed once (or read from the cache) when asked; else cuDNN's heuristic.
+    std::optional<int> algo;
+    std::string key;
+    if (dev_.benchmark()) {
+      key = convKey(c);
+      algo = dev_.algoCache().find(key);
+    }
+    // Scratch tensors for timing the candidates (they are written): freed when this prepare ends.
+    struct Scratch {
+      CudaDevice& d;
+      std::vector<DevicePtr> ptrs;
+      ~Scratch() {
+        for (DevicePtr q : ptrs) d.release(q);
+      }
+      void* get(size_t bytes) {
+        ptrs.push_back(d.allocate(std::max<size_t>(bytes, 1)));
+        return reinterpret_cast<void*>(ptrs.back());
+      }
+    } scratch{dev_, {}};
+    auto span = [&](const plan::ConvTensor& t) {
+      int64_t e = t.offset;
+      for (size_t i = 0; i < t.dims.size(); ++i) e += (t.dims[i] - 1) * std::max<int64_t>(t.strides[i], 0);
+      return static_cast<size_t>(e + 1) * static_cast<size_t>(es);
+    };
+    constexpr size_t kFindWorkspace = size_t{256} << 20;
+    const bool find = dev_.benchmark() && !algo;
+    if (c.call == plan::ConvCall::Forward) {
+      cudnnConvolutionFwdAlgoPerf_t perf[kWant];
+      if (!algo && find)
+        n.check(n.findFwd(n.handle, p.ta, scratch.get(span(c.a)), p.fw, scratch.get(span(c.b)), p.cd, p.tb, scratch.get(span(c.out)), kWant,
+                          &found, perf, scratch.get(kFindWorkspace), kFindWorkspace),
+                "cudnnFindConvolutionForwardAlgorithmEx");
+      else if (!algo)
+        n.check(n.fwdAlgo(n.handle, p.ta, p.fw, p.cd, p.tb, kWant, &found, perf), "cudnnGetConvolutionForwardAlgorithm_v7");
+      if (!algo) algo = choose(perf, "the convolution");
+      p.algo = *algo;
+      n.check(n.fwdWs(n.handle, p.ta, p.fw, p.cd, p.tb, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &p.workspaceBytes),
+              "cudnnGetConvolutionForwardWorkspaceSize");
+    } else if (c.call == plan::ConvCall::BackwardData) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[kWant];
-      n.check(n.bwdDataAlgo(n.handle, p.fw, p.ta, p.cd, p.tb, kWant, &found, perf), "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      p.algo = choose(perf, "the data gradient");
+      if (!algo && find)
+        n.check(n.findBwdData(n.handle, p.fw, scratch.get(span(c.b)), p.ta, scratch.get(span(c.a)), p.cd, p.tb, scratch.get(span(c.out)),
+                              kWant, &found, perf, scratch.get(kFindWorkspace), kFindWorkspace),
+                "cudnnFindConvolutionBackwardDataAlgorithmEx");
+      else if (!algo)
+        n.check(n.bwdDataAlgo(n.handle, p.fw, p.ta, p.cd, p.tb, kWant, &found, perf), "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      if (!algo) algo = choose(perf, "the data gradient");
+      p.algo = *algo;
       n.check(n.bwdDataWs(n.handle, p.fw, p.ta, p.cd, p.tb, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &p.workspaceBytes),
               "cudnnGetConvolutionBackwardDataWorkspaceSize");
     } else {
-      p.ta = tensor(c.a);  // dy
-      p.tb = tensor(c.b);  // x
-      p.fw = filter(c.out);  // dw
       cudnnConvolutionBwdFilterAlgoPerf_t perf[kWant];
-      n.check(n.bwdFilterAlgo(n.handle, p.tb, p.ta, p.cd, p.fw, kWant, &found, perf), "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      p.algo = choose(perf, "the filter gradient");
+      if (!algo && find)
+        n.check(n.findBwdFilter(n.handle, p.tb, scratch.get(span(c.b)), p.ta, scratch.get(span(c.a)), p.cd, p.fw, scratch.get(span(c.out)),
+                                kWant, &found, perf, scratch.get(kFindWorkspace), kFindWorkspace),
+                "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+      else if (!algo)
+        n.check(n.bwdFilterAlgo(n.handle, p.tb, p.ta, p.cd, p.fw, kWant, &found, perf), "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      if (!algo) algo = choose(perf, "the filter gradient");
+      p.algo = *algo;
       n.check(n.bwdFilterWs(n.handle, p.tb, p.ta, p.cd, p.fw, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &p.workspaceBytes),
               "cudnnGetConvolutionBackwardFilterWorkspaceSize");
     }
+    if (find) dev_.algoCache().put(key, p.algo);
     return p;
   }
 
@@ -764,7 +915,9 @@ class CudaPhase final : public PreparedPhase {
 
 std::unique_ptr<PreparedPhase> CudaDevice::prepare(const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args) {
   current();
-  return std::make_unique<CudaPhase>(*this, m, phase, args);
+  auto p = std::make_unique<CudaPhase>(*this, m, phase, args);
+  algos_.save();
+  return p;
 }
 
 }  // namespace

@@ -178,11 +178,11 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
                        "a backward with create_graph (higher-order gradients) through it is not supported")});
     if (!d.empty()) throw UserError(d);
   }
-  if (opts.backend != "reference" && opts.backend != "emulate" && opts.backend != "cuda")
-    throw UserError(SourceLoc{}, "unknown backend '" + opts.backend + "' (known: reference, emulate, cuda)");
+  if (opts.backend != "reference" && opts.backend != "emulate" && cudaOrdinal(opts.backend) < 0)
+    throw UserError(SourceLoc{}, "unknown backend '" + opts.backend + "' (known: reference, emulate, cuda, cuda:<n>)");
   // The device first: without a GPU, --backend cuda fails before reading anything else.
   std::unique_ptr<Device> device;
-  if (opts.backend == "cuda") device = makeCudaDevice(0);
+  if (int ordinal = cudaOrdinal(opts.backend); ordinal >= 0) device = makeCudaDevice(ordinal);
   if (opts.backend == "emulate") device = makeEmulateDevice(EmulateOptions{opts.emulate_cache_dir, opts.host_compiler, opts.progress});
 
   // Every tensor given must be an input of the artifact, given once: a typo

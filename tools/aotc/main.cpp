@@ -14,6 +14,7 @@
 #include "aotc/driver/driver.h"
 #include "aotc/driver/picture.h"
 #include "aotc/plan/plan.h"
+#include "aotc/runtime/device.h"
 
 namespace {
 
@@ -201,9 +202,14 @@ int main(int argc, char** argv) {
   run->add_option("--inputs", ropts.input_files, "safetensors with inputs by name (repeatable)")->required();
   run->add_option("--grad-outputs", ropts.grad_outputs_file, "safetensors with grad_output.<i>; a missing one counts as zeros");
   run->add_flag("--forward-only", ropts.forward_only, "skip the backward");
-  run->add_option("--backend", ropts.backend, "reference (IR interpreter), emulate (the generated kernels, host-compiled) or cuda (the GPU)")
+  run->add_option("--backend", ropts.backend,
+                   "reference (IR interpreter), emulate (the generated kernels, host-compiled), cuda (GPU 0) or cuda:<n> (GPU n)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"reference", "emulate", "cuda"}));
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v == "reference" || v == "emulate" || cudaOrdinal(v) >= 0 ? std::string() : "not one of reference, emulate, cuda, cuda:<n>";
+          },
+          "BACKEND"));
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
   run->add_option("--out", outFile, "results (safetensors)")->required();
   std::string runCacheDir;

@@ -312,7 +312,7 @@ struct JsonPath {
   std::string str() const;
 };
 
-/// Reads and checks a version-5 manifest's template and declarations
+/// Reads and checks a version-7 manifest's template and declarations
 /// (every expression parsed; a malformed one names its field).
 std::shared_ptr<const SymbolicManifest> symbolicManifestFromJson(const nlohmann::json& j, const std::string& file);
 /// The symbols' values that `shapes` (input name -> its dims, for the inputs

@@ -90,7 +90,7 @@ size_t aotc_num_outputs(const aotc_runtime* rt);
 
 /** Binds an input by signature name; checked against the manifest (dtype, shape, strides, alignment).
  *  Parameters, buffers and constants not bound come from the artifact's weights.  A dynamic-shape
- *  artifact (manifest version 5) takes any size its symbols' ranges and guards allow: a tensor of a
+ *  artifact (manifest version 7) takes any size its symbols' ranges and guards allow: a tensor of a
  *  new size rebinds the symbols (the inputs bound before must agree with it, and a size outside a
  *  range or guard is refused naming the input and dim); outputs and grads then have that size. */
 int aotc_bind(aotc_runtime* rt, const char* name, const aotc_tensor* t);
@@ -106,7 +106,9 @@ int aotc_set_stream(aotc_runtime* rt, void* stream);
 int aotc_synchronize(aotc_runtime* rt);
 /** CUDA graphs (default on): each phase is captured once per size binding and replayed as one launch.
  *  0 turns them off (every step is enqueued each run).  AOTC_CUDA_GRAPHS=0 in the environment does too;
- *  AOTC_SYNC_STEPS=1 synchronizes and checks after every step (debugging, like CUDA_LAUNCH_BLOCKING). */
+ *  AOTC_SYNC_STEPS=1 synchronizes and checks after every step (debugging, like CUDA_LAUNCH_BLOCKING).
+ *  Convolution algorithms: cuDNN's heuristic, deterministic ones only unless AOTC_CUDNN_NONDETERMINISTIC=1;
+ *  AOTC_CUDNN_BENCHMARK=1 times the candidates once per problem, AOTC_CUDNN_CACHE=FILE keeps the choices. */
 int aotc_set_graphs(aotc_runtime* rt, int enabled);
 /** Output <index>: a view into the runtime's memory (valid until the next run), or of the caller's input it aliases. */
 int aotc_output(aotc_runtime* rt, size_t index, aotc_tensor_view* out);

@@ -26,8 +26,10 @@ figure is a ratio against a baseline measured in the same run:
      mode "reduce-overhead" (Inductor's kernels replayed as CUDA graphs) where
      this PyTorch has torch.compile; each result checked against eager first
      (a wrong answer is no benchmark);
-  3. inference: the same three models in eval mode exported to ONNX
-     (torch.onnx.export's TorchScript exporter, opset 17) and compiled by
+  3. inference: the same three models in eval mode (BatchNorm's running
+     statistics set from the input's batch first, so that outputs are not
+     ~0) exported to ONNX (torch.onnx.export's TorchScript exporter,
+     dynamo=False where it has that argument, opset 17) and compiled by
      `aotc compile model.onnx` (forward only; the weights are the artifact's,
      only the input "x" is bound), a forward through the C ABI beside eager
      under torch.no_grad() and torch.compile reduce-overhead, checked against
@@ -62,10 +64,16 @@ and those of a replayed CUDA graph, and memcpy/memset) beside the wall time.
 
 Issue 33's targets on an H100 (for the training steps and the inference
 rows): a steady, synchronized step's wall time <= 1.05x the sum of its
-kernel and library times by the profiler (read `--profile`'s "wall/kernels"
-ratio); each step no slower than eager PyTorch (speedup vs eager >= 1);
-peak memory no higher than eager's.  `--no-graphs` runs aotc without CUDA
-graphs (aotc_set_graphs(rt, 0)), to compare.
+kernel and library times by the profiler (`--profile`'s "wall/kern"
+column); each step no slower than eager PyTorch ("vs eager" >= 1x); peak
+memory no higher than eager's (the "memory:" line's "x eager" <= 1).
+`--no-graphs` runs aotc without CUDA graphs (aotc_set_graphs(rt, 0)), to
+compare.  `--json` writes every figure: per row of "training" and
+"inference", <impl>_ms / _host_ms / _gpu_ms for impl aotc, eager, compile
+(mode default) and compile_ro (reduce-overhead; <impl>_error where it
+failed), speedup_vs_*, aotc_first_step_ms, launches, aotc_runtime_mib /
+aotc_bound_mib / aotc_peak_mib beside eager_peak_mib (and compile*_peak_mib),
+and with --profile <impl>_kernel_ms and <impl>_wall_over_kernels.
 
 `--device emulate --quick` runs the same code on the CPU at tiny sizes (the
 emulate device takes host pointers; gpu times, memory and profiles are then
@@ -739,6 +747,9 @@ def main():
     ap.add_argument("--no-graphs", action="store_true", help="run aotc without CUDA graphs (aotc_set_graphs 0)")
     ap.add_argument("--json", help="write the figures here")
     opts = ap.parse_args()
+    unknown = sorted(set(opts.models) - {"resnet18", "mobilenet_v2", "transformer"})
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}: choose from resnet18 mobilenet_v2 transformer")
     if opts.device == "cuda" and not torch.cuda.is_available():
         print("bench_gpu: SKIPPED: no usable GPU on this machine (torch.cuda.is_available() is false); nothing measured")
         return 77

@@ -38,7 +38,8 @@ figure is a ratio against a baseline measured in the same run:
      convolutions) beside eager's (CUDA kernels in torch.profiler's trace).
 
 Per model and per implementation, three times per step (medians of
-`--iters` steps after 3 warm-up steps; the device synchronized before each):
+`--iters` steps after 3 warm-up steps, 1 on emulate; the device synchronized
+before each):
   wall  the synchronized step: from the call until torch.cuda.synchronize()
         returns (this is "the step's time" of the speedups);
   host  the wall time of the Python call that enqueues the step alone (no
@@ -259,10 +260,11 @@ class Env:
         torch.cuda.synchronize()
         return torch.cuda.mem_get_info()[0]
 
-    def measure(self, fn, iters, warmup=3):
+    def measure(self, fn, iters):
         """Median wall (synchronized), host (the call alone) and gpu (CUDA
-        events on the current stream) milliseconds per call of fn."""
-        for _ in range(warmup):
+        events on the current stream) milliseconds per call of fn, after 3
+        warm-up calls (1 on the emulate device, whose figures mean nothing)."""
+        for _ in range(3 if self.cuda else 1):
             fn()
         self.sync()
         wall, host, gpu = [], [], []
@@ -294,14 +296,17 @@ class Env:
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated()
 
-    def profile(self, fn, steps=5):
+    def profile(self, fn):
         """Sum of CUDA activity (kernels, memcpy, memset) per call of fn by
-        torch.profiler (CUPTI sees aotc's kernels and library calls too), and
-        the number of those activities per call; (None, None) off a GPU."""
+        torch.profiler (CUPTI sees aotc's kernels and library calls too) over
+        5 calls after one, and the number of those activities per call;
+        (None, None) off a GPU (where one call checks the code path)."""
         from torch.profiler import ProfilerActivity, profile
         acts = [ProfilerActivity.CUDA] if self.cuda else [ProfilerActivity.CPU]
-        fn()
-        self.sync()
+        steps = 5 if self.cuda else 1
+        if self.cuda:
+            fn()
+            self.sync()
         with profile(activities=acts) as prof:
             for _ in range(steps):
                 fn()
@@ -636,15 +641,15 @@ def calibrate(module, x):
     train-mode forward with a cumulative average), then eval mode: a freshly
     initialised mobilenet_v2 in eval mode otherwise outputs values of 1e-9,
     which no error check can tell from zero."""
-    bns = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-    for m in bns:
+    bns = [(m, m.momentum) for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m, _ in bns:
         m.reset_running_stats()
         m.momentum = None
     module.train()
     with torch.no_grad():
         module(x)
-    for m in bns:
-        m.momentum = 0.1
+    for m, momentum in bns:
+        m.momentum = momentum
     return module.eval()
 
 

@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& v) {
-            return v == "reference" || v == "emulate" || cudaOrdinal(v) >= 0 ? std::string() : "not one of reference, emulate, cuda, cuda:<n>";
+            return v == "reference" || v == "emulate" || aotc::cudaOrdinal(v) >= 0 ? std::string() : "not one of reference, emulate, cuda, cuda:<n>";
           },
           "BACKEND"));
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");

@@ -266,6 +266,10 @@ def check_log(log, manifest, prepared_steps, default_mode=False):
     problems = []
     fwd, bwd = counts(manifest["forward"]), counts(manifest["backward"])
     for marker, calls in segments(log):
+        # Every matmul, captured or not, prepared or preparing, runs with a preset algorithm.
+        for c in calls:
+            if c.startswith("cublasLtMatmul ") and "algo=set" not in c:
+                problems.append(f"{marker}: a matmul without a preset algorithm: {c}")
         parts = marker.split()
         if len(parts) != 3 or parts[0] != "step" or int(parts[1]) not in prepared_steps:
             continue
@@ -285,9 +289,6 @@ def check_log(log, manifest, prepared_steps, default_mode=False):
             extra = [c for c in extra if not c.startswith("cuStreamSynchronize")]
         for c in extra:
             problems.append(f"step {step} {what}: {c}")
-        for c in calls:
-            if c.startswith("cublasLtMatmul ") and "algo=set" not in c:
-                problems.append(f"step {step} {what}: a matmul without a preset algorithm: {c}")
         if what in ("forward", "backward"):
             want = fwd if what == "forward" else bwd
             graphs = [c for c in calls if c.startswith("cuGraphLaunch")]

@@ -79,6 +79,17 @@ struct Epilogue {
   bool operator==(const Epilogue&) const = default;
 };
 
+/// Note [Launch shape]: how a launch's work is spread over the machine, as
+/// the code generator decided it; the launch-shape check
+/// (aotc/codegen/launch_shape.h) reads it.  A runtime needs none of it.
+struct LaunchWork {
+  int64_t bytes = 0;   ///< bytes its outputs and operands span
+  int64_t blocks = 0;  ///< blocks that have work (the idle blocks of a padded grid not counted)
+  int64_t serial = 0;  ///< most elements one thread visits in its loops, one after another
+  int64_t split = 1;   ///< a split reduction: partial results per output (1: not split)
+  bool operator==(const LaunchWork&) const = default;
+};
+
 struct Launch {
   std::string kernel;
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
@@ -88,6 +99,7 @@ struct Launch {
   /// kernel's text uses (Note [Symbolic manifest]); empty in static artifacts.
   std::vector<int64_t> scalars;
   std::optional<Epilogue> epilogue;
+  std::optional<LaunchWork> work;  ///< static artifacts: Note [Launch shape]
   bool operator==(const Launch&) const = default;
 };
 

@@ -92,6 +92,9 @@ ReductionSchedule scheduleReduction(int64_t nred, int64_t outputs, bool column, 
     s.kind = ReductionSchedule::Row;
     s.block = 32;
     while (s.block < nred && s.block < kReduceBlock) s.block *= 2;
+    // Few short rows (a large launch over many operands): smaller blocks,
+    // so that the chunks of one element per thread still fill the machine.
+    while (s.block > 32 && outputs * ceilDiv(nred, s.block) < rule.sms) s.block /= 2;
     lanes = s.block;
     blocks0 = outputs;
   }

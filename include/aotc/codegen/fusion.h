@@ -25,7 +25,7 @@ namespace aotc {
 /// log_softmax, layer norm and its backward, batch-norm statistics and
 /// normalization -- run as one kernel with one block per row (a row is one
 /// coordinate of the kept dims).  The block computes each reduction in turn
-/// (a deterministic shared-memory tree, accumulated in double), keeps row
+/// (a deterministic shared-memory tree; Note [Reduction precision]), keeps row
 /// results in registers, and writes only the values something outside the
 /// group reads.  Full-size values of the group are expressions, recomputed
 /// in each pass over the row instead of going through memory.

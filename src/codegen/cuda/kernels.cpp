@@ -117,6 +117,15 @@ bool vectorLoadable(const TensorType& b) {
   return true;
 }
 
+/// Note [Reduction precision]: as PyTorch's kernels on a GPU, floating
+/// reductions accumulate in float (float32, float16, bfloat16) or double
+/// (float64), integers in 64 bits.  The order is a tree (threads' strided
+/// partial sums, then a fixed shared-memory tree, then chunks in order),
+/// which keeps float32's error to about log2(n) roundings instead of n.
+/// (Until issue 34 float32 accumulated in double; FP64 runs at 1/32 to 1/64
+/// of FP32 on GPUs other than the H100 class.)
+const char* accumType(DType d) { return !isFloating(d) ? "long long" : d == DType::F64 ? "double" : "float"; }
+
 /// Note [Size scalars] in a kernel of a dynamic-shape artifact (Note
 /// [Dynamic codegen]): the value from its integers, as Builder::sizeScalar
 /// computes it, so that the integers can become expressions.
@@ -336,9 +345,7 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
       redDims.push_back(d);
       nred *= it.sizes[d];
     }
-  // Note [Reduction precision]: floating reductions accumulate in double:
-  // BatchNorm statistics over few elements feed ill-conditioned backwards.
-  const char* acc = isFloating(ot.dtype) ? "double" : "long long";
+  const char* acc = accumType(ot.dtype);
   const ReductionRule& rs = *reductionRule(n.op);
   ExprCtx x;
   noteNode(x, n);
@@ -411,8 +418,8 @@ KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const Red
   const TensorType& ot = g.type(n.outputs[0]);
   const ReductionRule& rs = *reductionRule(n.op);
   const bool floating = isFloating(ot.dtype);
-  const char* acc = floating ? "double" : "long long";
-  const DType accType = floating ? DType::F64 : DType::I64;
+  const char* acc = accumType(ot.dtype);
+  const DType accType = !floating ? DType::I64 : ot.dtype == DType::F64 ? DType::F64 : DType::F32;
   const std::string combine = rs.cudaCombine;
   const int64_t K = ot.numel(), rank = std::max<int64_t>(it.rank(), 1);
   const bool split = s.split > 1;
@@ -535,7 +542,12 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     if (G.rowShape[static_cast<size_t>(d)] != 1) body << coordStep("    ", "c", d, "r", G.rowShape[static_cast<size_t>(d)], d == outerRow, b_.dynamic());
     else body << "    c[" << d << "] = 0;\n";
   body << "  }\n";
-  if (!perThread) body << "  __shared__ double part[" << block << "];\n";
+  // Note [Reduction precision]: the group's accumulators.
+  bool anyDouble = false;
+  for (int32_t m : G.members)
+    anyDouble = anyDouble || (isReduction(g.nodes[static_cast<size_t>(m)].op) && g.type(g.nodes[static_cast<size_t>(m)].outputs[0]).dtype == DType::F64);
+  const std::string acct = anyDouble ? "double" : "float";
+  if (!perThread) body << "  __shared__ " << acct << " part[" << block << "];\n";
   auto rowLoop = [&]() {
     std::ostringstream l;
     // Not unrolled: a row group's passes are long, and unrolling them
@@ -554,7 +566,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     return code;
   };
   // A row's element count as a double (an integer token where it may vary: Note [Dynamic codegen]).
-  const std::string nredText = b_.dynamic() ? "(double)" + std::to_string(G.nred) : std::to_string(G.nred) + ".0";
+  const std::string nredText = b_.dynamic() || !anyDouble ? "(" + acct + ")" + std::to_string(G.nred) : std::to_string(G.nred) + ".0";
   int reg = 0;
   for (int32_t m : G.members) {
     const Node& n = g.nodes[static_cast<size_t>(m)];
@@ -566,11 +578,11 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
       const ReductionRule& rs = *reductionRule(n.op);
       x.indent = "    ";
       std::string e = emitValue(n.inputs[0], G.shape, c, x);
-      body << "  " << ct << " " << r << ";\n  {\n  double acc = " << rs.cudaInit << ";\n";
+      body << "  " << ct << " " << r << ";\n  {\n  " << acct << " acc = " << rs.cudaInit << ";\n";
       body << rowLoop() << takeCode();
       const std::string combine = rs.cudaCombine;
-      if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
-      else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
+      if (combine.empty()) body << "    acc += (" << acct << ")" << e << ";\n  }\n";
+      else body << "    acc = " << combine << "((" << acct << ")" << e << ", acc);\n  }\n";
       if (perThread) {
         body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + nredText + ")" : "acc") << ";\n  }\n";
         x.registers[v] = r;

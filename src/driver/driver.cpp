@@ -216,6 +216,8 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.source_file = fs::path(opts.model).filename().string();
   mi.archs = opts.archs;
   mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
+  if (opts.sm_count > 0) mi.flags["sm_count"] = opts.sm_count;
+  const LaunchShapeRule shapeRule = launchShapeRuleFor(opts.archs, opts.sm_count);
   mi.nvrtc_version = nvrtcVersionCached(opts.cache_dir);
   mi.input_aliases = fx.input_aliases;
   mi.output_paths = fx.output_paths;
@@ -233,7 +235,20 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
     manifest = std::move(d.atHint);
     manifestText = d.manifest.dump(1) + "\n";
   } else {
-    cg = generateCuda(pr.partition);
+    CodegenOptions co;
+    co.launchShape = shapeRule;
+    cg = generateCuda(pr.partition, co);
+    if (opts.check_launch_shapes) {
+      // Note [Launch shape]: refused, naming every launch that breaks the rule.
+      std::vector<std::string> problems = launchShapeProblems(cg.forward, "forward", shapeRule);
+      for (std::string& p : launchShapeProblems(cg.backward, "backward", shapeRule)) problems.push_back(std::move(p));
+      if (!problems.empty()) {
+        std::string msg = std::to_string(problems.size()) + " launch(es) break the launch-shape rule (" + std::to_string(shapeRule.sms) +
+                          " SMs; Note [Launch shape]):";
+        for (const std::string& p : problems) msg += "\n  " + p;
+        throw UserError(SourceLoc{opts.model, "", ""}, msg);
+      }
+    }
     modules = groupKernels(cg.kernels, kKernelsPerModule);
     manifest = buildManifest(pr.functional, pr.partition, cg, modules, mi);
     manifestText = plan::toJson(manifest).dump(1) + "\n";

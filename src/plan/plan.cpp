@@ -150,6 +150,8 @@ ojson stepJson(const Step& s) {
       j["epilogue"] = {{"input", l->epilogue->input}, {"phase", l->epilogue->phase == Phase::Forward ? "forward" : "backward"}};
       if (l->epilogue->region) j["epilogue"]["region"] = viewOpJson(*l->epilogue->region);
     }
+    if (l->work)
+      j["work"] = {{"bytes", l->work->bytes}, {"blocks", l->work->blocks}, {"serial", l->work->serial}, {"split", l->work->split}};
     return j;
   }
   if (const Gemm* g = std::get_if<Gemm>(&s)) {
@@ -411,6 +413,12 @@ class Reader {
         if (e.contains("region")) ep.region = viewOp(e["region"], at(ew, "region"));
         if (l.args.empty()) fail(at(where, "args"), "an epilogue launch writes its first argument");
         l.epilogue = ep;
+      }
+      if (o.contains("work")) {
+        const json& w = object(o, where, "work");
+        const std::string ww = at(where, "work");
+        l.work = LaunchWork{integer(w, ww, "bytes", 0, INT64_MAX), integer(w, ww, "blocks", 0, INT32_MAX),
+                            integer(w, ww, "serial", 0, INT64_MAX), integer(w, ww, "split", 1, INT32_MAX)};
       }
       return l;
     }

@@ -186,6 +186,24 @@ class RowFusionWide(torch.nn.Module):
         return torch.log_softmax(self.ln(x) * 2.0, dim=1)
 
 
+class LargeReductions(torch.nn.Module):
+    """Reductions large enough to be scheduled for the machine (Note
+    [Reduction schedules]): a Linear layer's bias gradient over 1024 rows
+    and an amax over them (column reductions, split), whole-tensor sums
+    (one output, split), and batch-norm statistics of 16 channels over
+    8 x 48 x 48 (the row group is not formed; split rows)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(256, 256)
+        self.bn = torch.nn.BatchNorm2d(16)
+
+    def forward(self, x, img):
+        y = self.lin(x)                                     # [1024, 256]
+        b = self.bn(img)                                    # [8, 16, 48, 48]
+        return (y * y).mean() + (b * b).mean() + y.amax(0).sum() + img.sum() * 1e-3
+
+
 def programs():
     g = torch.Generator().manual_seed(0)
 
@@ -208,6 +226,9 @@ def programs():
     torch.manual_seed(3)
     yield "row_fusion", RowFusion(), (rn(4, 8, rg=True), rn(2, 3, 4, 4, rg=True))
     yield "row_fusion_wide", RowFusionWide(), (rn(3, 320, rg=True),)
+    torch.manual_seed(4)
+    g4 = torch.Generator().manual_seed(4)
+    yield "large_reductions", LargeReductions(), (torch.randn(1024, 256, generator=g4), torch.randn(8, 16, 48, 48, generator=g4))
 
 
 def main():

@@ -149,6 +149,12 @@ int main(int argc, char** argv) {
     c->add_option("--constant-inputs", copts.frontend.constant_inputs,
                   "ONNX: safetensors with values of graph inputs needed when compiling (shapes, axes, K); they leave the artifact's inputs");
     c->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
+    c->add_option("--sm-count", copts.sm_count,
+                  "SMs the kernels' launches are shaped for (default: the largest part of the archs, e.g. 132 for sm_90's H100 SXM)")
+        ->check(CLI::Range(1, 100000));
+    c->add_flag("--check-launch-shapes", copts.check_launch_shapes,
+                "refuse the artifact if a launch touching over 1 MiB has fewer blocks with work than the SMs or a thread "
+                "looping over more than 1024 elements (static shapes)");
     c->add_flag("--wide-index", copts.wide_index,
                 "dynamic shapes: 64-bit indices in every kernel, for sizes where a tensor spans 2^31 elements or more "
                 "(default: 32-bit when the hints fit, sizes beyond refused at run time)");

@@ -1,6 +1,8 @@
 //===- codegen.h - Programs -> CUDA kernels, extern calls, manifest --*- C++ -*-===//
 #pragma once
 
+#include "aotc/codegen/launch_shape.h"
+
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -59,6 +61,8 @@ struct CodegenResult {
 struct CodegenOptions {
   const Partition* decide = nullptr;
   bool wide = false;
+  /// Note [Launch shape]: the machine large launches are shaped for.
+  LaunchShapeRule launchShape;
 };
 
 /// Lowers both programs: one kernel per pointwise/reduction/creation node,

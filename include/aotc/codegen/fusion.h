@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "aotc/codegen/launch_shape.h"
 #include "aotc/ir/ir.h"
 
 namespace aotc {
@@ -24,7 +25,7 @@ namespace aotc {
 /// log_softmax, layer norm and its backward, batch-norm statistics and
 /// normalization -- run as one kernel with one block per row (a row is one
 /// coordinate of the kept dims).  The block computes each reduction in turn
-/// (a deterministic shared-memory tree, accumulated in double), keeps row
+/// (a deterministic shared-memory tree; Note [Reduction precision]), keeps row
 /// results in registers, and writes only the values something outside the
 /// group reads.  Full-size values of the group are expressions, recomputed
 /// in each pass over the row instead of going through memory.
@@ -42,7 +43,57 @@ struct RowGroup {
   std::map<ValueId, ValueId> aliases;  ///< alias view value -> the value it aliases
   std::set<ValueId> materialized;
   std::set<int32_t> lowerViews;  ///< alias views something outside reads
+  int64_t bytes = 0;             ///< what its kernel reads and writes (Note [Launch shape])
+  int passes = 0;                ///< passes over a row: reductions, then the full-size stores
 };
+
+/// Note [Reduction schedules]: how a reduction kernel spreads its work.
+/// Small reductions (fewer than sms x 256 elements in all, or no machine in
+/// the rule: dynamic codegen) keep the legacy choice: one block per output
+/// when rows are long, else one thread per output.  Larger ones are
+/// scheduled for the machine (LaunchShapeRule) so that the launch keeps
+/// Note [Launch shape]:
+///  - Thread: one thread per output, serial over its (short) row;
+///  - Row: one block per output (and split), threads stride over the row,
+///    a shared-memory tree combines them;
+///  - Column: the innermost dim is kept and contiguous: the 32 lanes of a
+///    warp take 32 consecutive outputs, the block's 8 warps take every 8th
+///    row of the block's chunk, and a shared-memory tree over the 8 combines
+///    them (Note [Column reductions]).
+/// `split` > 1 cuts the reduced extent into `split` chunks of `chunk`
+/// elements: the first kernel writes one partial result per (chunk, output)
+/// to a workspace the memory plan places, a second kernel combines each
+/// output's partials in chunk order.  Fixed trees and a fixed order: the
+/// same bits on every run, no atomics.
+struct ReductionSchedule {
+  enum Kind { Legacy, Thread, Row, Column } kind = Legacy;
+  int64_t block = 256;  ///< threads per block
+  int64_t split = 1;    ///< chunks of the reduced extent
+  int64_t chunk = 0;    ///< elements per chunk (split > 1)
+  int64_t blocks = 0;   ///< blocks with work of the first kernel
+  int64_t serial = 0;   ///< most elements one thread visits
+  bool operator==(const ReductionSchedule&) const = default;
+};
+
+/// The schedule of a reduction over `nred` elements for each of `outputs`
+/// outputs; `column` when the innermost dim is kept and contiguous; `bytes`
+/// what its kernel touches (at most rule.minBytes: Legacy).
+ReductionSchedule scheduleReduction(int64_t nred, int64_t outputs, bool column, int64_t bytes, const LaunchShapeRule& rule);
+
+/// The legacy choice: one block per output (else one thread per output),
+/// Note [Column reductions] in kernels.cpp.
+bool blockPerOutput(const TensorType& in, const Ints& dims, int64_t nred, int64_t outputs);
+/// Whether the innermost non-1 dim of `in` is kept and contiguous.
+bool columnWise(const TensorType& in, const Ints& dims);
+
+/// How a row group's kernel is launched: one block per row (`perThread`
+/// false) or one thread per row; `rule.sms` 0: the legacy block.
+struct RowGroupShape {
+  bool perThread = false;
+  int64_t block = 0, blocks = 0, serial = 0;
+};
+RowGroupShape rowGroupShape(const Ints& shape, const Ints& dims, int64_t rows, int64_t nred, int passes, bool large,
+                            const LaunchShapeRule& rule);
 
 /// Every fusion decision for one program, indexed by node.
 struct FusionPlan {
@@ -56,9 +107,18 @@ struct FusionPlan {
   std::map<int32_t, ValueId> gemmBias;
   std::vector<RowGroup> groups;
   std::vector<int32_t> groupOf;  ///< per node, -1 when in none
+  /// Note [Reduction schedules]: per reduction with a kernel of its own.
+  std::map<int32_t, ReductionSchedule> schedules;
+  /// Row groups left unformed because their kernel would break Note
+  /// [Launch shape] (a few long rows: batch-norm statistics on large
+  /// images, column sums): their members run as scheduled reductions and
+  /// pointwise kernels.  The seed's node, for the printed plan.
+  std::vector<int32_t> unformedGroups;
 };
 
-FusionPlan planFusion(const Graph& g);
+/// `rule`: the machine reductions are scheduled for (Note [Reduction
+/// schedules]); sms 0 keeps every reduction's legacy kernel.
+FusionPlan planFusion(const Graph& g, const LaunchShapeRule& rule = {});
 
 /// The plan as text, one line per node in program order and one per row
 /// group: stable, for golden tests and `aotc-opt --fusion-plan`.

@@ -23,6 +23,11 @@ struct CompileOptions {
   std::string cache_dir;                    ///< kernel cache; empty = no cache
   FrontendOptions frontend;                 ///< ONNX: --train, --frozen, --shape, --dim
   bool wide_index = false;                  ///< dynamic shapes: 64-bit indices (Note [Dynamic index width])
+  /// Note [Launch shape]: the SM count launches are shaped for (0: the
+  /// largest part of the archs compiled), and whether a launch that breaks
+  /// the rule refuses the compile.
+  int64_t sm_count = 0;
+  bool check_launch_shapes = false;
 };
 
 struct CompileSummary {

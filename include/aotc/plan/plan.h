@@ -33,7 +33,7 @@ namespace aotc::plan {
 
 /// Version 3: the artifact carries its initial tensors (`weights`); outputs
 /// name their tangent from the program's own record, never from a name.
-inline constexpr int kManifestVersion = 6;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument)
+inline constexpr int kManifestVersion = 6;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument), launches' work (Note [Launch shapes])
 inline constexpr const char* kCompilerVersion = "0.2.0";
 
 /// A tensor's place in a buffer: sizes, strides and offset in elements.
@@ -80,6 +80,17 @@ struct Epilogue {
   bool operator==(const Epilogue&) const = default;
 };
 
+/// Note [Launch shape]: how a launch's work is spread over the machine, as
+/// the code generator decided it; the launch-shape check
+/// (aotc/codegen/launch_shape.h) reads it.  A runtime needs none of it.
+struct LaunchWork {
+  int64_t bytes = 0;   ///< bytes its outputs and operands span
+  int64_t blocks = 0;  ///< blocks that have work (the idle blocks of a padded grid not counted)
+  int64_t serial = 0;  ///< most elements one thread visits in its loops, one after another
+  int64_t split = 1;   ///< a split reduction: partial results per output (1: not split)
+  bool operator==(const LaunchWork&) const = default;
+};
+
 struct Launch {
   std::string kernel;
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
@@ -89,6 +100,7 @@ struct Launch {
   /// kernel's text uses (Note [Symbolic manifest]); empty in static artifacts.
   std::vector<int64_t> scalars;
   std::optional<Epilogue> epilogue;
+  std::optional<LaunchWork> work;  ///< static artifacts: Note [Launch shape]
   bool operator==(const Launch&) const = default;
 };
 

@@ -6,10 +6,13 @@
 // backward must compile with NVRTC.  No GPU needed.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <functional>
 #include <filesystem>
 #include <gtest/gtest.h>
 
 #include "aotc/codegen/codegen.h"
+#include "aotc/codegen/fusion.h"
+#include "aotc/codegen/launch_shape.h"
 #include "aotc/passes/passes.h"
 #include "aotc/ops/rules.h"
 #include "ops/op_samples.h"
@@ -136,6 +139,131 @@ TEST(Codegen, NvrtcFailureNamesTheKernelNodes) {
     EXPECT_NE(msg.find("undefined_thing"), std::string::npos) << msg;
     EXPECT_NE(msg.find("kernel source: #include"), std::string::npos) << msg;
   }
+}
+
+
+// ---- Note [Launch shape] and Note [Reduction schedules]
+
+/// A forward-only program: `body` builds it from one float32 input of `shape`.
+Partition forwardOnly(const Ints& shape, const std::function<ValueId(Graph&, ValueId)>& body) {
+  Graph g;
+  g.name = "shapes";
+  ValueId x = g.addInput("x", TensorType::contiguous(DType::F32, shape), InputRole::UserInput, false);
+  ValueId y = body(g, x);
+  g.outputs.push_back(GraphOutput{y, OutputRole::User, "", std::nullopt, {}});
+  Partition p{g, Graph{}, {}};
+  p.backward.name = "empty";
+  return p;
+}
+
+std::vector<plan::LaunchWork> works(const plan::Program& p) {
+  std::vector<plan::LaunchWork> w;
+  for (const plan::Step& s : p.steps)
+    if (const plan::Launch* l = std::get_if<plan::Launch>(&s)) {
+      EXPECT_TRUE(l->work.has_value()) << l->kernel;
+      if (l->work) w.push_back(*l->work);
+    }
+  return w;
+}
+
+TEST(LaunchShape, RuleFlagsFewBlocksAndLongLoopsOfLargeLaunchesOnly) {
+  plan::Program p;
+  auto add = [&](plan::LaunchWork w) {
+    plan::Launch l;
+    l.kernel = "k_000000000000000" + std::to_string(p.steps.size());
+    l.work = w;
+    p.steps.push_back(l);
+  };
+  const int64_t MiB = 1 << 20;
+  add({4 * MiB, 1, 4096, 1});    // the LayerNorm weight gradient of issue 34: grid 1, 4096 rows per thread
+  add({4 * MiB, 264, 16, 33});   // split: fine
+  add({4 * MiB, 264, 4096, 1});  // enough blocks, a long loop
+  add({4 * MiB, 64, 16, 1});     // one block per channel
+  add({MiB, 1, 100000, 1});      // small: exempt
+  p.steps.push_back(plan::Launch{});  // no work recorded
+  LaunchShapeRule r;
+  std::vector<std::string> problems = launchShapeProblems(p, "forward", r);
+  ASSERT_EQ(problems.size(), 4u);
+  EXPECT_NE(problems[0].find("forward step 0 "), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("4.0 MiB in 1 block with work (need 132)"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("step 2 "), std::string::npos);
+  EXPECT_NE(problems[2].find("step 3 "), std::string::npos);
+  EXPECT_NE(problems[3].find("records no work"), std::string::npos);
+  EXPECT_EQ(archSmCount("sm_90"), 132);
+  EXPECT_EQ(launchShapeRuleFor({"sm_80", "sm_90"}).sms, 132);
+  EXPECT_EQ(launchShapeRuleFor({"sm_80"}).sms, 108);
+  EXPECT_EQ(launchShapeRuleFor({"sm_90"}, 16).sms, 16);
+}
+
+/// The bias gradient of a Linear layer over 4096 rows (x: [4096, 256]):
+/// today's kernel (the legacy schedule) is one block of 256 threads each
+/// looping over 4096 rows; scheduled, a coalesced column reduction split
+/// over 33 chunks and a combine kernel.
+TEST(LaunchShape, ColumnSumIsSplitAndCoalesced) {
+  Partition p = forwardOnly({4096, 256}, [](Graph& g, ValueId x) { return addOp(g, OpKind::Sum, {x}, {{"dim", Ints{0}}, {"keepdim", false}}); });
+  CodegenOptions legacy;
+  legacy.launchShape.sms = 0;
+  CodegenResult before = generateCuda(p, legacy);
+  std::vector<plan::LaunchWork> wb = works(before.forward);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wb[0].blocks, 1);
+  EXPECT_EQ(wb[0].serial, 4096);
+  EXPECT_EQ(launchShapeProblems(before.forward, "forward", LaunchShapeRule{}).size(), 1u) << "the check fails on the legacy kernel";
+
+  CodegenResult cg = generateCuda(p);
+  EXPECT_TRUE(launchShapeProblems(cg.forward, "forward", LaunchShapeRule{}).empty());
+  std::vector<plan::LaunchWork> w = works(cg.forward);
+  ASSERT_EQ(w.size(), 2u) << "partials, then their combination";
+  EXPECT_EQ(w[0].split, 33);
+  EXPECT_EQ(w[0].blocks, 8 * 33);  // 256 outputs / 32 lanes, x 33 chunks of 125 rows
+  EXPECT_EQ(w[0].serial, 16);      // 125 rows over a block's 8 warps
+  EXPECT_EQ(w[1].serial, 33);      // the combine kernel: one output's 33 partials, in order
+  const plan::Launch& first = std::get<plan::Launch>(cg.forward.steps[0]);
+  EXPECT_EQ(first.grid[0], 264);
+  EXPECT_NE(cg.kernels.at(first.kernel).source.find("threadIdx.x % 32u"), std::string::npos) << "lanes take consecutive outputs";
+  EXPECT_NE(printFusionPlan(p.forward, planFusion(p.forward)).find("kernel reduction, column x256, split 33 x 125, 264 blocks, 16 serial"),
+            std::string::npos)
+      << printFusionPlan(p.forward, planFusion(p.forward));
+  std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+  EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
+}
+
+/// Batch-norm statistics of resnet18's first layer (32 x 64 x 112 x 112):
+/// one block per channel (64 blocks of 401,408 elements) before; split rows
+/// now, and the row group that held mean and variance is not formed.
+TEST(LaunchShape, ChannelStatisticsAreSplit) {
+  Partition p = forwardOnly({32, 64, 112, 112}, [](Graph& g, ValueId x) {
+    Attrs red{{"dim", Ints{0, 2, 3}}, {"keepdim", true}};
+    ValueId mean = addOp(g, OpKind::Mean, {x}, red);
+    ValueId d = addOp(g, OpKind::Sub, {x, mean});
+    ValueId var = addOp(g, OpKind::Mean, {addOp(g, OpKind::Mul, {d, d})}, red);
+    return addOp(g, OpKind::Mul, {d, addOp(g, OpKind::Rsqrt, {var})});
+  });
+  CodegenOptions legacy;
+  legacy.launchShape.sms = 0;
+  EXPECT_FALSE(launchShapeProblems(generateCuda(p, legacy).forward, "forward", LaunchShapeRule{}).empty());
+  FusionPlan plan = planFusion(p.forward);
+  EXPECT_TRUE(plan.groups.empty());
+  EXPECT_FALSE(plan.unformedGroups.empty());
+  CodegenResult cg = generateCuda(p);
+  EXPECT_TRUE(launchShapeProblems(cg.forward, "forward", LaunchShapeRule{}).empty());
+  int splits = 0;
+  for (const plan::LaunchWork& w : works(cg.forward)) {
+    if (w.split > 1) {
+      ++splits;
+      EXPECT_GE(w.blocks, 132);
+    }
+  }
+  EXPECT_EQ(splits, 2);  // mean and variance
+  int64_t partials = 0;
+  for (const plan::Buffer& b : cg.forward.buffers)
+    if (b.name.find(".partials") != std::string::npos) {
+      ++partials;
+      EXPECT_GE(b.arena_offset, 0) << "the memory plan places the workspace";
+    }
+  EXPECT_EQ(partials, 2);
+  std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+  EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CodegenCompiles, ::testing::Values(DType::F32, DType::F16, DType::BF16),

@@ -9,6 +9,7 @@
 // `view` (root buffer + sizes/strides/offset from the IR type).
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cctype>
 
 #include "aotc/codegen/codegen.h"
 #include "aotc/codegen/prelude.h"
@@ -43,12 +44,14 @@ void ProgramBuilder::ensureView(ValueId v) {
   declare(v, plan::BufferKind::View, root[src]);
 }
 
-void ProgramBuilder::pushLaunch(const std::string& kernel, int64_t threads, int64_t per, int64_t block, std::vector<std::string> args) {
+void ProgramBuilder::pushLaunch(const std::string& kernel, int64_t threads, int64_t per, int64_t block, std::vector<std::string> args,
+                                const plan::LaunchWork& work) {
   plan::Launch l;
   l.kernel = kernel;
   l.grid = {std::max<int64_t>(1, (threads + per - 1) / per), 1, 1};
   l.block = {block, 1, 1};
   l.args = std::move(args);
+  if (!dynamic()) l.work = work;
   grids.resize(steps.size());
   grids.push_back({threads, per});
   stepNodes.resize(steps.size());
@@ -57,18 +60,59 @@ void ProgramBuilder::pushLaunch(const std::string& kernel, int64_t threads, int6
   steps.push_back(std::move(l));
 }
 
-void ProgramBuilder::launch(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
-                            const std::string& outRoot) {
-  std::vector<std::string> a{outRoot.empty() ? root[out] : outRoot};
-  for (ValueId v : args) a.push_back(root[v]);
-  pushLaunch(kernel, threads, kBlock, kBlock, std::move(a));
+int64_t ProgramBuilder::bytes(const std::vector<ValueId>& vs) const {
+  int64_t b = 0;
+  for (ValueId v : vs) b += g.type(v).numel() * static_cast<int64_t>(dtypeSize(g.type(v).dtype));
+  return b;
 }
 
-void ProgramBuilder::launchAll(const std::string& kernel, const Node& n, int64_t threads) {
+int64_t ProgramBuilder::unitBlock(int64_t threads, int64_t touched) const {
+  int64_t block = kBlock;
+  if (!dynamic() && rule.sms > 0 && touched > rule.minBytes)
+    while (block > 64 && (threads + block - 1) / block < rule.sms) block /= 2;
+  return block;
+}
+
+void ProgramBuilder::launch(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
+                            const std::string& outRoot, int64_t serial) {
+  std::vector<std::string> a{outRoot.empty() ? root[out] : outRoot};
+  for (ValueId v : args) a.push_back(root[v]);
+  // Without an output value (a GEMM operand's dense copy): it writes what it reads.
+  const int64_t by = out == kNoValue ? 2 * bytes(args) : bytes(args) + bytes({out}), block = unitBlock(threads, by);
+  pushLaunch(kernel, threads, block, block, std::move(a), plan::LaunchWork{by, std::max<int64_t>(1, (threads + block - 1) / block), serial, 1});
+}
+
+void ProgramBuilder::launchAll(const std::string& kernel, const Node& n, int64_t threads, int64_t serial) {
   std::vector<std::string> a;
   for (ValueId o : n.outputs) a.push_back(root[o]);
   for (ValueId v : n.inputs) a.push_back(root[v]);
-  pushLaunch(kernel, threads, kBlock, kBlock, std::move(a));
+  std::vector<ValueId> touched = n.outputs;
+  touched.insert(touched.end(), n.inputs.begin(), n.inputs.end());
+  const int64_t by = bytes(touched), block = unitBlock(threads, by);
+  pushLaunch(kernel, threads, block, block, std::move(a), plan::LaunchWork{by, std::max<int64_t>(1, (threads + block - 1) / block), serial, 1});
+}
+
+/// Note [Launch shape]: the longest loop an op row's element kernel runs per
+/// thread, as its text spells it: the largest literal bound of a `for`
+/// (`j < 4096`).  A bound that is a coordinate (cumsum's `j <= c[1]`) is
+/// not seen: such loops are at most the dim's size, which the row knows.
+int64_t textSerial(const std::string& src) {
+  int64_t most = 1;
+  for (size_t p = 0; (p = src.find("for (", p)) != std::string::npos; ++p) {
+    size_t semi = src.find(';', p);
+    if (semi == std::string::npos) break;
+    size_t semi2 = src.find(';', semi + 1);
+    if (semi2 == std::string::npos) break;
+    std::string cond = src.substr(semi + 1, semi2 - semi - 1);
+    size_t lt = cond.find('<');
+    if (lt == std::string::npos) continue;
+    size_t d = cond.find_first_not_of(" =", lt + 1);
+    if (d == std::string::npos || !std::isdigit(static_cast<unsigned char>(cond[d]))) continue;
+    size_t e = cond.find_first_not_of("0123456789", d);
+    if (e != std::string::npos && cond.find_first_not_of(" )", e) != std::string::npos) continue;  // an expression, not a literal
+    most = std::max<int64_t>(most, std::stoll(cond.substr(d, e == std::string::npos ? std::string::npos : e - d)));
+  }
+  return most;
 }
 
 /// Note [32-bit indexing]: when no value of the program spans 2^31
@@ -136,7 +180,9 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
           b.ensureView(l);
           a.push_back(b.root[l]);
         }
-        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a));
+        std::vector<ValueId> touched = k.outs;
+        touched.insert(touched.end(), k.leaves.begin(), k.leaves.end());
+        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(touched), k.blocks, k.serial, 1});
       }
       b.attributeSteps(static_cast<int32_t>(idx));
       if (!G.lowerViews.count(static_cast<int32_t>(idx))) continue;  // computed by the group's kernel
@@ -183,14 +229,40 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
     }
     if (reductionRule(n.op)) {
       KernelEmitter::Kernel k = emit.reduction(n);
-      b.launch(k.name, k.leaves, out, k.threads);
+      std::vector<ValueId> touched = k.leaves;
+      touched.push_back(out);
+      std::vector<std::string> a{b.root[out]};
+      for (ValueId v : k.leaves) a.push_back(b.root[v]);
+      if (k.combine.empty()) {
+        const int64_t blocks = std::max<int64_t>(1, (k.threads + k.per - 1) / k.per);
+        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(touched), blocks, k.serial, 1});
+        continue;
+      }
+      // Note [Reduction schedules]: the partials' workspace, an owned buffer
+      // live from the first kernel to the second (the memory plan places it).
+      const int64_t outputs = ot.numel();
+      plan::Buffer ws{g.values[out].name + ".partials", plan::BufferKind::Alloc,
+                      plan::Layout{k.workspace, {k.split * outputs}, {1}, 0}, "", "", k.split * outputs * dtypeSize(k.workspace), -1};
+      const int64_t wsBytes = ws.bytes;
+      b.buffers.push_back(ws);
+      a[0] = ws.name;
+      b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a),
+                   plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
+      const int64_t outBytes = b.bytes({out});
+      b.pushLaunch(k.combine, outputs, kBlock, kBlock, {b.root[out], ws.name},
+                   plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
+      b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];  // the combine computes the same nodes
       continue;
     }
     // Every other op: as its row says (Note [Op rows]).
     const OpRule* row = opRule(n.op);
     AOTC_CHECK(row, "cannot lower ", info.name);
     switch (row->cuda) {
-      case aotc::Lowering::Element: b.launchAll(emit.element(n, row->body(g, n)), n, ot.numel()); break;
+      case aotc::Lowering::Element: {
+        const std::string kernel = emit.element(n, row->body(g, n));
+        b.launchAll(kernel, n, ot.numel(), textSerial(b.kernels.at(kernel).source));
+        break;
+      }
       case aotc::Lowering::Fill: b.launch(emit.constant(n), {}, out, ot.numel()); break;
       case aotc::Lowering::Gemm: lowerGemm(b, emit, plan, n, ot.rank() == 3 ? 1 : 0); break;
       case aotc::Lowering::Conv: lowerConv(b, emit, plan, n); break;
@@ -202,16 +274,19 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
 
 
 plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& kernels, const std::string& ir, const Graph* decide,
-                           bool wide, std::vector<std::pair<int64_t, int64_t>>& grids, std::vector<std::vector<int32_t>>& stepNodes) {
+                           bool wide, const LaunchShapeRule& rule, std::vector<std::pair<int64_t, int64_t>>& grids,
+                           std::vector<std::vector<int32_t>>& stepNodes) {
   ProgramBuilder b(g, kernels);
+  b.rule = rule;
+  if (decide) b.rule.sms = 0;  // Note [Dynamic codegen]: the legacy shapes, the same at every size
   std::optional<FusionPlan> decidePlan;
   if (decide) {
-    decidePlan = planFusion(*decide);
+    decidePlan = planFusion(*decide, b.rule);
     b.decide = decide;
     b.decidePlan = &*decidePlan;
     b.presetWide(wide);
   }
-  lowerNodes(b, planFusion(g));
+  lowerNodes(b, planFusion(g, b.rule));
   plan::Program prog;
   prog.ir = ir;
   prog.buffers = std::move(b.buffers);
@@ -231,9 +306,9 @@ plan::Program lowerProgram(const Graph& g, std::map<std::string, KernelSource>& 
 CodegenResult generateCuda(const Partition& p, const CodegenOptions& opts) {
   CodegenResult r;
   r.forward = cudagen::lowerProgram(p.forward, r.kernels, "forward.ir", opts.decide ? &opts.decide->forward : nullptr, opts.wide,
-                                    r.forwardGrids, r.forwardStepNodes);
+                                    opts.launchShape, r.forwardGrids, r.forwardStepNodes);
   r.backward = cudagen::lowerProgram(p.backward, r.kernels, "backward.ir", opts.decide ? &opts.decide->backward : nullptr, opts.wide,
-                                     r.backwardGrids, r.backwardStepNodes);
+                                     opts.launchShape, r.backwardGrids, r.backwardStepNodes);
   return r;
 }
 

@@ -42,6 +42,96 @@ int32_t regionSource(const Graph& g, const Node& copy) {
 
 namespace {
 
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Threads per block of a reduction kernel that has them stride or tree.
+constexpr int64_t kReduceBlock = 256;
+
+}  // namespace
+
+bool columnWise(const TensorType& in, const Ints& dims) {
+  int64_t inner = in.rank() - 1;
+  while (inner >= 0 && in.sizes[static_cast<size_t>(inner)] == 1) --inner;
+  return inner >= 0 && !std::binary_search(dims.begin(), dims.end(), inner) && in.strides[static_cast<size_t>(inner)] == 1;
+}
+
+/// Reductions over at least this many elements get one block per output
+/// (threads stride over the reduced elements, then a shared-memory tree);
+/// smaller ones one thread per output.  Note [Column reductions]: when the
+/// innermost dim is kept (a bias gradient's sum over rows), neighbouring
+/// threads of a block would read elements a row apart; one thread per
+/// output instead reads neighbouring columns at each step: coalesced.  (The
+/// legacy choice: a large column reduction is scheduled as Column, Note
+/// [Reduction schedules].)
+bool blockPerOutput(const TensorType& in, const Ints& dims, int64_t nred, int64_t outputs) {
+  constexpr int64_t kBlockReduceMin = 256, kColumnOutputsMin = 32;
+  if (nred < kBlockReduceMin) return false;
+  return !(columnWise(in, dims) && outputs >= kColumnOutputsMin);
+}
+
+ReductionSchedule scheduleReduction(int64_t nred, int64_t outputs, bool column, int64_t bytes, const LaunchShapeRule& rule) {
+  ReductionSchedule s;
+  if (rule.sms <= 0 || bytes <= rule.minBytes || nred < 1 || outputs < 1) return s;
+  // Short rows and outputs enough to give every SM blocks of 64: a thread each.
+  if (nred < 64 && ceilDiv(outputs, 64) >= rule.sms) {
+    s.kind = ReductionSchedule::Thread;
+    s.block = kReduceBlock;
+    while (s.block > 64 && ceilDiv(outputs, s.block) < rule.sms) s.block /= 2;
+    s.blocks = ceilDiv(outputs, s.block);
+    s.serial = nred;
+    s.chunk = nred;
+    return s;
+  }
+  int64_t lanes = 0, blocks0 = 0;  // threads sharing one output's chunk; blocks before the split
+  if (column && outputs >= 32) {
+    s.kind = ReductionSchedule::Column;
+    s.block = kReduceBlock;
+    lanes = kReduceBlock / 32;
+    blocks0 = ceilDiv(outputs, 32);
+  } else {
+    s.kind = ReductionSchedule::Row;
+    s.block = 32;
+    while (s.block < nred && s.block < kReduceBlock) s.block *= 2;
+    // Few short rows (a large launch over many operands): smaller blocks,
+    // so that the chunks of one element per thread still fill the machine.
+    while (s.block > 32 && outputs * ceilDiv(nred, s.block) < rule.sms) s.block /= 2;
+    lanes = s.block;
+    blocks0 = outputs;
+  }
+  // Two waves of blocks when the outputs alone give fewer than one; chunks
+  // short enough for the serial bound; every thread at least one element.
+  int64_t split = blocks0 < rule.sms ? ceilDiv(2 * rule.sms, blocks0) : 1;
+  split = std::max(split, ceilDiv(nred, lanes * rule.maxSerial));
+  split = std::max<int64_t>(1, std::min(split, ceilDiv(nred, lanes)));
+  s.chunk = ceilDiv(nred, split);
+  s.split = ceilDiv(nred, s.chunk);  // no chunk without work
+  s.blocks = blocks0 * s.split;
+  s.serial = ceilDiv(s.chunk, lanes);
+  return s;
+}
+
+RowGroupShape rowGroupShape(const Ints& shape, const Ints& dims, int64_t rows, int64_t nred, int passes, bool large,
+                            const LaunchShapeRule& rule) {
+  RowGroupShape r;
+  r.perThread = !blockPerOutput(TensorType::contiguous(DType::F32, shape), dims, nred, rows);
+  if (r.perThread) {
+    r.block = kReduceBlock;
+    // Enough blocks for the machine (Note [Launch shape]); small ones keep theirs.
+    if (large && rule.sms > 0)
+      while (r.block > 64 && ceilDiv(rows, r.block) < rule.sms) r.block /= 2;
+    r.blocks = ceilDiv(rows, r.block);
+    r.serial = passes * nred;
+  } else {
+    r.block = 32;
+    while (r.block < nred && r.block < kReduceBlock) r.block *= 2;
+    r.blocks = rows;
+    r.serial = passes * ceilDiv(nred, r.block);
+  }
+  return r;
+}
+
+namespace {
+
 // Note [Fusion by inlining]: a pointwise value with exactly one consumer,
 // a pointwise kernel or a reduction of the same shape, that no program
 // output needs, is computed inside its consumer's kernel instead of
@@ -52,10 +142,46 @@ namespace {
 // materialized once rather than recomputed.
 struct Planner {
   const Graph& g;
+  const LaunchShapeRule rule;
   FusionPlan plan;
   std::vector<bool>& inlined = plan.inlined;
 
-  explicit Planner(const Graph& graph) : g(graph) {}
+  Planner(const Graph& graph, const LaunchShapeRule& r) : g(graph), rule(r) {}
+
+  /// Bytes of the buffers a kernel reads to compute `v` (through inlined
+  /// nodes; a row group's own values are computed, not read): its leaves,
+  /// as the kernel text will have them (Note [Launch shape]).
+  int64_t leafBytes(ValueId v, const RowGroup* G, std::set<ValueId>& seen) const {
+    if (!seen.insert(v).second) return 0;
+    if (G && (G->rowLevel.count(v) || G->full.count(v))) return 0;
+    int32_t d = g.values[v].node;
+    if (d >= 0 && inlined[static_cast<size_t>(d)]) {
+      const Node& n = g.nodes[static_cast<size_t>(d)];
+      if (n.op == OpKind::Constant) return 0;
+      int64_t b = 0;
+      for (ValueId in : n.inputs) b += leafBytes(in, G, seen);
+      return b;
+    }
+    const TensorType& t = g.type(v);
+    return t.numel() * static_cast<int64_t>(dtypeSize(t.dtype));
+  }
+
+  /// Note [Reduction schedules]: every reduction with a kernel of its own.
+  void planSchedules() {
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      if (!isReduction(n.op) || inlined[k] || plan.groupOf[k] >= 0) continue;
+      const TensorType& it = g.type(n.inputs[0]);
+      const TensorType& ot = g.type(n.outputs[0]);
+      Ints dims = reductionDims(n.attrs, it.rank());
+      int64_t nred = 1;
+      for (int64_t d : dims) nred *= it.sizes[static_cast<size_t>(d)];
+      std::set<ValueId> seen;
+      int64_t bytes = leafBytes(n.inputs[0], nullptr, seen) + ot.numel() * static_cast<int64_t>(dtypeSize(ot.dtype));
+      ReductionSchedule s = scheduleReduction(nred, ot.numel(), columnWise(it, dims), bytes, rule);
+      if (s.kind != ReductionSchedule::Legacy) plan.schedules[static_cast<int32_t>(k)] = s;
+    }
+  }
 
   /// Largest expression tree (in nodes) one inlined value may stand for:
   /// a value inlined into several consumers is recomputed by each.
@@ -145,6 +271,7 @@ struct Planner {
     }
     planBiasEpilogues(u);
     planRowGroups(u);
+    planSchedules();
   }
 
   // ------------------------------------------------------------ row groups
@@ -303,6 +430,32 @@ struct Planner {
           G.materialized.insert(v);
         }
       }
+      // Note [Launch shape]: a group whose one kernel cannot fill the machine
+      // (a few long rows: batch-norm statistics of a large image batch, the
+      // column sums of a LayerNorm's weight gradient) is not formed: its
+      // reductions run scheduled (split, coalesced) and its pointwise work
+      // as kernels of their own.  The group re-read its rows in every pass
+      // anyway; what it saved, launches, matters less than 132 SMs.
+      std::set<ValueId> seen;
+      bool anyFull = false;
+      G.passes = 0;
+      G.bytes = 0;
+      for (int32_t m : G.members) {
+        const Node& mn = g.nodes[static_cast<size_t>(m)];
+        G.passes += isReduction(mn.op);
+        for (ValueId in : mn.inputs) G.bytes += leafBytes(in, &G, seen);
+      }
+      for (ValueId v : G.materialized) {
+        anyFull = anyFull || G.full.count(v);
+        G.bytes += g.type(v).numel() * static_cast<int64_t>(dtypeSize(g.type(v).dtype));
+      }
+      G.passes += anyFull;
+      const bool large = rule.sms > 0 && G.bytes > rule.minBytes;
+      RowGroupShape shape = rowGroupShape(G.shape, G.dims, G.rows, G.nred, G.passes, large, rule);
+      if (large && !launchShapeOk(plan::LaunchWork{G.bytes, shape.blocks, shape.serial, 1}, rule)) {
+        plan.unformedGroups.push_back(G.seed);
+        continue;
+      }
       for (int32_t m : G.members) plan.groupOf[static_cast<size_t>(m)] = static_cast<int32_t>(plan.groups.size());
       plan.groups.push_back(std::move(G));
     }
@@ -311,8 +464,8 @@ struct Planner {
 
 }  // namespace
 
-FusionPlan planFusion(const Graph& g) {
-  Planner p(g);
+FusionPlan planFusion(const Graph& g, const LaunchShapeRule& rule) {
+  Planner p(g, rule);
   p.run();
   return std::move(p.plan);
 }
@@ -380,6 +533,12 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
       if (n.op == OpKind::EpilogueCopy)
         if (int32_t d = regionSource(g, n); d >= 0) os << ", the region %" << g.values[g.nodes[static_cast<size_t>(d)].outputs[0]].name;
       if (auto b = plan.gemmBias.find(id); b != plan.gemmBias.end()) os << " + bias %" << g.values[b->second].name;
+      if (auto s = plan.schedules.find(id); s != plan.schedules.end()) {
+        static constexpr const char* kKinds[] = {"legacy", "thread", "row", "column"};
+        os << ", " << kKinds[s->second.kind] << " x" << s->second.block;
+        if (s->second.split > 1) os << ", split " << s->second.split << " x " << s->second.chunk;
+        os << ", " << s->second.blocks << " blocks, " << s->second.serial << " serial";
+      }
     }
     os << "\n";
   }
@@ -388,6 +547,9 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
     os << "  group " << gi << ": shape " << ints(G.shape) << " dims " << ints(G.dims) << " rows " << G.rows << " x " << G.nred
        << ", " << G.members.size() << " members\n";
   }
+  for (int32_t seed : plan.unformedGroups)
+    os << "  no group at %" << g.values[g.nodes[static_cast<size_t>(seed)].outputs[0]].name
+       << ": its kernel would not fill the machine (Note [Launch shape])\n";
   os << "}\n";
   return os.str();
 }

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "aotc/codegen/fusion.h"
+
 #include "aotc/ir/host_tensor.h"
 #include "aotc/ops/kernel_text.h"
 #include "aotc/ops/ops.h"
@@ -115,22 +117,14 @@ bool vectorLoadable(const TensorType& b) {
   return true;
 }
 
-/// Reductions over at least this many elements get one block per output
-/// (threads stride over the reduced elements, then a shared-memory tree);
-/// smaller ones one thread per output.  Note [Column reductions]: when the
-/// innermost dim is kept (a bias gradient's sum over rows), neighbouring
-/// threads of a block would read elements a row apart; one thread per
-/// output instead reads neighbouring columns at each step: coalesced.
-constexpr int64_t kBlockReduceMin = 256;
-constexpr int64_t kColumnOutputsMin = 32;
-
-bool blockReduction(const TensorType& in, const Ints& dims, int64_t nred, int64_t outputs) {
-  if (nred < kBlockReduceMin) return false;
-  int64_t inner = in.rank() - 1;
-  while (inner >= 0 && in.sizes[static_cast<size_t>(inner)] == 1) --inner;
-  bool columnWise = inner >= 0 && !std::binary_search(dims.begin(), dims.end(), inner) && in.strides[static_cast<size_t>(inner)] == 1;
-  return !(columnWise && outputs >= kColumnOutputsMin);
-}
+/// Note [Reduction precision]: as PyTorch's kernels on a GPU, floating
+/// reductions accumulate in float (float32, float16, bfloat16) or double
+/// (float64), integers in 64 bits.  The order is a tree (threads' strided
+/// partial sums, then a fixed shared-memory tree, then chunks in order),
+/// which keeps float32's error to about log2(n) roundings instead of n.
+/// (Until issue 34 float32 accumulated in double; FP64 runs at 1/32 to 1/64
+/// of FP32 on GPUs other than the H100 class.)
+const char* accumType(DType d) { return !isFloating(d) ? "long long" : d == DType::F64 ? "double" : "float"; }
 
 /// Note [Size scalars] in a kernel of a dynamic-shape artifact (Note
 /// [Dynamic codegen]): the value from its integers, as Builder::sizeScalar
@@ -331,7 +325,11 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
   } else {
     os << "  out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e[0] << ";\n}\n";
   }
-  return Kernel{b_.addKernel(os.str(), x.nodes, x.ids), x.leaves, threads};
+  Kernel k;
+  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
+  k.leaves = x.leaves;
+  k.threads = threads;
+  return k;
 }
 
 /// A reduction over `dim`, with its input's expression computed in the loop.
@@ -347,16 +345,17 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
       redDims.push_back(d);
       nred *= it.sizes[d];
     }
-  // Note [Reduction precision]: floating reductions accumulate in double:
-  // BatchNorm statistics over few elements feed ill-conditioned backwards.
-  const char* acc = isFloating(ot.dtype) ? "double" : "long long";
+  const char* acc = accumType(ot.dtype);
   const ReductionRule& rs = *reductionRule(n.op);
   ExprCtx x;
   noteNode(x, n);
   x.indent = "    ";
   std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
   std::string v = emitValue(n.inputs[0], it.sizes, c, x);
-  bool blockReduce = blockReduction(it, dims, nred, ot.numel());
+  const auto sched = plan_.schedules.find(static_cast<int32_t>(&n - g.nodes.data()));
+  if (!b_.dynamic() && sched != plan_.schedules.end() && sched->second.kind != ReductionSchedule::Thread)
+    return scheduledReduction(n, sched->second, x, v, keptSizes, redDims, nred);
+  bool blockReduce = blockPerOutput(it, dims, nred, ot.numel());
   if (b_.dynamic()) {
     // Note [Dynamic codegen]: decided at the hints, the same at every probe.
     const size_t idx = static_cast<size_t>(&n - g.nodes.data());
@@ -364,7 +363,7 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
     const TensorType& dt = b_.decide->type(dn.inputs[0]);
     int64_t dred = 1;
     for (int64_t d : dims) dred *= dt.sizes[static_cast<size_t>(d)];
-    blockReduce = blockReduction(dt, dims, dred, b_.decide->type(dn.outputs[0]).numel());
+    blockReduce = blockPerOutput(dt, dims, dred, b_.decide->type(dn.outputs[0]).numel());
   }
   std::ostringstream os;
   os << kernelHeader(x.ops, ot.dtype, x.leaves);
@@ -398,7 +397,113 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   }
   if (rs.mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
   os << "  out[" << (ot.offset ? std::to_string(ot.offset) + " + " : std::string()) << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
-  return Kernel{b_.addKernel(os.str(), x.nodes, x.ids), x.leaves, blockReduce ? ot.numel() * kBlock : ot.numel()};
+  Kernel k;
+  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
+  k.leaves = x.leaves;
+  k.threads = blockReduce ? ot.numel() * kBlock : ot.numel();
+  if (!b_.dynamic() && sched != plan_.schedules.end()) {  // Thread: the legacy text, blocks for the machine
+    k.per = k.block = sched->second.block;
+    k.serial = sched->second.serial;
+  } else {
+    k.serial = blockReduce ? (nred + kBlock - 1) / kBlock : nred;
+  }
+  return k;
+}
+
+/// Note [Reduction schedules]: a Row or Column reduction, split or not.
+/// `x` holds the input's expression (`v`) at coordinates c[], for the loop.
+KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const ReductionSchedule& s, ExprCtx& x, const std::string& v,
+                                                        const Ints& keptSizes, const Ints& redDims, int64_t nred) {
+  const TensorType& it = g.type(n.inputs[0]);
+  const TensorType& ot = g.type(n.outputs[0]);
+  const ReductionRule& rs = *reductionRule(n.op);
+  const bool floating = isFloating(ot.dtype);
+  const char* acc = accumType(ot.dtype);
+  const DType accType = !floating ? DType::I64 : ot.dtype == DType::F64 ? DType::F64 : DType::F32;
+  const std::string combine = rs.cudaCombine;
+  const int64_t K = ot.numel(), rank = std::max<int64_t>(it.rank(), 1);
+  const bool split = s.split > 1;
+  const bool column = s.kind == ReductionSchedule::Column;
+  const int64_t KB = (K + 31) / 32;  // Column: blocks across the outputs
+  auto both = [&](const std::string& a, const std::string& b) { return combine.empty() ? a + " + " + b : combine + "(" + a + ", " + b + ")"; };
+  std::ostringstream os;
+  os << kernelHeader(x.ops, split ? accType : ot.dtype, x.leaves);
+  if (column) {
+    os << "  const unsigned lane = threadIdx.x % 32u, row = threadIdx.x / 32u;\n";
+    os << "  aotc_i64 i = (aotc_i64)(blockIdx.x % " << KB << "u) * 32 + lane;\n";
+    os << "  aotc_i64 sp = blockIdx.x / " << KB << "u;\n";
+  } else {
+    os << "  aotc_i64 i = blockIdx.x % " << K << "u;\n";
+    os << "  aotc_i64 sp = blockIdx.x / " << K << "u;\n";
+  }
+  os << "  " << acc << " acc = " << (floating ? rs.cudaInit : rs.cudaInitInt) << ";\n";
+  os << "  if (i < " << K << ") {\n";
+  os << "    aotc_i64 c[" << rank << "];\n    { aotc_i64 r = i;\n";
+  int64_t outerKept = 0;
+  while (outerKept < it.rank() && keptSizes[static_cast<size_t>(outerKept)] == 1) ++outerKept;
+  for (int64_t d = it.rank(); d-- > 0;)
+    if (keptSizes[static_cast<size_t>(d)] != 1) os << coordStep("      ", "c", d, "r", keptSizes[static_cast<size_t>(d)], d == outerKept, false);
+    else if (!std::binary_search(redDims.begin(), redDims.end(), d)) os << "      c[" << d << "] = 0;\n";
+  os << "    }\n";
+  const int64_t lanes = column ? s.block / 32 : s.block;
+  os << "    aotc_i64 j1 = sp * " << s.chunk << " + " << s.chunk << ";\n    if (j1 > " << nred << ") j1 = " << nred << ";\n";
+  os << "    for (aotc_i64 j = sp * " << s.chunk << " + " << (column ? "row" : "threadIdx.x") << "; j < j1; j += " << lanes << ") {\n";
+  os << "    aotc_i64 q = j;\n";
+  for (size_t k = redDims.size(); k-- > 0;)
+    os << coordStep("    ", "c", redDims[k], "q", it.sizes[static_cast<size_t>(redDims[k])], k == 0, false);
+  os << x.code.str();
+  if (!combine.empty()) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n    }\n  }\n";
+  else os << "    acc += (" << acc << ")" << v << ";\n    }\n  }\n";
+  // A fixed tree over the block's partial results (deterministic).
+  os << "  __shared__ " << acc << " part[" << s.block << "];\n";
+  std::string result;
+  if (column) {
+    // Note [Column reductions]: the 8 rows of partial results, halved in a
+    // fixed order; lane l of row 0 ends with output i's.
+    os << "  part[threadIdx.x] = acc;\n  __syncthreads();\n";
+    os << "  for (unsigned h = " << lanes / 2 << "; h > 0; h >>= 1) {\n";
+    os << "    if (row < h) part[threadIdx.x] = " << both("part[threadIdx.x]", "part[threadIdx.x + h * 32u]") << ";\n";
+    os << "    __syncthreads();\n  }\n";
+    os << "  if (row != 0 || i >= " << K << ") return;\n";
+    result = "part[lane]";
+  } else {
+    os << blockTree(s.block, combine);
+    os << "  if (threadIdx.x != 0) return;\n";
+    result = "part[0]";
+  }
+  std::string outOffset = ot.offset ? std::to_string(ot.offset) + " + " : std::string();
+  if (split) {
+    os << "  out[sp * " << K << " + i] = " << result << ";\n}\n";
+  } else {
+    os << "  acc = " << result << ";\n";
+    if (rs.mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
+    os << "  out[" << outOffset << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
+  }
+  Kernel k;
+  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
+  k.leaves = x.leaves;
+  k.threads = s.blocks;
+  k.per = 1;
+  k.block = s.block;
+  k.serial = s.serial;
+  k.split = s.split;
+  if (!split) return k;
+  // The second kernel: each output's partials, combined in chunk order.
+  std::ostringstream cs;
+  cs << "// aotc kernel:";
+  for (size_t o = 0; o < x.ops.size(); ++o) cs << (o ? ", " : " ") << x.ops[o];
+  cs << " (combine " << s.split << " partials)\n";
+  cs << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, const " << acc
+     << "* __restrict__ in0) {\n";
+  cs << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  cs << "  if (i >= " << K << ") return;\n";
+  cs << "  " << acc << " acc = in0[i];\n";
+  cs << "  for (aotc_i64 sp = 1; sp < " << s.split << "; ++sp) acc = " << both("acc", "in0[sp * " + std::to_string(K) + " + i]") << ";\n";
+  if (rs.mean) cs << "  acc = acc / (" << acc << ")" << nred << ";\n";
+  cs << "  out[" << outOffset << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
+  k.combine = b_.addKernel(cs.str(), x.nodes, x.ids);
+  k.workspace = accType;
+  return k;
 }
 
 /// The kernel of a row group (Note [Row groups]), launched at its seed.
@@ -417,10 +522,12 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   const RowGroup& D = b_.dynamic() ? b_.decidePlan->groups.at(static_cast<size_t>(&G - plan_.groups.data())) : G;
   if (D.members != G.members || D.dims != G.dims)
     throw UserError(SourceLoc{}, "the fusion plan differs between sizes at a row group (Note [Dynamic codegen])");
-  const bool perThread = !blockReduction(TensorType::contiguous(DType::F32, D.shape), D.dims, D.nred, D.rows);
-  int64_t block = 32;
-  while (block < D.nred && block < kBlock) block *= 2;
-  if (perThread) block = kBlock;
+  // Note [Launch shape]: a large group's thread-per-row kernel takes blocks
+  // small enough to give every SM one (the planner formed only groups whose
+  // shape keeps the rule).
+  const RowGroupShape shape = rowGroupShape(D.shape, D.dims, D.rows, D.nred, D.passes, !b_.dynamic() && D.bytes > b_.rule.minBytes, b_.rule);
+  const bool perThread = shape.perThread;
+  const int64_t block = shape.block;
   ExprCtx x;
   x.exprNodes = &G.exprNodes;
   x.aliases = &G.aliases;
@@ -435,7 +542,12 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     if (G.rowShape[static_cast<size_t>(d)] != 1) body << coordStep("    ", "c", d, "r", G.rowShape[static_cast<size_t>(d)], d == outerRow, b_.dynamic());
     else body << "    c[" << d << "] = 0;\n";
   body << "  }\n";
-  if (!perThread) body << "  __shared__ double part[" << block << "];\n";
+  // Note [Reduction precision]: the group's accumulators.
+  bool anyDouble = false;
+  for (int32_t m : G.members)
+    anyDouble = anyDouble || (isReduction(g.nodes[static_cast<size_t>(m)].op) && g.type(g.nodes[static_cast<size_t>(m)].outputs[0]).dtype == DType::F64);
+  const std::string acct = anyDouble ? "double" : "float";
+  if (!perThread) body << "  __shared__ " << acct << " part[" << block << "];\n";
   auto rowLoop = [&]() {
     std::ostringstream l;
     // Not unrolled: a row group's passes are long, and unrolling them
@@ -454,7 +566,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     return code;
   };
   // A row's element count as a double (an integer token where it may vary: Note [Dynamic codegen]).
-  const std::string nredText = b_.dynamic() ? "(double)" + std::to_string(G.nred) : std::to_string(G.nred) + ".0";
+  const std::string nredText = b_.dynamic() || !anyDouble ? "(" + acct + ")" + std::to_string(G.nred) : std::to_string(G.nred) + ".0";
   int reg = 0;
   for (int32_t m : G.members) {
     const Node& n = g.nodes[static_cast<size_t>(m)];
@@ -466,11 +578,11 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
       const ReductionRule& rs = *reductionRule(n.op);
       x.indent = "    ";
       std::string e = emitValue(n.inputs[0], G.shape, c, x);
-      body << "  " << ct << " " << r << ";\n  {\n  double acc = " << rs.cudaInit << ";\n";
+      body << "  " << ct << " " << r << ";\n  {\n  " << acct << " acc = " << rs.cudaInit << ";\n";
       body << rowLoop() << takeCode();
       const std::string combine = rs.cudaCombine;
-      if (combine.empty()) body << "    acc += (double)" << e << ";\n  }\n";
-      else body << "    acc = " << combine << "((double)" << e << ", acc);\n  }\n";
+      if (combine.empty()) body << "    acc += (" << acct << ")" << e << ";\n  }\n";
+      else body << "    acc = " << combine << "((" << acct << ")" << e << ", acc);\n  }\n";
       if (perThread) {
         body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + nredText + ")" : "acc") << ";\n  }\n";
         x.registers[v] = r;
@@ -523,7 +635,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
   for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
   os << ") {\n" << body.str() << "}\n";
-  return GroupKernel{b_.addKernel(os.str(), x.nodes, x.ids), outs, x.leaves, G.rows, perThread ? block : 1, block};
+  return GroupKernel{b_.addKernel(os.str(), x.nodes, x.ids), outs, x.leaves, G.rows, perThread ? block : 1, block, shape.blocks, shape.serial};
 }
 
 /// A kernel with one thread per element of output 0 (dense): the header

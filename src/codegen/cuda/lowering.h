@@ -49,6 +49,9 @@ struct ProgramBuilder {
   std::vector<std::pair<int64_t, int64_t>> grids;
   /// Per step: the nodes it computes (CodegenResult::forwardStepNodes).
   std::vector<std::vector<int32_t>> stepNodes;
+  /// Note [Launch shape]: the machine launches are shaped for (sms 0 in
+  /// a dynamic-shape artifact: the legacy shapes, no work recorded).
+  LaunchShapeRule rule;
 
   ProgramBuilder(const Graph& graph, std::map<std::string, KernelSource>& k)
       : g(graph), kernels(k), root(graph.values.size()) {}
@@ -65,13 +68,21 @@ struct ProgramBuilder {
   /// reads it.
   void ensureView(ValueId v);
 
-  /// A launch of max(1, ceil(threads / per)) blocks of `block` threads.
-  void pushLaunch(const std::string& kernel, int64_t threads, int64_t per, int64_t block, std::vector<std::string> args);
-  /// One thread per unit of `threads`: out (or `outRoot`), then `args`.
+  /// A launch of max(1, ceil(threads / per)) blocks of `block` threads;
+  /// `work` recorded in a static artifact (Note [Launch shape]).
+  void pushLaunch(const std::string& kernel, int64_t threads, int64_t per, int64_t block, std::vector<std::string> args,
+                  const plan::LaunchWork& work);
+  /// One thread per unit of `threads` (each visiting at most `serial`
+  /// elements): out (or `outRoot`), then `args`.  Blocks of 256 threads, or
+  /// fewer when a large launch would otherwise leave SMs without one.
   void launch(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
-              const std::string& outRoot = "");
+              const std::string& outRoot = "", int64_t serial = 1);
   /// Launch with every output then every input as arguments.
-  void launchAll(const std::string& kernel, const Node& n, int64_t threads);
+  void launchAll(const std::string& kernel, const Node& n, int64_t threads, int64_t serial = 1);
+  /// Bytes of values' tensors (Note [Launch shape]).
+  int64_t bytes(const std::vector<ValueId>& vs) const;
+  /// Threads per block for `threads` threads of one unit each, touching `bytes`.
+  int64_t unitBlock(int64_t threads, int64_t bytes) const;
 
   /// Adds a kernel's text to the table (Note [Kernel text]); returns its name.
   /// `ids`: the nodes of `g` it computes, given to the next launch.
@@ -99,6 +110,14 @@ class KernelEmitter {
     std::string name;
     std::vector<ValueId> leaves;  ///< its operands after the output
     int64_t threads = 0;          ///< threads to launch
+    int64_t per = kBlock, block = kBlock;  ///< grid = ceil(threads / per) blocks of `block`
+    int64_t serial = 1;           ///< Note [Launch shape]
+    int64_t split = 1;
+    /// A split reduction (Note [Reduction schedules]): the first kernel
+    /// writes partials of type `workspace` (split x outputs) to a buffer of
+    /// their own; `combine`, one thread per output, reads them and writes out.
+    std::string combine;
+    DType workspace = DType::F64;
   };
   /// A (fused) elementwise kernel: out, with layout `ot`, = root's value.
   Kernel pointwise(const Node& root, const TensorType& ot);
@@ -109,6 +128,7 @@ class KernelEmitter {
     std::string name;
     std::vector<ValueId> outs, leaves;
     int64_t threads = 0, per = 1, block = 0;  ///< grid = ceil(threads / per)
+    int64_t blocks = 0, serial = 0;           ///< Note [Launch shape]
   };
   GroupKernel rowGroup(const RowGroup& G);
   /// A kernel with one thread per element of output 0 (dense), around an op
@@ -119,6 +139,8 @@ class KernelEmitter {
 
  private:
   struct ExprCtx;
+  Kernel scheduledReduction(const Node& n, const ReductionSchedule& s, ExprCtx& x, const std::string& v, const Ints& keptSizes,
+                            const Ints& redDims, int64_t nred);
   std::string emitValue(ValueId v, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x);
   std::string scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x);
   bool computedInline(int32_t node, const ExprCtx& x) const;

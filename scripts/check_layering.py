@@ -9,12 +9,25 @@ src/CMakeLists.txt and fails (exit 1, one line per violation) when
     neither F nor a folder of a library F's library links, directly or
     through the libraries it links (a test may include what its LINKS reach).
 So `ir` including `ops` (the op table) fails here, not just at link time.
+
+The front ends are two rooms of one library, src/frontend/fx/ and
+src/frontend/onnx/ (Note [FX converter tables], Note [ONNX converter
+tables]); it also fails when
+  - a file in one room includes a private header ("x.h", not "aotc/...") that
+    is not in its own room (the rooms share only the public headers);
+  - src/frontend/ holds code outside the rooms other than the entry
+    (frontend.cpp), or a room is missing;
+  - a file of the front ends is longer than FRONTEND_MAX_LINES (a long
+    converter is a decomposition and lives with the ops).
 """
 import os
 import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRONTEND_ROOMS = ("fx", "onnx")
+FRONTEND_ENTRY = ("frontend.cpp",)
+FRONTEND_MAX_LINES = 800
 
 
 def calls(text, fn):
@@ -27,6 +40,33 @@ def calls(text, fn):
             elif key in sections:
                 sections[key].append(w)
         yield name, sections["SOURCES"], [l for l in sections["LINKS"] if l.startswith("aotc_")]
+
+
+def frontend_rooms():
+    errors, base = [], os.path.join(ROOT, "src", "frontend")
+    private = re.compile(r'^\s*#\s*include\s+"((?!aotc/)[^"]+)"', re.M)
+    for f in sorted(os.listdir(base)):
+        if os.path.isfile(os.path.join(base, f)) and f not in FRONTEND_ENTRY:
+            errors.append(f"src/frontend/{f}: front-end code lives in src/frontend/{{{','.join(FRONTEND_ROOMS)}}}/ "
+                          "(a loader, readers and one converter table per op family)")
+    for room in FRONTEND_ROOMS:
+        d = os.path.join(base, room)
+        if not os.path.isdir(d):
+            errors.append(f"src/frontend/{room}/: missing (the {room} front end's room)")
+            continue
+        for f in sorted(os.listdir(d)):
+            path = os.path.join(d, f)
+            text = open(path, errors="replace").read()
+            n = text.count("\n")
+            if n > FRONTEND_MAX_LINES:
+                errors.append(f"src/frontend/{room}/{f}: {n} lines, more than {FRONTEND_MAX_LINES}: split the family, "
+                              "or move a long converter to the ops layer as a decomposition")
+            for m in private.finditer(text):
+                if "/" in m.group(1) or not os.path.isfile(os.path.join(d, m.group(1))):
+                    line = text.count("\n", 0, m.start()) + 1
+                    errors.append(f"src/frontend/{room}/{f}:{line}: includes \"{m.group(1)}\", which is not a header "
+                                  f"of src/frontend/{room}/ (the front ends share only aotc/ headers)")
+    return errors
 
 
 def main():
@@ -86,6 +126,7 @@ def main():
                         if m and m.group(1) not in ok:
                             errors.append(f"{rel}:{n}: includes aotc/{m.group(1)}/, which the {folder} library "
                                           f"does not link (it reaches {', '.join(sorted(ok))})")
+    errors += frontend_rooms()
     for e in errors:
         print(e)
     if not errors:

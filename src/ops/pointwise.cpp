@@ -151,7 +151,7 @@ const PointwiseRule kRows[] = {
   // fmod: the remainder with the dividend's sign (C fmod); remainder: with
   // the divisor's (Python %); div_floor: ATen's div_floor_floating.  d/db
   // fmod(a, b) = -trunc(a / b); d/db remainder(a, b) = -floor(a / b).  The
-  // FX spellings check an integer divisor first (fx.cpp's binaryChecked).
+  // FX spellings check an integer divisor first (fx/pointwise.cpp's binaryChecked).
   {K::Fmod, promoted, [](const double* a) { return std::fmod(a[0], a[1]); }, "aotc_fmod({0}, {1})",
    [](GradCtx& g) -> R { return remainderGrad(g, g.op(OpKind::Trunc, {g.div(g.I(0), g.I(1))})); }, {}, {0.5, 2}},
   {K::Remainder, promoted, [](const double* a) { return remainderOf(a[0], a[1]); }, "aotc_remainder({0}, {1})",

@@ -158,7 +158,7 @@ namespace aotc::decomp {
 // real tensor of the complex tensor's sizes plus a trailing dim of 2 (real,
 // imaginary), complex64 as f32 pairs and complex128 as f64 pairs.  The FX
 // front end tracks which values are pairs and lets only the ops that have a
-// pair rule touch them (src/frontend/fx.cpp, Note [Complex values]).  A
+// pair rule touch them (src/frontend/fx/complex.cpp, Note [Complex values]).  A
 // discrete Fourier transform along one dim is a real linear map on pairs, so
 // it is a matrix product with its basis, cos and sin of 2*pi*((j*k) mod n)/n
 // computed in f64 from integer products (exact angles) and rounded to the

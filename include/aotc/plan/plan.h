@@ -33,7 +33,7 @@ namespace aotc::plan {
 
 /// Version 3: the artifact carries its initial tensors (`weights`); outputs
 /// name their tangent from the program's own record, never from a name.
-inline constexpr int kManifestVersion = 6;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument), launches' work (Note [Launch shapes])
+inline constexpr int kManifestVersion = 6;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument), launches' work (Note [Launch shape])
 inline constexpr const char* kCompilerVersion = "0.2.0";
 
 /// A tensor's place in a buffer: sizes, strides and offset in elements.

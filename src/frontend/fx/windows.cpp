@@ -1,0 +1,468 @@
+//===- fx/windows.cpp - Convolution, pooling, padding and resampling --------===//
+//
+// convolution (1-3-D, transposed), max/avg/adaptive pooling in 1-3 D,
+// constant/reflection/replication padding, nearest and bilinear upsampling,
+// im2col and col2im (Note [im2col and col2im]).
+//
+// Note [FX converter tables] (converter.h) says how to add a spelling.
+//===----------------------------------------------------------------------===//
+#include "converter.h"
+
+namespace aotc::fx {
+
+namespace {
+
+/// A 3-D convolution or pooling argument of 1 or 3 values as 3 (empty stays empty).
+Ints triple(Converter& c, size_t i, const char* kw, Ints dflt, const char* op) {
+  Ints v = c.ints(i, kw, dflt);
+  if (v.size() == 1) v = {v[0], v[0], v[0]};
+  if (!v.empty() && v.size() != 3) c.fail(cat(op, ": ", kw, " must have 1 or 3 values"));
+  return v;
+}
+
+/// convolution's 3-D form (Note [3-D convolution] in src/ops/decompose.cpp).
+ValueId convolution3d(Converter& c, ValueId x, ValueId w) {
+  auto three = [&](size_t i, const char* kw, int64_t dflt) { return triple(c, i, kw, Ints{dflt}, "convolution"); };
+  Ints stride = three(3, "stride", 1), padding = three(4, "padding", 0), dilation = three(5, "dilation", 1);
+  int64_t groups = c.integer(8, "groups", 1);
+  ValueId y;
+  int64_t outChannels;
+  if (c.boolean(6, "transposed", false)) {
+    Ints op = three(7, "output_padding", 0);
+    y = convTranspose3d(c, x, w, stride, dilation, op, groups);
+    outChannels = c.type(y).sizes[1];
+    for (int64_t k = 0; k < 3; ++k) {
+      if (!padding[static_cast<size_t>(k)]) continue;
+      const int64_t n = c.type(y).sizes[static_cast<size_t>(2 + k)], p = padding[static_cast<size_t>(k)];
+      if (2 * p >= n) c.fail("transposed convolution: the padding crops the whole output");
+      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", 2 + k}, {"start", p}, {"end", n - p}, {"step", int64_t{1}}});
+    }
+  } else {
+    y = conv3d(c, x, w, stride, padding, dilation, groups);
+    outChannels = c.type(w).sizes[0];
+  }
+  if (c.has(2, "bias")) y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", Ints{1, outChannels, 1, 1, 1}}})});
+  return y;
+}
+
+}  // namespace
+
+/// convolution(input, weight, bias?, stride, padding, dilation, transposed,
+/// output_padding, groups): 2-D, and 1-D as 2-D over a unit height; the
+/// transposed one is conv2d_backward_input (the adjoint of conv2d); 3-D by
+/// convolution3d.
+V convolution(Converter& c) {
+  ValueId x = c.tensor(0, "input"), w = c.tensor(1, "weight");
+  int64_t rank = c.type(x).rank();
+  if (rank != 5 && rank != 4 && rank != 3) c.fail("only 1-D, 2-D and 3-D convolution (3-D, 4-D or 5-D input) are supported");
+  if (c.type(w).rank() != rank) c.fail("convolution: weight and input ranks differ");
+  if (rank == 5) return {convolution3d(c, x, w)};
+  bool oneD = rank == 3;
+  auto two = [&](size_t i, const char* kw, int64_t dflt) {
+    Ints v = c.ints(i, kw, Ints{dflt});
+    if (v.size() == 1 && !oneD) v.push_back(v[0]);
+    if (oneD) {
+      if (v.size() != 1) c.fail(cat("convolution: ", kw, " must have 1 value for a 1-D convolution"));
+      v.insert(v.begin(), kw[0] == 's' || kw[0] == 'd' ? 1 : 0);
+    }
+    if (v.size() != 2) c.fail(cat("convolution: ", kw, " must have 2 values"));
+    return v;
+  };
+  Ints stride = two(3, "stride", 1), padding = two(4, "padding", 0), dilation = two(5, "dilation", 1);
+  int64_t groups = c.integer(8, "groups", 1);
+  if (oneD) {
+    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+  }
+  Attrs a{{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+  ValueId y;
+  int64_t outChannels;
+  if (c.boolean(6, "transposed", false)) {
+    Ints op = two(7, "output_padding", 0);
+    const TensorType xt = c.type(x), wt = c.type(w);
+    if (groups <= 0 || xt.sizes[1] != wt.sizes[0]) c.fail("transposed convolution: input channels do not match the weight");
+    outChannels = wt.sizes[1] * groups;
+    Ints in{xt.sizes[0], outChannels, 0, 0};
+    for (size_t d = 0; d < 2; ++d) {
+      if (op[d] < 0 || (op[d] >= stride[d] && op[d] >= dilation[d]))
+        c.fail("transposed convolution: output_padding must be smaller than stride or dilation");
+      in[2 + d] = addSize(addSize(mulSize(xt.sizes[2 + d] - 1, stride[d]), -2 * padding[d]),
+                          addSize(mulSize(dilation[d], wt.sizes[2 + d] - 1), op[d] + 1));
+      if (in[2 + d] <= 0) c.fail("transposed convolution: the output is empty");
+    }
+    a["input_size"] = in;
+    ValueId xc = c.type(x).isContiguous() ? x : c.op(OpKind::Clone, {x});
+    ValueId wc = c.type(w).isContiguous() ? w : c.op(OpKind::Clone, {w});
+    y = c.op(OpKind::Conv2dBackwardInput, {xc, wc}, a);
+  } else {
+    y = c.op(OpKind::Conv2d, {x, w}, a);
+    outChannels = c.type(w).sizes[0];
+  }
+  if (c.has(2, "bias")) {
+    Ints bshape{1, outChannels, 1, 1};
+    y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", bshape}})});
+  }
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  return {y};
+}
+
+namespace {
+
+V maxPool(Converter& c) {
+  Attrs a{{"kernel", c.ints(1, "kernel_size")}, {"stride", c.ints(2, "stride", Ints{})}, {"padding", c.ints(3, "padding", Ints{0})},
+          {"dilation", c.ints(4, "dilation", Ints{1})}, {"ceil_mode", c.boolean(5, "ceil_mode", false)}};
+  return c.ops(OpKind::MaxPool2d, {c.tensor(0, "self")}, a, {});
+}
+
+V avgPool(Converter& c) {
+  Attrs a{{"kernel", c.ints(1, "kernel_size")}, {"stride", c.ints(2, "stride", Ints{})}, {"padding", c.ints(3, "padding", Ints{0})},
+          {"ceil_mode", c.boolean(4, "ceil_mode", false)}, {"count_include_pad", c.boolean(5, "count_include_pad", true)}};
+  if (c.has(6, "divisor_override")) a["divisor"] = c.integer(6, "divisor_override");
+  return {c.op(OpKind::AvgPool2d, {c.tensor(0, "self")}, a)};
+}
+
+/// adaptive_avg_pool2d: a mean for 1x1, an avg_pool2d when the output size
+/// divides the input, else its own op (windows of varying size).
+V adaptiveAvgPool(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  Ints out = c.ints(1, "output_size");
+  if (out.size() == 1) out.push_back(out[0]);
+  if (c.type(x).rank() != 4) c.fail("adaptive_avg_pool2d expects a 4-D input");
+  return {adaptiveAvg2d(c, x, out)};
+}
+
+/// Source indices of nearest upsampling (ATen: min(floor(dst * scale), in - 1)
+/// with scale in float).
+Ints nearestIndices(int64_t in, int64_t out, std::optional<double> scaleFactor) {
+  float scale = scaleFactor && *scaleFactor > 0 ? static_cast<float>(1.0 / *scaleFactor)
+                                                 : static_cast<float>(in) / static_cast<float>(out);
+  Ints idx;
+  for (int64_t i = 0; i < out; ++i)
+    idx.push_back(std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * scale)), in - 1));
+  return idx;
+}
+
+/// Output sizes and scale factors of an upsample node: the .vec overloads
+/// take (input, output_size?, [align_corners,] scale_factors?), the others
+/// (self, output_size, [align_corners,] scales_h?, scales_w?).
+std::pair<Ints, std::vector<std::optional<double>>> upsampleSizes(Converter& c, ValueId x, bool vec, size_t scaleIdx) {
+  const TensorType t = c.type(x);
+  if (t.rank() != 4) c.fail("upsampling expects a 4-D (N, C, H, W) input");
+  std::vector<std::optional<double>> scales(2);
+  Ints out;
+  if (c.has(1, "output_size")) {
+    out = c.ints(1, "output_size");
+    if (out.size() != 2) c.fail("upsampling: output_size must have 2 values");
+  }
+  if (vec && c.has(scaleIdx, "scale_factors")) {
+    const json* s = c.arg(scaleIdx, "scale_factors");
+    if (!s->is_array() || s->size() != 2) c.fail("upsampling: scale_factors must have 2 values");
+    for (size_t i = 0; i < 2; ++i) {
+      if (!(*s)[i].is_number()) c.fail("upsampling: scale_factors must be numbers");
+      scales[i] = (*s)[i].get<double>();
+    }
+    if (out.empty())
+      for (size_t i = 0; i < 2; ++i) {
+        double o = std::floor(static_cast<double>(t.sizes[2 + i]) * *scales[i]);
+        if (!(o >= 1 && o <= static_cast<double>(kMaxIntArg))) c.fail("upsampling: the scale factor gives an empty or huge output");
+        out.push_back(static_cast<int64_t>(o));
+      }
+  } else if (!vec) {
+    scales[0] = optNumber(c, scaleIdx, "scales_h");
+    scales[1] = optNumber(c, scaleIdx + 1, "scales_w");
+  }
+  if (out.empty()) c.fail("upsampling needs output_size or scale_factors");
+  for (int64_t o : out) {
+    if (o <= 0) c.fail("upsampling: output size must be positive");
+    // Bilinear weights are one constant per output row and column.
+    if (o > 16384) c.fail(cat("upsampling: an output size of ", o, " is beyond the 16384 this op handles"));
+  }
+  return {out, scales};
+}
+
+template <bool Vec>
+V upsampleNearest(Converter& c) {
+  ValueId x = c.tensor(0, Vec ? "input" : "self");
+  auto [out, scales] = upsampleSizes(c, x, Vec, 2);
+  const TensorType t = c.type(x);
+  ValueId h = pick(c, x, 2, nearestIndices(t.sizes[2], out[0], scales[0]));
+  return {pick(c, h, 3, nearestIndices(t.sizes[3], out[1], scales[1]))};
+}
+
+/// upsample_bilinear2d: ATen's CPU kernel, with its float source-index
+/// arithmetic; the two taps per dim are index_selects, the weights constants.
+template <bool Vec>
+V upsampleBilinear(Converter& c) {
+  ValueId x = c.tensor(0, Vec ? "input" : "self");
+  bool align = c.boolean(2, "align_corners", false);
+  auto [out, scales] = upsampleSizes(c, x, Vec, 3);
+  const TensorType t = c.type(x);
+  DType dt = t.dtype;
+  if (!isFloating(dt)) c.fail("upsample_bilinear2d expects a floating-point input");
+  V res;
+  ValueId cur = x;
+  for (int d = 0; d < 2; ++d) {
+    int64_t in = t.sizes[2 + static_cast<size_t>(d)], o = out[static_cast<size_t>(d)];
+    float scale;
+    if (align) scale = o > 1 ? static_cast<float>(in - 1) / static_cast<float>(o - 1) : 0.0f;
+    else scale = scales[static_cast<size_t>(d)] && *scales[static_cast<size_t>(d)] > 0 ? static_cast<float>(1.0 / *scales[static_cast<size_t>(d)])
+                                                                                      : static_cast<float>(in) / static_cast<float>(o);
+    Ints i0, i1;
+    std::vector<double> l0, l1;
+    for (int64_t i = 0; i < o; ++i) {
+      float src = align ? scale * static_cast<float>(i) : std::max(scale * (static_cast<float>(i) + 0.5f) - 0.5f, 0.0f);
+      int64_t a = static_cast<int64_t>(src);
+      int64_t step = a < in - 1 ? 1 : 0;
+      float lambda1 = src - static_cast<float>(a), lambda0 = 1.0f - lambda1;
+      i0.push_back(a);
+      i1.push_back(a + step);
+      l0.push_back(lambda0);
+      l1.push_back(lambda1);
+    }
+    int64_t dim = 2 + d;
+    Ints wshape = d == 0 ? Ints{o, 1} : Ints{o};
+    auto weights = [&](const std::vector<double>& w) {
+      // One constant per distinct run is too many; weights are data: stack
+      // scalars through cat (small: one entry per output row or column).
+      V parts;
+      for (double v : w) parts.push_back(c.op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(dt))}, {"shape", Ints{1}}}));
+      ValueId vec = parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{0}}});
+      return c.op(OpKind::View, {vec}, Attrs{{"size", wshape}});
+    };
+    ValueId a0 = pick(c, cur, dim, i0), a1 = pick(c, cur, dim, i1);
+    ValueId w0 = weights(l0);
+    ValueId w1 = weights(l1);
+    ValueId p0 = bin(c, OpKind::Mul, {a0, w0});
+    ValueId p1 = bin(c, OpKind::Mul, {a1, w1});
+    cur = bin(c, OpKind::Add, {p0, p1});
+  }
+  return {cur};
+}
+
+/// reflection/replication padding of the last dims: constant index maps.
+V indexPad(Converter& c, bool reflect, size_t ndims) {
+  ValueId x = c.tensor(0, "self");
+  Ints pad = c.ints(1, "padding");
+  if (pad.size() != 2 * ndims) c.fail(cat("padding must have ", 2 * ndims, " values"));
+  const TensorType t = c.type(x);
+  if (t.rank() < static_cast<int64_t>(ndims)) c.fail("padding: the input has too few dims");
+  for (size_t k = 0; k < ndims; ++k) {
+    int64_t dim = t.rank() - 1 - static_cast<int64_t>(k);
+    int64_t n = t.sizes[static_cast<size_t>(dim)], lo = pad[2 * k], hi = pad[2 * k + 1];
+    if (reflect && (lo >= n || hi >= n)) c.fail("reflection padding must be smaller than the input dim");
+    if (n == 0 || lo + n + hi < 0) c.fail("padding: bad padding for an input dim of size " + std::to_string(n));
+    requireIndexMap(c, lo + n + hi, "padding");
+    Ints idx;
+    for (int64_t i = -lo; i < n + hi; ++i) {
+      int64_t j = i;
+      if (reflect) {
+        if (j < 0) j = -j;
+        if (j >= n) j = 2 * (n - 1) - j;
+      } else {
+        j = std::clamp<int64_t>(j, 0, n - 1);
+      }
+      idx.push_back(j);
+    }
+    x = pick(c, x, dim, idx);
+  }
+  return {x};
+}
+
+// Note [im2col and col2im]: both are kh*kw strided slices.  im2col (unfold)
+// pads the input and takes, for each kernel offset (i, j), the rows
+// i*dh + sh*a and columns j*dw + sw*b, stacked as [N, C*kh*kw, Lh*Lw];
+// col2im (fold) is its adjoint: each offset's block is written into those
+// rows and columns of a zero padded image (two slice_scatters), the kh*kw
+// images are summed and the padding sliced off.  Gradients follow from the
+// slices' own.
+struct Unfold {
+  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+};
+
+Unfold unfoldArgs(Converter& c, size_t first, const char* op) {
+  auto two = [&](size_t i, const char* kw) {
+    Ints v = c.ints(i, kw);
+    if (v.size() == 1) v.push_back(v[0]);
+    if (v.size() != 2) c.fail(cat(op, ": ", kw, " must have 2 values"));
+    return v;
+  };
+  Ints k = two(first, "kernel_size"), d = two(first + 1, "dilation"), p = two(first + 2, "padding"), s = two(first + 3, "stride");
+  if (k[0] <= 0 || k[1] <= 0 || d[0] <= 0 || d[1] <= 0 || s[0] <= 0 || s[1] <= 0 || p[0] < 0 || p[1] < 0)
+    c.fail(cat(op, ": kernel_size, dilation and stride must be positive and padding non-negative"));
+  return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]};
+}
+
+/// Blocks along one dim of padded size `n`.
+int64_t unfoldBlocks(Converter& c, int64_t n, int64_t k, int64_t d, int64_t s, const char* op) {
+  int64_t span = d * (k - 1) + 1;
+  if (n < span) c.fail(cat(op, ": the kernel (", span, " with dilation) does not fit the padded input (", n, ")"));
+  return (n - span) / s + 1;
+}
+
+Attrs stridedSlice(int64_t dim, int64_t start, int64_t count, int64_t step) {
+  return Attrs{{"dim", dim}, {"start", start}, {"end", start + step * (count - 1) + 1}, {"step", step}};
+}
+
+V im2col(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  Unfold u = unfoldArgs(c, 1, "im2col");
+  const TensorType t = c.type(x);
+  const bool batched = t.rank() == 4;
+  if (t.rank() != 3 && !batched) c.fail("im2col expects a 3-D (C, H, W) or 4-D (N, C, H, W) input");
+  ValueId x4 = batched ? x : c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{0}}});
+  const Ints s = c.type(x4).sizes;
+  ValueId xp = (u.ph || u.pw) ? c.op(OpKind::Pad, {x4}, Attrs{{"pad", Ints{u.pw, u.pw, u.ph, u.ph}}, {"value", 0.0}}) : x4;
+  const int64_t lh = unfoldBlocks(c, s[2] + 2 * u.ph, u.kh, u.dh, u.sh, "im2col"), lw = unfoldBlocks(c, s[3] + 2 * u.pw, u.kw, u.dw, u.sw, "im2col");
+  std::vector<ValueId> parts;
+  for (int64_t i = 0; i < u.kh; ++i)
+    for (int64_t j = 0; j < u.kw; ++j) {
+      ValueId r = c.op(OpKind::Slice, {xp}, stridedSlice(2, i * u.dh, lh, u.sh));
+      ValueId b = c.op(OpKind::Slice, {r}, stridedSlice(3, j * u.dw, lw, u.sw));
+      parts.push_back(c.op(OpKind::Unsqueeze, {b}, Attrs{{"dim", int64_t{2}}}));
+    }
+  ValueId st = parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{2}}});
+  Ints out{s[0], s[1] * u.kh * u.kw, lh * lw};
+  if (!batched) out.erase(out.begin());
+  return {reshapeTo(c, st, out)};
+}
+
+V col2im(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  Ints size = c.ints(1, "output_size");
+  if (size.size() == 1) size.push_back(size[0]);
+  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) c.fail("col2im: output_size must be 2 positive values");
+  Unfold u = unfoldArgs(c, 2, "col2im");
+  const TensorType t = c.type(x);
+  const bool batched = t.rank() == 3;
+  if (t.rank() != 2 && !batched) c.fail("col2im expects a 2-D (C*kh*kw, L) or 3-D (N, C*kh*kw, L) input");
+  const int64_t n = batched ? t.sizes[0] : 1, ck = t.sizes[batched ? 1 : 0], l = t.sizes[batched ? 2 : 1];
+  const int64_t hp = size[0] + 2 * u.ph, wp = size[1] + 2 * u.pw;
+  const int64_t lh = unfoldBlocks(c, hp, u.kh, u.dh, u.sh, "col2im"), lw = unfoldBlocks(c, wp, u.kw, u.dw, u.sw, "col2im");
+  if (ck % (u.kh * u.kw)) c.fail(cat("col2im: dim ", batched ? 1 : 0, " (", ck, ") must be divisible by the kernel size ", u.kh * u.kw));
+  if (l != lh * lw) c.fail(cat("col2im: the input has ", l, " blocks, the sizes give ", lh, " x ", lw, " = ", lh * lw));
+  const int64_t ch = ck / (u.kh * u.kw);
+  ValueId cols = reshapeTo(c, x, {n, ch, u.kh, u.kw, lh, lw});
+  ValueId acc = kNoValue;
+  for (int64_t i = 0; i < u.kh; ++i)
+    for (int64_t j = 0; j < u.kw; ++j) {
+      ValueId bi = c.op(OpKind::Select, {cols}, Attrs{{"dim", int64_t{2}}, {"index", i}});
+      ValueId b = c.op(OpKind::Clone, {c.op(OpKind::Select, {bi}, Attrs{{"dim", int64_t{2}}, {"index", j}})});
+      ValueId rowsZero = constantLike(c, 0.0, TensorType::contiguous(t.dtype, {n, ch, hp, lw}));
+      ValueId rows = c.op(OpKind::SliceScatter, {rowsZero, b}, stridedSlice(2, i * u.dh, lh, u.sh));
+      ValueId imgZero = constantLike(c, 0.0, TensorType::contiguous(t.dtype, {n, ch, hp, wp}));
+      ValueId img = c.op(OpKind::SliceScatter, {imgZero, rows}, stridedSlice(3, j * u.dw, lw, u.sw));
+      acc = acc == kNoValue ? img : bin(c, OpKind::Add, {acc, img});
+    }
+  ValueId r = c.op(OpKind::Slice, {acc}, Attrs{{"dim", int64_t{2}}, {"start", u.ph}, {"end", u.ph + size[0]}, {"step", int64_t{1}}});
+  ValueId o = c.op(OpKind::Slice, {r}, Attrs{{"dim", int64_t{3}}, {"start", u.pw}, {"end", u.pw + size[1]}, {"step", int64_t{1}}});
+  return {batched ? o : c.op(OpKind::Squeeze, {o}, Attrs{{"dim", Ints{0}}})};
+}
+
+/// 1-D pooling as 2-D over a unit height.
+V pool1d(Converter& c, bool adaptive) {
+  ValueId x = c.tensor(0, "self");
+  if (c.type(x).rank() != 3) c.fail("1-D pooling expects a 3-D (N, C, L) input");
+  ValueId x4 = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+  ValueId y;
+  if (adaptive) {
+    Ints o = c.ints(1, "output_size");
+    if (o.size() != 1 || o[0] <= 0) c.fail("adaptive_avg_pool1d: output_size must be one positive value");
+    y = c.op(OpKind::AdaptiveAvgPool2d, {x4}, Attrs{{"output_size", Ints{1, o[0]}}});
+  } else {
+    auto one = [&](size_t i, const char* kw, Ints dflt, int64_t lead) {
+      Ints v = c.ints(i, kw, dflt);
+      if (v.empty()) return v;
+      if (v.size() != 1) c.fail(cat("avg_pool1d: ", kw, " must have 1 value"));
+      return Ints{lead, v[0]};
+    };
+    Attrs a{{"kernel", one(1, "kernel_size", {}, 1)}, {"stride", one(2, "stride", Ints{}, 1)}, {"padding", one(3, "padding", Ints{0}, 0)},
+            {"ceil_mode", c.boolean(4, "ceil_mode", false)}, {"count_include_pad", c.boolean(5, "count_include_pad", true)}};
+    if (std::get<Ints>(a["stride"]).empty()) a["stride"] = std::get<Ints>(a["kernel"]);
+    y = c.op(OpKind::AvgPool2d, {x4}, a);
+  }
+  return {c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}})};
+}
+
+// 3-D pooling: Note [3-D pooling] in src/ops/decompose.cpp.
+
+/// The input as 5-D (an unbatched 4-D one gains N = 1), and whether it was 4-D.
+std::pair<ValueId, bool> pool3dInput(Converter& c, const char* op) {
+  ValueId x = c.tensor(0, "self");
+  const int64_t r = c.type(x).rank();
+  if (r != 4 && r != 5) c.fail(cat(op, " expects a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input"));
+  if (r == 4) x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{0}}});
+  return {x, r == 4};
+}
+
+ValueId pool3dResult(Converter& c, ValueId y, bool unbatched) {
+  return unbatched ? c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{0}}}) : y;
+}
+
+V avgPool3d(Converter& c) {
+  const char* op = "avg_pool3d";
+  decomp::Pool3d p;
+  p.kernel = triple(c, 1, "kernel_size", {}, op);
+  p.stride = triple(c, 2, "stride", Ints{}, op);
+  p.padding = triple(c, 3, "padding", Ints{0}, op);
+  if (p.kernel.empty()) c.fail("avg_pool3d: kernel_size is required");
+  p.ceil = c.boolean(4, "ceil_mode", false);
+  p.countIncludePad = c.boolean(5, "count_include_pad", true);
+  if (c.has(6, "divisor_override")) p.divisor = c.integer(6, "divisor_override");
+  auto [x, unbatched] = pool3dInput(c, op);
+  return {pool3dResult(c, decomp::avgPool3d(c, x, p), unbatched)};
+}
+
+V maxPool3d(Converter& c) {
+  const char* op = "max_pool3d";
+  decomp::Pool3d p;
+  p.kernel = triple(c, 1, "kernel_size", {}, op);
+  p.stride = triple(c, 2, "stride", Ints{}, op);
+  p.padding = triple(c, 3, "padding", Ints{0}, op);
+  p.dilation = triple(c, 4, "dilation", Ints{1}, op);
+  if (p.kernel.empty()) c.fail("max_pool3d: kernel_size is required");
+  p.ceil = c.boolean(5, "ceil_mode", false);
+  auto [x, unbatched] = pool3dInput(c, op);
+  auto [y, idx] = decomp::maxPool3d(c, x, p);
+  return {pool3dResult(c, y, unbatched), pool3dResult(c, idx, unbatched)};
+}
+
+V adaptiveAvgPool3d(Converter& c) {
+  Ints o = triple(c, 1, "output_size", {}, "adaptive_avg_pool3d");
+  if (o.empty()) c.fail("adaptive_avg_pool3d: output_size is required");
+  auto [x, unbatched] = pool3dInput(c, "adaptive_avg_pool3d");
+  return {pool3dResult(c, decomp::adaptiveAvg3d(c, x, o), unbatched)};
+}
+
+}  // namespace
+
+Entries windowsConverters() {
+  return {
+    {"aten.convolution.default", convolution},
+    {"aten.max_pool2d_with_indices.default", maxPool},
+    {"aten.avg_pool2d.default", avgPool},
+    {"aten._adaptive_avg_pool2d.default", adaptiveAvgPool},
+    {"aten.adaptive_avg_pool2d.default", adaptiveAvgPool},
+    {"aten.constant_pad_nd.default",
+     [](Converter& c) -> V { return {c.op(OpKind::Pad, {c.tensor(0, "self")}, Attrs{{"pad", c.ints(1, "pad")}, {"value", c.number(2, "value", 0.0)}})}; }},
+    {"aten.upsample_nearest2d.vec", upsampleNearest<true>},
+    {"aten.upsample_nearest2d.default", upsampleNearest<false>},
+    {"aten.upsample_bilinear2d.vec", upsampleBilinear<true>},
+    {"aten.upsample_bilinear2d.default", upsampleBilinear<false>},
+    {"aten.reflection_pad1d.default", [](Converter& c) { return indexPad(c, true, 1); }},
+    {"aten.reflection_pad2d.default", [](Converter& c) { return indexPad(c, true, 2); }},
+    {"aten.reflection_pad3d.default", [](Converter& c) { return indexPad(c, true, 3); }},
+    {"aten.replication_pad1d.default", [](Converter& c) { return indexPad(c, false, 1); }},
+    {"aten.replication_pad2d.default", [](Converter& c) { return indexPad(c, false, 2); }},
+    {"aten.replication_pad3d.default", [](Converter& c) { return indexPad(c, false, 3); }},
+    {"aten.avg_pool1d.default", [](Converter& c) { return pool1d(c, false); }},
+    {"aten.avg_pool3d.default", avgPool3d},
+    {"aten.max_pool3d_with_indices.default", maxPool3d},
+    {"aten._adaptive_avg_pool3d.default", adaptiveAvgPool3d},
+    {"aten.adaptive_avg_pool3d.default", adaptiveAvgPool3d},
+    {"aten.adaptive_avg_pool1d.default", [](Converter& c) { return pool1d(c, true); }},
+    {"aten.im2col.default", im2col},
+    {"aten.col2im.default", col2im},
+  };
+}
+
+}  // namespace aotc::fx

@@ -1,0 +1,185 @@
+//===- onnx/gathers.cpp - Indexing, gathers and scatters --------------------===//
+//
+// Gather, GatherElements, GatherND, Scatter/ScatterElements, ScatterND,
+// ReverseSequence (negative indices wrapped, out-of-range ones refused).
+//
+// Note [ONNX converter tables] (node.h) says how to add an op.
+//===----------------------------------------------------------------------===//
+#include "node.h"
+
+namespace aotc::onnx_fe {
+
+/// Indices made non-negative: i + n where i < 0.
+ValueId wrapNegative(Node& c, ValueId i, int64_t n) {
+  ValueId neg = bin(c, OpKind::Lt, {i, c.scalar(0, DType::I64)});
+  ValueId plus = c.add(i, c.scalar(static_cast<double>(n), DType::I64));
+  return c.op(OpKind::Where, {neg, plus, i});
+}
+
+namespace {
+
+/// Gather along `axis`: index_select at the flattened indices (known ones
+/// range-checked when compiling), reshaped to data[:axis] + indices + data[axis+1:].
+Outs gatherOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints s = c.type(x).sizes;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t a = c.axis(c.i("axis", 0), r);
+  int64_t n = s[static_cast<size_t>(a)];
+  ValueId flatIdx;
+  Ints idxShape;
+  if (c.isKnown(1)) {
+    const HostTensor& k = c.known(1, "indices");
+    Ints list;
+    for (double v : k.data) {
+      if (v < -static_cast<double>(n) || v >= static_cast<double>(n)) c.fail(cat("index ", v, " is out of range for a dim of size ", n));
+      list.push_back(static_cast<int64_t>(v < 0 ? v + static_cast<double>(n) : v));
+    }
+    flatIdx = indexVector(c, list);
+    idxShape = k.sizes;
+  } else {
+    ValueId idx = wrapNegative(c, c.cast(c.in(1), DType::I64), n);
+    idxShape = c.type(idx).sizes;
+    flatIdx = c.reshape(idx, {c.type(idx).numel()});
+  }
+  ValueId flat = c.op(OpKind::IndexSelect, {x, flatIdx}, Attrs{{"dim", a}});
+  Ints out(s.begin(), s.begin() + a);
+  out.insert(out.end(), idxShape.begin(), idxShape.end());
+  out.insert(out.end(), s.begin() + a + 1, s.end());
+  return {c.reshape(flat, out)};
+}
+
+/// GatherElements / ScatterElements index along one axis: negative indices wrap.
+ValueId elementIndices(Node& c, size_t input, int64_t n) { return wrapNegative(c, c.cast(c.in(input), DType::I64), n); }
+
+Outs gatherElementsOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t a = c.axis(c.i("axis", 0), c.type(x).rank());
+  ValueId idx = elementIndices(c, 1, c.type(x).sizes[static_cast<size_t>(a)]);
+  return {c.op(OpKind::Gather, {x, idx}, Attrs{{"dim", a}})};
+}
+
+Outs scatterElementsOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t a = c.axis(c.i("axis", 0), c.type(x).rank());
+  ValueId idx = elementIndices(c, 1, c.type(x).sizes[static_cast<size_t>(a)]);
+  ValueId upd = c.in(2);
+  std::string red = c.s("reduction", "none");
+  if (red == "none") return {c.op(OpKind::Scatter, {x, idx, upd}, Attrs{{"dim", a}})};
+  if (red == "add") return {c.op(OpKind::ScatterAdd, {x, idx, upd}, Attrs{{"dim", a}})};
+  c.fail(cat("ScatterElements: reduction '", red, "' is not supported"));
+}
+
+/// GatherND / ScatterND address rows of `data` viewed as [prod(first dims), rest]:
+/// the linear row of each index tuple (negative components wrapped), with
+/// `batch` leading dims shared by data and indices.
+struct NdRows {
+  ValueId rows;    ///< int64 [M]: the row of each index tuple
+  ValueId table;   ///< data as [B * prod(k dims), rest...]
+  Ints lead;       ///< indices.shape[:-1]
+  Ints rest;       ///< data.shape[batch + k:]
+};
+
+NdRows ndRows(Node& c, ValueId data, ValueId indices, int64_t batch) {
+  const Ints ds = c.type(data).sizes, is = c.type(indices).sizes;
+  int64_t ir = static_cast<int64_t>(is.size()), dr = static_cast<int64_t>(ds.size());
+  if (ir < 1 || batch < 0 || batch >= ir || batch > dr) c.fail("bad batch_dims for these ranks");
+  int64_t k = is.back();
+  if (k < 1 || batch + k > dr) c.fail("the index tuples are longer than data has dims");
+  for (int64_t b = 0; b < batch; ++b)
+    if (ds[static_cast<size_t>(b)] != is[static_cast<size_t>(b)]) c.fail("data and indices differ in a batch dim");
+  NdRows r;
+  r.lead.assign(is.begin(), is.end() - 1);
+  r.rest.assign(ds.begin() + batch + k, ds.end());
+  int64_t M = 1, rowsPerBatch = 1, B = 1;
+  for (int64_t d : r.lead) M = mulSize(M, d);
+  for (int64_t j = 0; j < k; ++j) {
+    if (ds[static_cast<size_t>(batch + j)] == 0) c.fail("an indexed dim of data has size 0: no index can be valid");
+    rowsPerBatch = mulSize(rowsPerBatch, ds[static_cast<size_t>(batch + j)]);
+  }
+  for (int64_t b = 0; b < batch; ++b) B = mulSize(B, ds[static_cast<size_t>(b)]);
+  ValueId idx = c.cast(indices, DType::I64);
+  ValueId row = kNoValue;
+  int64_t stride = rowsPerBatch;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t n = ds[static_cast<size_t>(batch + j)];
+    stride /= n;
+    ValueId comp = wrapNegative(c, c.op(OpKind::Select, {idx}, Attrs{{"dim", ir - 1}, {"index", j}}), n);
+    ValueId term = stride == 1 ? comp : c.mul(comp, c.scalar(static_cast<double>(stride), DType::I64));
+    row = row == kNoValue ? term : c.add(row, term);
+  }
+  if (batch > 0) {
+    // Each tuple's batch element, as an offset into the flattened table.
+    Ints bshape(r.lead.size(), 1);
+    for (int64_t b = 0; b < batch; ++b) bshape[static_cast<size_t>(b)] = r.lead[static_cast<size_t>(b)];
+    ValueId bi = c.reshape(c.mul(iota(c, B), c.scalar(static_cast<double>(rowsPerBatch), DType::I64)), bshape);
+    row = c.add(row, bi);
+  }
+  r.rows = c.reshape(c.contiguous(row), {M});
+  Ints tshape{mulSize(B, rowsPerBatch)};
+  tshape.insert(tshape.end(), r.rest.begin(), r.rest.end());
+  r.table = c.reshape(data, tshape);
+  return r;
+}
+
+Outs gatherNdOp(Node& c) {
+  ValueId data = c.in(0), indices = c.in(1);
+  NdRows r = ndRows(c, data, indices, c.i("batch_dims", 0));
+  ValueId g = c.op(OpKind::IndexSelect, {r.table, r.rows}, Attrs{{"dim", int64_t{0}}});
+  Ints out = r.lead;
+  out.insert(out.end(), r.rest.begin(), r.rest.end());
+  return {c.reshape(g, out)};
+}
+
+Outs scatterNdOp(Node& c) {
+  ValueId data = c.in(0), indices = c.in(1), updates = c.in(2);
+  NdRows r = ndRows(c, data, indices, 0);
+  int64_t M = c.type(r.rows).numel();
+  Ints ushape{M};
+  ushape.insert(ushape.end(), r.rest.begin(), r.rest.end());
+  ValueId u = c.reshape(updates, ushape);
+  Ints ishape(ushape.size(), 1);
+  ishape[0] = M;
+  ValueId idx = c.contiguous(c.expand(c.reshape(r.rows, ishape), ushape));
+  std::string red = c.s("reduction", "none");
+  OpKind k = red == "none" ? OpKind::Scatter : red == "add" ? OpKind::ScatterAdd : (c.fail("ScatterND: reduction '" + red + "' is not supported"), OpKind::Scatter);
+  ValueId y = c.op(k, {c.contiguous(r.table), idx, u}, Attrs{{"dim", int64_t{0}}});
+  return {c.reshape(y, c.type(data).sizes)};
+}
+
+Outs reverseSequenceOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints lens = c.knownInts(1, "sequence_lens");
+  int64_t r = c.type(x).rank();
+  int64_t bAxis = c.axis(c.i("batch_axis", 1), r), tAxis = c.axis(c.i("time_axis", 0), r);
+  if (r < 2 || bAxis == tAxis) c.fail("ReverseSequence: batch_axis and time_axis must be two different dims");
+  const Ints s = c.type(x).sizes;
+  int64_t B = s[static_cast<size_t>(bAxis)], T = s[static_cast<size_t>(tAxis)];
+  if (static_cast<int64_t>(lens.size()) != B) c.fail("ReverseSequence: sequence_lens must have one entry per batch element");
+  if (c.type(x).numel() > kMaxFoldElements) c.fail("ReverseSequence: the input is too large");
+  // An index tensor of x's shape along the time axis: reversed within each length.
+  HostTensor idx = HostTensor::zeros(DType::I64, s);
+  Ints strides = TensorType::contiguousStrides(s);
+  for (int64_t e = 0; e < idx.numel(); ++e) {
+    int64_t t = (e / strides[static_cast<size_t>(tAxis)]) % T, b = (e / strides[static_cast<size_t>(bAxis)]) % B;
+    int64_t len = std::clamp<int64_t>(lens[static_cast<size_t>(b)], 0, T);
+    idx.data[static_cast<size_t>(e)] = static_cast<double>(t < len ? len - 1 - t : t);
+  }
+  return {c.op(OpKind::Gather, {x, c.constant(idx)}, Attrs{{"dim", tAxis}})};
+}
+
+}  // namespace
+
+Entries gathersConverters() {
+  return {
+    {"Gather", gatherOp},
+    {"GatherElements", gatherElementsOp},
+    {"GatherND", gatherNdOp},
+    {"ReverseSequence", reverseSequenceOp},
+    {"ScatterElements", scatterElementsOp},
+    {"ScatterND", scatterNdOp},
+    {"Scatter", scatterElementsOp},
+  };
+}
+
+}  // namespace aotc::onnx_fe

@@ -1,0 +1,260 @@
+//===- onnx/pointwise.cpp - Elementwise ONNX ops ----------------------------===//
+//
+// Arithmetic (integer Div and Mod with their zero checks), Cast, Clip, the
+// activations with attributes, Where.  An op that is one IR op is an entry
+// with unary or binary.
+//
+// Note [ONNX converter tables] (node.h) says how to add an op.
+//===----------------------------------------------------------------------===//
+#include "node.h"
+
+namespace aotc::onnx_fe {
+
+namespace {
+
+/// Integer division and modulo must not meet a zero divisor in a kernel: the
+/// divisor is made 1 there and the result 0 (what numpy, ONNX's reference,
+/// gives).
+ValueId safeIntBinary(Node& c, OpKind k, ValueId a, ValueId b) {
+  ValueId zero = c.scalarLike(0, b);
+  ValueId isZero = bin(c, OpKind::Eq, {b, zero});
+  ValueId one = c.scalarLike(1, b);
+  ValueId safe = c.op(OpKind::Where, {isZero, one, b});
+  ValueId r = c.op(k, {a, safe});
+  return c.op(OpKind::Where, {isZero, c.scalarLike(0, r), r});
+}
+
+Outs divOp(Node& c) {
+  ValueId a = c.in(0), b = c.in(1);
+  DType d = c.type(a).dtype;
+  if (isFloating(d)) return {c.op(OpKind::Div, {a, b})};
+  // ONNX integer division truncates toward zero (C, numpy's trunc for the reference).
+  ValueId q = safeIntBinary(c, OpKind::Div, c.cast(a, DType::F64), c.cast(b, DType::F64));
+  return {c.cast(c.op(OpKind::Trunc, {q}), d)};
+}
+
+Outs modOp(Node& c) {
+  ValueId a = c.in(0), b = c.in(1);
+  bool fmod = c.i("fmod", 0) != 0;
+  if (isFloating(c.type(a).dtype)) {
+    if (!fmod) c.fail("Mod of floating-point inputs requires fmod=1");
+    return {c.op(OpKind::Fmod, {a, b})};
+  }
+  return {safeIntBinary(c, fmod ? OpKind::Fmod : OpKind::Remainder, a, b)};
+}
+
+Outs powOp(Node& c) {
+  ValueId a = c.in(0);
+  ValueId b = c.cast(c.in(1), c.type(a).dtype);
+  return {c.op(OpKind::Pow, {a, b})};
+}
+
+/// BitShift (unsigned types): x * 2^y or x / 2^y, and 0 where y reaches the
+/// type's width (numpy's and C's rule for unsigned operands; 2^y itself
+/// would wrap there).
+Outs bitShiftOp(Node& c) {
+  ValueId x = c.in(0), y = c.in(1);
+  DType d = c.type(x).dtype;
+  if (!isUnsigned(d) || c.type(y).dtype != d) c.fail(cat("BitShift takes two tensors of one unsigned type, got ", dtypeName(d), " and ", dtypeName(c.type(y).dtype)));
+  std::string dir = c.s("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") c.fail(cat("BitShift: direction must be LEFT or RIGHT, got '", dir, "'"));
+  ValueId big = bin(c, OpKind::Ge, {y, c.scalarLike(static_cast<double>(dtypeSize(d) * 8), y)});
+  ValueId zero = c.scalarLike(0, y);
+  ValueId p = c.op(OpKind::Pow, {c.scalarLike(2, y), c.op(OpKind::Where, {big, zero, y})});
+  ValueId r = dir == "LEFT" ? c.op(OpKind::Mul, {x, p})
+                            : c.cast(c.op(OpKind::Trunc, {c.op(OpKind::Div, {c.cast(x, DType::F64), c.cast(p, DType::F64)})}), d);
+  return {c.op(OpKind::Where, {big, c.scalarLike(0, r), r})};
+}
+
+/// Sum / Mean / Max / Min over any number of broadcasting inputs.
+Outs variadic(Node& c, OpKind k, bool mean) {
+  ValueId r = c.in(0);
+  for (size_t i = 1; i < c.numInputs(); ++i) {
+    ValueId x = c.in(i);
+    r = c.op(k, {r, x});
+  }
+  if (mean) r = c.div(r, c.scalarLike(static_cast<double>(c.numInputs()), r));
+  return {r};
+}
+
+Outs castOp(Node& c) {
+  auto d = dtypeOfOnnx(static_cast<int>(c.i("to")));
+  if (!d) c.fail(cat("Cast to ", onnxTypeName(static_cast<int>(c.i("to"))), " is not supported"));
+  return {c.cast(c.in(0), *d)};
+}
+
+Outs clipOp(Node& c) {
+  ValueId y = c.in(0);
+  if (c.opset() < 11) {
+    std::optional<double> lo, hi;
+    if (c.hasAttr("min")) lo = c.f("min", 0);
+    if (c.hasAttr("max")) hi = c.f("max", 0);
+    return {clampOp(c, y, lo, hi)};
+  }
+  if (c.has(1)) {
+    ValueId lo = c.in(1);
+    y = c.op(OpKind::Where, {bin(c, OpKind::Lt, {y, lo}), lo, y});
+  }
+  if (c.has(2)) {
+    ValueId hi = c.in(2);
+    y = c.op(OpKind::Where, {bin(c, OpKind::Gt, {y, hi}), hi, y});
+  }
+  return {y};
+}
+
+Outs eluOp(Node& c) { return {elu(c, c.in(0), c.f("alpha", 1.0), 1.0, 1.0)}; }
+
+Outs seluOp(Node& c) {
+  return {elu(c, c.in(0), c.f("alpha", 1.67326319217681884765625), c.f("gamma", 1.05070102214813232421875), 1.0)};
+}
+
+// Not relu(x) + min(0, alpha * expm1(x / alpha)): at 0 its pieces' gradients
+// (0, and half of a tie) give 1/2 where celu's derivative is 1.
+Outs celuOp(Node& c) { return {celu(c, c.in(0), c.f("alpha", 1.0))}; }
+
+Outs hardSigmoidOp(Node& c) {
+  ValueId x = c.in(0);
+  ValueId lin = c.add(c.scaled(x, c.f("alpha", 0.2)), sc(c, c.f("beta", 0.5), x));
+  return {clampOp(c, lin, 0.0, 1.0)};
+}
+
+Outs hardSwishOp(Node& c) {
+  ValueId x = c.in(0);
+  ValueId lin = c.add(c.scaled(x, 1.0 / 6.0), sc(c, 0.5, x));
+  return {c.mul(x, clampOp(c, lin, 0.0, 1.0))};
+}
+
+Outs softplusOp(Node& c) {
+  // log(exp(x) + 1) as ATen's softplus: log1p(exp(x)), and x past 20 (where
+  // the two differ by less than exp(-20)).  Not max(x, 0) + log1p(exp(-|x|)):
+  // its pieces' subgradients at 0 give the gradient 0 there, not 1/2 (found
+  // by scripts/onnx_gradcheck on test_softplus_example).
+  return {softplus(c, c.in(0), 1.0, 20.0)};
+}
+
+Outs softsignOp(Node& c) {
+  ValueId x = c.in(0);
+  return {c.div(x, c.add(c.op(OpKind::Abs, {x}), sc(c, 1.0, x)))};
+}
+
+Outs thresholdedReluOp(Node& c) {
+  ValueId x = c.in(0);
+  ValueId keep = bin(c, OpKind::Gt, {x, sc(c, c.f("alpha", 1.0), x)});
+  return {c.op(OpKind::Where, {keep, x, sc(c, 0.0, x)})};
+}
+
+Outs shrinkOp(Node& c) {
+  ValueId x = c.in(0);
+  double l = c.f("lambd", 0.5), b = c.f("bias", 0.0);
+  ValueId lo = bin(c, OpKind::Lt, {x, sc(c, -l, x)});
+  ValueId hi = bin(c, OpKind::Gt, {x, sc(c, l, x)});
+  ValueId plus = c.add(x, sc(c, b, x));
+  ValueId minus = c.sub(x, sc(c, b, x));
+  ValueId mid = c.op(OpKind::Where, {hi, minus, sc(c, 0.0, x)});
+  return {c.op(OpKind::Where, {lo, plus, mid})};
+}
+
+Outs preluOp(Node& c) {
+  ValueId x = c.in(0), slope = c.in(1);
+  const Ints xs = c.type(x).sizes;
+  if (c.type(slope).rank() == 1 && xs.size() >= 2 && c.type(slope).sizes[0] == xs[1] && xs.back() != xs[1]) {
+    // Before opset 7 (and as exporters still write it) a [C] slope is per
+    // channel: shaped [C, 1, ...] to broadcast over dim 1.
+    Ints shape(xs.size() - 1, 1);
+    shape[0] = xs[1];
+    slope = c.reshape(slope, shape);
+  }
+  ValueId neg = c.mul(x, slope);
+  if (c.type(neg).sizes != c.type(x).sizes) c.fail("PRelu: the slope does not broadcast to the input's shape");
+  return {c.op(OpKind::Where, {bin(c, OpKind::Lt, {x, sc(c, 0.0, x)}), neg, x})};
+}
+
+Outs leakyReluOp(Node& c) { return {leakyRelu(c, c.in(0), c.f("alpha", 0.01))}; }
+
+Outs isInfOp(Node& c) {
+  ValueId x = c.in(0);
+  bool neg = c.i("detect_negative", 1) != 0, pos = c.i("detect_positive", 1) != 0;
+  ValueId inf = c.op(OpKind::IsInf, {x});
+  if (neg && pos) return {inf};
+  ValueId sign = bin(c, pos ? OpKind::Gt : OpKind::Lt, {x, sc(c, 0.0, x)});
+  if (!neg && !pos) return {bin(c, OpKind::LogicalAnd, {inf, c.op(OpKind::LogicalNot, {inf})})};
+  return {bin(c, OpKind::LogicalAnd, {inf, sign})};
+}
+
+Outs xorOp(Node& c) { return binary(c, OpKind::Ne); }
+
+Outs whereOp(Node& c) {
+  ValueId cond = c.in(0), a = c.in(1), b = c.in(2);
+  return {c.op(OpKind::Where, {cond, a, b})};
+}
+
+}  // namespace
+
+Entries pointwiseConverters() {
+  return {
+    {"Abs", [](Node& c) { return unary(c, OpKind::Abs); }},
+    {"Acos", [](Node& c) { return unary(c, OpKind::Acos); }},
+    {"Acosh", [](Node& c) { return unary(c, OpKind::Acosh); }},
+    {"Add", [](Node& c) { return binary(c, OpKind::Add); }},
+    {"And", [](Node& c) { return binary(c, OpKind::LogicalAnd); }},
+    {"Asin", [](Node& c) { return unary(c, OpKind::Asin); }},
+    {"Asinh", [](Node& c) { return unary(c, OpKind::Asinh); }},
+    {"Atan", [](Node& c) { return unary(c, OpKind::Atan); }},
+    {"Atanh", [](Node& c) { return unary(c, OpKind::Atanh); }},
+    {"Cast", castOp},
+    {"CastLike", [](Node& c) -> Outs { return {c.cast(c.in(0), c.dtypeIn(1))}; }},
+    {"Ceil", [](Node& c) { return unary(c, OpKind::Ceil); }},
+    {"Celu", celuOp},
+    {"Clip", clipOp},
+    {"Cos", [](Node& c) { return unary(c, OpKind::Cos); }},
+    {"Cosh", [](Node& c) { return unary(c, OpKind::Cosh); }},
+    {"Div", divOp},
+    {"Elu", eluOp},
+    {"Equal", [](Node& c) { return binary(c, OpKind::Eq); }},
+    {"Erf", [](Node& c) { return unary(c, OpKind::Erf); }},
+    {"Exp", [](Node& c) { return unary(c, OpKind::Exp); }},
+    {"Floor", [](Node& c) { return unary(c, OpKind::Floor); }},
+    {"Greater", [](Node& c) { return binary(c, OpKind::Gt); }},
+    {"GreaterOrEqual", [](Node& c) { return binary(c, OpKind::Ge); }},
+    {"HardSigmoid", hardSigmoidOp},
+    {"HardSwish", hardSwishOp},
+    {"IsInf", isInfOp},
+    {"IsNaN", [](Node& c) { return unary(c, OpKind::IsNan); }},
+    {"LeakyRelu", leakyReluOp},
+    {"Less", [](Node& c) { return binary(c, OpKind::Lt); }},
+    {"LessOrEqual", [](Node& c) { return binary(c, OpKind::Le); }},
+    {"Log", [](Node& c) { return unary(c, OpKind::Log); }},
+    {"Max", [](Node& c) { return variadic(c, OpKind::Maximum, false); }},
+    {"Mean", [](Node& c) { return variadic(c, OpKind::Add, true); }},
+    {"Min", [](Node& c) { return variadic(c, OpKind::Minimum, false); }},
+    {"Mod", modOp},
+    {"Mul", [](Node& c) { return binary(c, OpKind::Mul); }},
+    {"Neg", [](Node& c) { return unary(c, OpKind::Neg); }},
+    {"Not", [](Node& c) { return unary(c, OpKind::LogicalNot); }},
+    {"Or", [](Node& c) { return binary(c, OpKind::LogicalOr); }},
+    {"Pow", powOp},
+    {"PRelu", preluOp},
+    {"Reciprocal", [](Node& c) { return unary(c, OpKind::Reciprocal); }},
+    {"Relu", [](Node& c) { return unary(c, OpKind::Relu); }},
+    {"Round", [](Node& c) { return unary(c, OpKind::Round); }},
+    {"Selu", seluOp},
+    {"Shrink", shrinkOp},
+    {"Sigmoid", [](Node& c) { return unary(c, OpKind::Sigmoid); }},
+    {"Sign", [](Node& c) { return unary(c, OpKind::Sign); }},
+    {"Sin", [](Node& c) { return unary(c, OpKind::Sin); }},
+    {"Sinh", [](Node& c) { return unary(c, OpKind::Sinh); }},
+    {"Softplus", softplusOp},
+    {"Softsign", softsignOp},
+    {"Sqrt", [](Node& c) { return unary(c, OpKind::Sqrt); }},
+    {"Sub", [](Node& c) { return binary(c, OpKind::Sub); }},
+    {"Sum", [](Node& c) { return variadic(c, OpKind::Add, false); }},
+    {"Tan", [](Node& c) { return unary(c, OpKind::Tan); }},
+    {"Tanh", [](Node& c) { return unary(c, OpKind::Tanh); }},
+    {"ThresholdedRelu", thresholdedReluOp},
+    {"Where", whereOp},
+    {"Xor", xorOp},
+    {"BitShift", bitShiftOp},
+  };
+}
+
+}  // namespace aotc::onnx_fe

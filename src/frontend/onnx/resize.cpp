@@ -1,0 +1,161 @@
+//===- onnx/resize.cpp - Resize and Upsample --------------------------------===//
+//
+// Resize (opsets 10-13+) and Upsample: every coordinate transformation
+// mode, nearest mode and the linear/cubic weights.  A converter longer than
+// a screen: it reads its attributes as it goes and stays in the front end
+// until it is rewritten over the ops layer's builder.
+//
+// Note [ONNX converter tables] (node.h) says how to add an op.
+//===----------------------------------------------------------------------===//
+#include "node.h"
+
+namespace aotc::onnx_fe {
+
+namespace {
+
+/// Resize (opsets 10-17) and Upsample: per resized axis, each output element
+/// is a weighted sum of input elements along that axis (ONNX's reference:
+/// nearest, linear and cubic, every coordinate transformation mode).  The
+/// taps and weights are computed when compiling, in double; out-of-range
+/// taps take the edge element, as the reference's edge padding does.
+Outs resizeOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints in = c.type(x).sizes;
+  size_t r = in.size();
+  bool upsample = c.proto().op_type() == "Upsample";
+  std::string mode = c.s("mode", "nearest");
+  std::string ctm = upsample || c.opset() < 11 ? "asymmetric" : c.s("coordinate_transformation_mode", "half_pixel");
+  std::string nearest = upsample ? "floor" : c.s("nearest_mode", "round_prefer_floor");
+  double A = c.f("cubic_coeff_a", -0.75), extrapolation = c.f("extrapolation_value", 0.0);
+  bool exclude = c.i("exclude_outside", 0) != 0;
+  std::vector<double> scales, roi;
+  Ints sizes;
+  if (upsample && c.opset() < 9) {
+    scales = c.floats("scales");
+  } else {
+    size_t si = upsample || c.opset() < 11 ? 1 : 2;
+    if (c.has(si) && c.known(si, "scales").numel() > 0) scales = c.known(si, "scales").data;
+    if (!upsample && c.opset() >= 11 && c.has(3)) sizes = c.knownInts(3, "sizes");
+    if (!upsample && c.opset() >= 11 && c.has(1) && ctm == "tf_crop_and_resize") roi = c.known(1, "roi").data;
+  }
+  if (mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear") c.fail("mode '" + mode + "' is not supported");
+  if (mode == "bilinear") mode = "linear";
+  Ints out(r);
+  if (!sizes.empty()) {
+    if (sizes.size() != r) c.fail("sizes must have one value per dim");
+    out = sizes;
+    scales.assign(r, 0);
+    for (size_t d = 0; d < r; ++d) scales[d] = in[d] ? static_cast<double>(out[d]) / static_cast<double>(in[d]) : 1.0;
+  } else {
+    if (scales.size() != r) c.fail("scales (or sizes) must have one value per dim");
+    for (size_t d = 0; d < r; ++d) {
+      if (!(scales[d] > 0)) c.fail("scales must be positive");
+      double o = std::floor(static_cast<double>(in[d]) * scales[d]);
+      if (o > static_cast<double>(kMaxIndexMap)) c.fail("the resized dim is too large");
+      out[d] = static_cast<int64_t>(o);
+    }
+  }
+  if (ctm == "tf_crop_and_resize" && roi.size() != 2 * r) c.fail("tf_crop_and_resize needs roi with 2 values per dim");
+  DType dt = c.type(x).dtype;
+  for (size_t d = 0; d < r; ++d) {
+    if (out[d] == in[d] && scales[d] == 1.0 && ctm != "tf_crop_and_resize") continue;
+    if (out[d] <= 0 || in[d] <= 0) c.fail("resizing to or from an empty dim is not supported");
+    int64_t n = in[d], m = out[d];
+    double s = scales[d];
+    // Taps per output element: (index, weight); index -1 = extrapolation.
+    size_t taps = mode == "cubic" ? 4 : 2;
+    std::vector<Ints> idx(taps, Ints(static_cast<size_t>(m)));
+    std::vector<std::vector<double>> w(taps, std::vector<double>(static_cast<size_t>(m)));
+    bool extrapolate = false;
+    for (int64_t o = 0; o < m; ++o) {
+      // The reference's resized length is in * scale, unrounded.
+      double od = static_cast<double>(o), xo, L = static_cast<double>(n) * s;
+      if (ctm == "half_pixel") xo = (od + 0.5) / s - 0.5;
+      else if (ctm == "pytorch_half_pixel") xo = L > 1 ? (od + 0.5) / s - 0.5 : 0;
+      else if (ctm == "align_corners") xo = L == 1 ? 0 : od * static_cast<double>(n - 1) / (L - 1);
+      else if (ctm == "asymmetric") xo = od / s;
+      else if (ctm == "tf_half_pixel_for_nn") xo = (od + 0.5) / s;
+      else if (ctm == "tf_crop_and_resize") {
+        double st = roi[d], en = roi[d + r];
+        xo = L > 1 ? st * static_cast<double>(n - 1) + od * (en - st) * static_cast<double>(n - 1) / (L - 1)
+                   : 0.5 * (st + en) * static_cast<double>(n - 1);
+      } else c.fail("coordinate_transformation_mode '" + ctm + "' is not supported");
+      bool outside = ctm == "tf_crop_and_resize" && (xo < 0 || xo > static_cast<double>(n - 1));
+      double fl = std::floor(xo);
+      int64_t i0 = static_cast<int64_t>(fl);
+      double ratio = xo - fl;
+      if (ratio == 0) {  // the reference prefers the pixel left of x
+        ratio = 1;
+        i0 -= 1;
+      }
+      std::vector<double> coeff;
+      Ints at;
+      if (mode == "nearest") {
+        bool right = nearest == "round_prefer_floor" ? ratio > 0.5 : nearest == "round_prefer_ceil" ? ratio >= 0.5
+                   : nearest == "floor" ? ratio == 1 : nearest == "ceil" ? true : (c.fail("nearest_mode '" + nearest + "' is not supported"), false);
+        coeff = right ? std::vector<double>{0, 1} : std::vector<double>{1, 0};
+        at = {i0, i0 + 1};
+      } else if (mode == "linear") {
+        coeff = {1 - ratio, ratio};
+        at = {i0, i0 + 1};
+      } else {
+        double t = ratio, u = 1 - ratio;
+        coeff = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A, ((A + 2) * t - (A + 3)) * t * t + 1,
+                 ((A + 2) * u - (A + 3)) * u * u + 1, ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A};
+        at = {i0 - 1, i0, i0 + 1, i0 + 2};
+      }
+      if (exclude) {
+        double sum = 0;
+        for (size_t k = 0; k < taps; ++k) {
+          if (at[k] < 0 || at[k] >= n) coeff[k] = 0;
+          sum += coeff[k];
+        }
+        if (sum != 0)
+          for (double& v : coeff) v /= sum;
+      }
+      for (size_t k = 0; k < taps; ++k) {
+        idx[k][static_cast<size_t>(o)] = outside ? -1 : std::clamp<int64_t>(at[k], 0, n - 1);
+        w[k][static_cast<size_t>(o)] = outside ? 0 : coeff[k];
+      }
+      extrapolate = extrapolate || outside;
+    }
+    ValueId acc = kNoValue;
+    Ints wshape(r, 1);
+    wshape[d] = m;
+    for (size_t k = 0; k < taps; ++k) {
+      Ints safe = idx[k];
+      for (int64_t& v : safe) v = std::max<int64_t>(v, 0);
+      bool used = std::any_of(w[k].begin(), w[k].end(), [](double v) { return v != 0; });
+      if (!used) continue;
+      ValueId g = pick(c, x, static_cast<int64_t>(d), safe);
+      HostTensor wt = HostTensor::zeros(dt, wshape);
+      for (size_t o = 0; o < w[k].size(); ++o) wt.data[o] = roundTo(dt, w[k][o]);
+      bool ones = std::all_of(w[k].begin(), w[k].end(), [](double v) { return v == 1; });
+      ValueId term = ones ? g : c.mul(g, c.constant(wt));
+      acc = acc == kNoValue ? term : c.add(acc, term);
+    }
+    if (acc == kNoValue) {
+      Ints shape = c.type(x).sizes;
+      shape[d] = m;
+      acc = c.full(0.0, TensorType::contiguous(dt, shape));
+    }
+    if (extrapolate) {
+      HostTensor mask = HostTensor::zeros(DType::Bool, wshape);
+      for (size_t o = 0; o < idx[0].size(); ++o) mask.data[o] = idx[0][o] < 0;
+      acc = c.op(OpKind::Where, {c.constant(mask), sc(c, extrapolation, acc), acc});
+    }
+    x = acc;
+  }
+  return {x};
+}
+
+}  // namespace
+
+Entries resizeConverters() {
+  return {
+    {"Resize", resizeOp},
+    {"Upsample", resizeOp},
+  };
+}
+
+}  // namespace aotc::onnx_fe

@@ -1,0 +1,305 @@
+//===- onnx/windows.cpp - Convolution, pooling and padding ------------------===//
+//
+// Conv, ConvTranspose, MaxPool/AveragePool and their global forms, Pad;
+// auto_pad and explicit pads as ONNX defines them.
+//
+// Note [ONNX converter tables] (node.h) says how to add an op.
+//===----------------------------------------------------------------------===//
+#include "node.h"
+
+namespace aotc::onnx_fe {
+
+/// Pads `x` by `begin`/`end` per dim: constant, reflect or edge.
+ValueId padTo(Node& c, ValueId x, const Ints& begin, const Ints& end, const std::string& mode, double value) {
+  int64_t r = c.type(x).rank();
+  if (mode == "constant") {
+    Ints p;
+    for (int64_t d = r - 1; d >= 0; --d) p.insert(p.end(), {begin[static_cast<size_t>(d)], end[static_cast<size_t>(d)]});
+    bool any = false;
+    for (int64_t v : p) any = any || v != 0;
+    if (!any) return x;
+    return c.op(OpKind::Pad, {x}, Attrs{{"pad", p}, {"value", value}});
+  }
+  if (mode != "reflect" && mode != "edge") c.fail(cat("Pad: mode '", mode, "' is not supported"));
+  for (int64_t d = 0; d < r; ++d) {
+    int64_t b = begin[static_cast<size_t>(d)], e = end[static_cast<size_t>(d)];
+    if (b == 0 && e == 0) continue;
+    int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
+    if (n == 0) c.fail("Pad: cannot reflect or extend an empty dim");
+    if (mode == "reflect" && (b >= n || e >= n)) c.fail("Pad: reflect padding must be smaller than the dim");
+    if (n + b + e > kMaxIndexMap) c.fail("Pad: the padded dim is too large");
+    Ints idx;
+    for (int64_t o = -b; o < n + e; ++o) {
+      int64_t i = o;
+      if (mode == "edge") i = std::clamp<int64_t>(o, 0, n - 1);
+      else {
+        if (i < 0) i = -i;
+        if (i >= n) i = 2 * (n - 1) - i;
+      }
+      idx.push_back(i);
+    }
+    x = pick(c, x, d, idx);
+  }
+  return x;
+}
+
+namespace {
+
+Outs padOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  Ints pads = c.opset() >= 11 ? c.knownInts(1, "pads") : c.ints(c.opset() >= 2 ? "pads" : "paddings");
+  double value = c.opset() >= 11 ? (c.has(2) ? c.knownScalar(2, "constant_value") : 0.0) : c.f("value", 0.0);
+  if (static_cast<int64_t>(pads.size()) != 2 * r) c.fail(cat("Pad: pads must have ", 2 * r, " values"));
+  Ints begin(pads.begin(), pads.begin() + r), end(pads.begin() + r, pads.end());
+  return {padTo(c, x, begin, end, c.s("mode", "constant"), value)};
+}
+
+/// Begin/end padding of each spatial dim from auto_pad / pads (ONNX's rules).
+std::pair<Ints, Ints> spatialPads(Node& c, const Ints& in, const Ints& kernel, const Ints& stride, const Ints& dil) {
+  size_t n = in.size();
+  Ints begin(n, 0), end(n, 0);
+  std::string ap = c.s("auto_pad", "NOTSET");
+  if (ap == "NOTSET") {
+    Ints p = c.ints("pads", Ints(2 * n, 0));
+    if (p.size() != 2 * n) c.fail(cat("pads must have ", 2 * n, " values"));
+    for (size_t k = 0; k < n; ++k) {
+      begin[k] = p[k];
+      end[k] = p[k + n];
+      if (begin[k] < 0 || end[k] < 0) c.fail("negative pads are not supported");
+    }
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (size_t k = 0; k < n; ++k) {
+      int64_t out = (in[k] + stride[k] - 1) / stride[k];
+      int64_t total = std::max<int64_t>((out - 1) * stride[k] + (kernel[k] - 1) * dil[k] + 1 - in[k], 0);
+      begin[k] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[k] = total - begin[k];
+    }
+  } else if (ap != "VALID") {
+    c.fail(cat("auto_pad '", ap, "' is not supported"));
+  }
+  return {begin, end};
+}
+
+struct ConvGeom {
+  Ints kernel, stride, dil, begin, end;
+};
+
+ConvGeom convGeom(Node& c, const Ints& spatialIn, const Ints& kernelFromWeight) {
+  size_t n = spatialIn.size();
+  ConvGeom g;
+  g.kernel = c.ints("kernel_shape", kernelFromWeight);
+  g.stride = c.ints("strides", Ints(n, 1));
+  g.dil = c.ints("dilations", Ints(n, 1));
+  if (g.kernel.size() != n || g.stride.size() != n || g.dil.size() != n) c.fail("kernel_shape, strides and dilations must have one value per spatial dim");
+  for (size_t k = 0; k < n; ++k)
+    if (g.kernel[k] <= 0 || g.stride[k] <= 0 || g.dil[k] <= 0) c.fail("kernel_shape, strides and dilations must be positive");
+  std::tie(g.begin, g.end) = spatialPads(c, spatialIn, g.kernel, g.stride, g.dil);
+  return g;
+}
+
+/// 1-D, 2-D and 3-D: a 1-D op runs as 2-D over a unit height, a 3-D one
+/// through the decompositions (Notes [3-D convolution], [3-D pooling]).
+void requireSpatial(Node& c, int64_t rank, const char* what) {
+  if (rank != 3 && rank != 4 && rank != 5) c.fail(cat(what, ": only 1-D, 2-D and 3-D (3-D, 4-D or 5-D inputs) are supported"));
+}
+
+/// Zero (or `value`) padding of the spatial dims of [N, C, ...] by begin / end.
+ValueId padSpatial(Node& c, ValueId x, const Ints& begin, const Ints& end, double value) {
+  Ints b{0, 0}, e{0, 0};
+  b.insert(b.end(), begin.begin(), begin.end());
+  e.insert(e.end(), end.begin(), end.end());
+  return padTo(c, x, b, e, "constant", value);
+}
+
+/// A 1-D op runs as 2-D over a unit height: x and the geometry gain dim 2.
+ValueId liftOneD(Node& c, ValueId x, ConvGeom& g) {
+  for (Ints* v : {&g.kernel, &g.stride, &g.dil}) v->insert(v->begin(), 1);
+  g.begin.insert(g.begin.begin(), 0);
+  g.end.insert(g.end.begin(), 0);
+  return c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+}
+
+/// Symmetric pads go to the op; others are explicit (`fill`), and the op
+/// gets none.  Returns the padded input and the op's padding.
+std::pair<ValueId, Ints> spatialPadding(Node& c, ValueId x, const ConvGeom& g, bool symmetric, double fill) {
+  if (symmetric) return {x, g.begin};
+  return {padSpatial(c, x, g.begin, g.end, fill), Ints(g.begin.size(), 0)};
+}
+
+Outs convOp(Node& c) {
+  ValueId x = c.in(0), w = c.in(1);
+  int64_t rank = c.type(x).rank();
+  requireSpatial(c, rank, "Conv");
+  if (c.type(w).rank() != rank) c.fail("Conv: the weight's rank differs from the input's");
+  Ints sin(c.type(x).sizes.begin() + 2, c.type(x).sizes.end());
+  Ints kw(c.type(w).sizes.begin() + 2, c.type(w).sizes.end());
+  ConvGeom g = convGeom(c, sin, kw);
+  if (g.kernel != kw) c.fail("Conv: kernel_shape differs from the weight's");
+  bool oneD = rank == 3;
+  if (oneD) {
+    x = liftOneD(c, x, g);
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+  }
+  auto [xp, pad] = spatialPadding(c, x, g, g.begin == g.end, 0.0);
+  int64_t groups = c.i("group", 1);
+  ValueId y = rank == 5 ? conv3d(c, xp, w, g.stride, pad, g.dil, groups)
+                        : c.op(OpKind::Conv2d, {xp, w}, Attrs{{"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"groups", groups}});
+  if (c.has(2)) {
+    Ints bshape(static_cast<size_t>(c.type(y).rank()), 1);
+    bshape[1] = c.type(w).sizes[0];
+    y = c.add(y, c.reshape(c.in(2), bshape));
+  }
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  return {y};
+}
+
+Outs convTransposeOp(Node& c) {
+  ValueId x = c.in(0), w = c.in(1);
+  int64_t rank = c.type(x).rank();
+  requireSpatial(c, rank, "ConvTranspose");
+  if (c.type(w).rank() != rank) c.fail("ConvTranspose: the weight's rank differs from the input's");
+  size_t n = static_cast<size_t>(rank - 2);
+  const Ints xs = c.type(x).sizes, ws = c.type(w).sizes;
+  Ints kernel = c.ints("kernel_shape", Ints(ws.begin() + 2, ws.end()));
+  Ints stride = c.ints("strides", Ints(n, 1)), dil = c.ints("dilations", Ints(n, 1));
+  Ints outPad = c.ints("output_padding", Ints(n, 0));
+  int64_t groups = c.i("group", 1);
+  if (kernel.size() != n || stride.size() != n || dil.size() != n || outPad.size() != n) c.fail("ConvTranspose: attributes must have one value per spatial dim");
+  if (groups <= 0 || xs[1] != ws[0]) c.fail("ConvTranspose: input channels do not match the weight");
+  // Full output size (no padding), then the pads ONNX asks for.
+  Ints full(n), begin(n, 0), end(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (stride[k] <= 0 || dil[k] <= 0) c.fail("ConvTranspose: strides and dilations must be positive");
+    full[k] = stride[k] * (xs[2 + k] - 1) + outPad[k] + (kernel[k] - 1) * dil[k] + 1;
+  }
+  std::string ap = c.s("auto_pad", "NOTSET");
+  if (c.hasAttr("output_shape")) {
+    Ints os = c.ints("output_shape");
+    if (os.size() == n + 2) os.erase(os.begin(), os.begin() + 2);
+    if (os.size() != n) c.fail("ConvTranspose: output_shape must have one value per spatial dim");
+    for (size_t k = 0; k < n; ++k) {
+      int64_t total = full[k] - os[k];  // negative: the output extends past the full one, with zeros
+      begin[k] = ap == "SAME_UPPER" || ap == "NOTSET" ? total / 2 : total - total / 2;
+      end[k] = total - begin[k];
+    }
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (size_t k = 0; k < n; ++k) {
+      int64_t total = std::max<int64_t>(full[k] - xs[2 + k] * stride[k], 0);
+      begin[k] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[k] = total - begin[k];
+    }
+  } else if (ap == "NOTSET") {
+    Ints p = c.ints("pads", Ints(2 * n, 0));
+    if (p.size() != 2 * n) c.fail("ConvTranspose: pads must have 2 values per spatial dim");
+    for (size_t k = 0; k < n; ++k) {
+      begin[k] = p[k];
+      end[k] = p[k + n];
+    }
+  } else if (ap != "VALID") {
+    c.fail(cat("ConvTranspose: auto_pad '", ap, "' is not supported"));
+  }
+  bool oneD = rank == 3;
+  if (oneD) {
+    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+    for (Ints* v : {&stride, &dil, &full, &begin, &end, &outPad}) v->insert(v->begin(), (v == &stride || v == &dil) ? 1 : 0);
+    full[0] = 1;
+  }
+  // conv2d_backward_input at padding 0 gives the full output; the pads crop it.
+  const size_t ns = full.size();
+  int64_t outC = c.type(w).sizes[1] * groups;
+  ValueId y;
+  if (ns == 3) {
+    y = convTranspose3d(c, x, w, stride, dil, outPad, groups);
+  } else {
+    Ints inSize{c.type(x).sizes[0], outC, full[0], full[1]};
+    ValueId xc = c.contiguous(x), wc = c.contiguous(w);
+    y = c.op(OpKind::Conv2dBackwardInput, {xc, wc},
+             Attrs{{"input_size", inSize}, {"stride", stride}, {"padding", Ints{0, 0}}, {"dilation", dil}, {"groups", groups}});
+  }
+  for (size_t k = 0; k < ns; ++k) {
+    int64_t d = static_cast<int64_t>(2 + k);
+    int64_t b = std::max<int64_t>(begin[k], 0), e = std::max<int64_t>(end[k], 0);
+    if (b || e) {
+      if (b + e >= full[k]) c.fail("ConvTranspose: pads crop the whole output");
+      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", d}, {"start", b}, {"end", full[k] - e}, {"step", int64_t{1}}});
+    }
+    if (begin[k] < 0 || end[k] < 0) {
+      Ints pb(ns + 2, 0), pe(ns + 2, 0);
+      pb[static_cast<size_t>(d)] = std::max<int64_t>(-begin[k], 0);
+      pe[static_cast<size_t>(d)] = std::max<int64_t>(-end[k], 0);
+      y = padTo(c, y, pb, pe, "constant", 0.0);
+    }
+  }
+  Ints bshape(ns + 2, 1);
+  bshape[1] = outC;
+  if (c.has(2)) y = c.add(y, c.reshape(c.in(2), bshape));
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  return {y};
+}
+
+/// MaxPool / AveragePool: pads that are symmetric and at most half the
+/// window go to the pool; others are explicit (-inf for max; for an average
+/// without count_include_pad, the padded sum over the padded count of ones,
+/// both as window means).
+template <bool Max>
+Outs poolOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t rank = c.type(x).rank();
+  requireSpatial(c, rank, Max ? "MaxPool" : "AveragePool");
+  if (Max && c.wantsOutput(1)) c.fail("MaxPool: the Indices output is not supported");
+  Ints sin(c.type(x).sizes.begin() + 2, c.type(x).sizes.end());
+  ConvGeom g = convGeom(c, sin, c.ints("kernel_shape"));
+  bool ceil = c.i("ceil_mode", 0) != 0;
+  bool includePad = !Max && c.i("count_include_pad", 0) != 0;
+  if (Max && c.i("storage_order", 0) != 0) c.fail("MaxPool: storage_order=1 is not supported");
+  if (!Max && g.dil != Ints(g.dil.size(), 1)) c.fail("AveragePool: dilations are not supported");
+  bool oneD = rank == 3;
+  if (oneD) x = liftOneD(c, x, g);
+  auto pool = [&](ValueId in, const Ints& pad, bool countPad) -> ValueId {
+    if (rank == 5) {
+      decomp::Pool3d p{g.kernel, g.stride, pad, g.dil, ceil, countPad, std::nullopt};
+      return Max ? decomp::maxPool3d(c, in, p).first : decomp::avgPool3d(c, in, p);
+    }
+    if (Max)
+      return c.ops(OpKind::MaxPool2d, {in}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"ceil_mode", ceil}})[0];
+    return c.op(OpKind::AvgPool2d, {in}, Attrs{{"kernel", g.kernel}, {"stride", g.stride}, {"padding", pad}, {"ceil_mode", ceil}, {"count_include_pad", countPad}});
+  };
+  bool sym = g.begin == g.end;
+  for (size_t k = 0; k < g.begin.size() && sym; ++k) sym = g.begin[k] * 2 <= g.kernel[k];
+  if (!sym && ceil) c.fail("pooling with asymmetric pads and ceil_mode is not supported");
+  auto [xp, pad] = spatialPadding(c, x, g, sym, Max ? -HUGE_VAL : 0.0);
+  ValueId y = pool(xp, pad, includePad || !sym);
+  if (!sym && !Max && !includePad) {
+    ValueId ones = c.full(1.0, TensorType::contiguous(c.type(x).dtype, c.type(x).sizes));
+    y = c.div(y, pool(padSpatial(c, ones, g.begin, g.end, 0.0), pad, true));
+  }
+  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  return {y};
+}
+
+template <bool Max>
+Outs globalPoolOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints dims;
+  for (int64_t d = 2; d < c.type(x).rank(); ++d) dims.push_back(d);
+  if (dims.empty()) return {x};
+  return {reduceOp(c, Max ? OpKind::Amax : OpKind::Mean, x, dims, true)};
+}
+
+}  // namespace
+
+Entries windowsConverters() {
+  return {
+    {"AveragePool", poolOp<false>},
+    {"Conv", convOp},
+    {"ConvTranspose", convTransposeOp},
+    {"GlobalAveragePool", globalPoolOp<false>},
+    {"GlobalMaxPool", globalPoolOp<true>},
+    {"MaxPool", poolOp<true>},
+    {"Pad", padOp},
+  };
+}
+
+}  // namespace aotc::onnx_fe

@@ -9,7 +9,7 @@
 // and 18 refused with the same message, ONNX's backend suite 934 identical
 // and 138 refused alike, 0 differ; scripts/onnx_conformance's count
 // unchanged (1,072 cases: 924 pass, 2 wrong, 146 rejected, 0 crash).  The
-// largest file of the room is loader.cpp (662 lines).
+// largest file of the room is loader.cpp (659 lines).
 //===----------------------------------------------------------------------===//
 #include "node.h"
 

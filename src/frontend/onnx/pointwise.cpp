@@ -29,7 +29,11 @@ Outs divOp(Node& c) {
   DType d = c.type(a).dtype;
   if (isFloating(d)) return {c.op(OpKind::Div, {a, b})};
   // ONNX integer division truncates toward zero (C, numpy's trunc for the reference).
-  ValueId q = safeIntBinary(c, OpKind::Div, c.cast(a, DType::F64), c.cast(b, DType::F64));
+  // The casts in a fixed order: as function arguments GCC and clang would
+  // evaluate them in opposite orders and write different (equivalent) IR.
+  ValueId fb = c.cast(b, DType::F64);
+  ValueId fa = c.cast(a, DType::F64);
+  ValueId q = safeIntBinary(c, OpKind::Div, fa, fb);
   return {c.cast(c.op(OpKind::Trunc, {q}), d)};
 }
 

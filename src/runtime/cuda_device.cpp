@@ -631,6 +631,7 @@ class CudaPhase final : public PreparedPhase {
   void enqueue(size_t i) override {
     const std::vector<DevicePtr>& roots = *args_.roots;
     const std::vector<uint32_t>& ix = args_.steps[i];
+    auto at = [&](size_t k, int64_t off) { return reinterpret_cast<void*>(roots[ix[k]] + static_cast<DevicePtr>(off)); };
     auto& s = steps_[i];
     if (LaunchPrep* l = std::get_if<LaunchPrep>(&s)) {
       dev_.check(dev_.driver().launchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared,
@@ -638,7 +639,6 @@ class CudaPhase final : public PreparedPhase {
                  "cuLaunchKernel");
     } else if (GemmPrep* g = std::get_if<GemmPrep>(&s)) {
       CublasLt& lt = dev_.lt();
-      auto at = [&](size_t k, int64_t off) { return reinterpret_cast<void*>(roots[ix[k]] + static_cast<DevicePtr>(off)); };
       if (g->bias) {
         DevicePtr b = roots[ix[3]] + static_cast<DevicePtr>(g->offBias);
         if (b != g->lastBias) {  // host-side only: the descriptor holds the pointer
@@ -656,7 +656,6 @@ class CudaPhase final : public PreparedPhase {
     } else {
       ConvPrep& c = std::get<ConvPrep>(s);
       Cudnn& n = dev_.cudnn();
-      auto at = [&](size_t k, int64_t off) { return reinterpret_cast<void*>(roots[ix[k]] + static_cast<DevicePtr>(off)); };
       const void* alpha = c.dbl ? static_cast<const void*>(&c.alphaD) : &c.alphaF;
       const void* beta = c.dbl ? static_cast<const void*>(&c.betaD) : &c.betaF;
       void* ws = reinterpret_cast<void*>(workspace_);
@@ -827,11 +826,7 @@ class CudaPhase final : public PreparedPhase {
       fail(cat("cuDNN offers no ", anyAlgo ? "" : "deterministic ", "algorithm for ", what, " of node ", c.node,
                anyAlgo ? "" : " (AOTC_CUDNN_NONDETERMINISTIC=1 allows the others)"));
     };
-    if (c.call == plan::ConvCall::Forward) {
-      p.ta = tensor(c.a);
-      p.fw = filter(c.b);
-      p.tb = tensor(c.out);
-    } else if (c.call == plan::ConvCall::BackwardData) {
+    if (c.call != plan::ConvCall::BackwardFilter) {  // forward: (x, w) -> y; backward data: (dy, w) -> dx
       p.ta = tensor(c.a);
       p.fw = filter(c.b);
       p.tb = tensor(c.out);

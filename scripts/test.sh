@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Quick start (b): install what is missing, build, run the whole test suite
+# Quick start (b): install what is missing (Debian packages, and the pinned
+# PyTorch 2.x environment from PyPI: scripts/setup-venv.sh), build, run the whole test suite
 # (GoogleTest unit and end-to-end tests, lit golden/CLI/error tests, Python
 # exporter and schema tests, kill test) through CTest; then the sanitized
 # half (scripts/test-sanitized.sh: a clang-16 ASan+UBSan build running the
@@ -8,7 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh > build.log 2>&1 || { tail -80 build.log; exit 1; }
+# The pinned PyTorch 2.x environment (PyPI, cached outside the clone): the tests
+# labelled torch2 run the exporter, op and zoo checks under it.
+py2=$(bash scripts/setup-venv.sh | tail -1)
+bash scripts/build.sh -DAOTC_TORCH2_PYTHON="$py2" > build.log 2>&1 || { tail -80 build.log; exit 1; }
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 1200)
 if [ "${AOTC_SKIP_SANITIZED:-0}" != 1 ]; then
   bash scripts/test-sanitized.sh

@@ -253,7 +253,14 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
     manifest = buildManifest(pr.functional, pr.partition, cg, modules, mi);
     manifestText = plan::toJson(manifest).dump(1) + "\n";
     // Note [Typed plan]: what is written reads back as the same plan.
-    plan::Manifest back = plan::manifestFromJson(nlohmann::json::parse(manifestText), "manifest.json", kMaxElements);
+    // A manifest its own reader refuses is the code generator's fault, never
+    // the model's: reported as an internal error (exit 3), not as bad input.
+    plan::Manifest back;
+    try {
+      back = plan::manifestFromJson(nlohmann::json::parse(manifestText), "manifest.json", kMaxElements);
+    } catch (const UserError& e) {
+      internalError(__FILE__, __LINE__, "the code generator wrote a manifest its own reader refuses: " + e.diagnostics().front().str());
+    }
     AOTC_CHECK(nlohmann::json(back.flags) == nlohmann::json(manifest.flags) &&
                    nlohmann::json(back.arguments) == nlohmann::json(manifest.arguments),
                "the manifest's free-form fields do not read back");

@@ -264,6 +264,32 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
   std::map<size_t, HostTensor> gradOutputs;
   for (const plan::OutputSpec& o : m.outputs)
     if (o.tangent) gradOutputs[o.index] = checked(gpool, "grad_output." + std::to_string(o.index), o.dtype, o.shape, "grad output", true);
+  // Note [Seeded gradient]: run as `loss.backward()` is called. With no
+  // grad outputs at all, a program whose one differentiable output is a
+  // scalar (one element, as backward() requires) gets the gradient 1; in
+  // every other case each output whose gradient defaults to zeros is named,
+  // so all-zero parameter gradients never come without a word of why.
+  if (!opts.forward_only) {
+    std::vector<const plan::OutputSpec*> missing;
+    size_t differentiable = 0;
+    for (const plan::OutputSpec& o : m.outputs) {
+      if (!o.tangent) continue;
+      ++differentiable;
+      if (!gpool.count("grad_output." + std::to_string(o.index))) missing.push_back(&o);
+    }
+    int64_t n1 = 1;
+    if (differentiable == 1 && missing.size() == 1)
+      for (int64_t d : missing[0]->shape) n1 *= d;
+    const bool noneGiven = std::none_of(gpool.begin(), gpool.end(), [](const auto& kv) { return kv.first.rfind("grad_output.", 0) == 0; });
+    if (differentiable == 1 && missing.size() == 1 && noneGiven && n1 == 1) {
+      HostTensor& seed = gradOutputs[missing[0]->index];
+      std::fill(seed.data.begin(), seed.data.end(), 1.0);
+      if (opts.note) opts.note(cat("output.", missing[0]->index, " is the only differentiable output and a scalar: its gradient is 1, as loss.backward() seeds it"));
+    } else if (opts.note) {
+      for (const plan::OutputSpec* o : missing)
+        opts.note(cat("grad_output.", o->index, " not given: output.", o->index, "'s incoming gradient is zeros (give it with --grad-outputs)"));
+    }
+  }
 
   if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only, opts.progress);
 

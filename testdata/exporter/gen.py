@@ -301,6 +301,21 @@ def args_named_tangent(tangent_0, tangent_1):
     return tangent_0 * tangent_1.sin(), (tangent_1.exp() * tangent_0).sum()
 
 
+class BufferAndBroadcastGrad(torch.nn.Module):
+    """Issue 36's regression: a buffer mutated in place beside (w @ x).sum() with x requiring grad; the
+    expanded gradient of the sum feeds both GEMMs of the backward, and the code generator wrote its dense
+    copy twice under one name ('sum_3.dense' is declared twice)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("buf", torch.ones(4, 4))
+        self.w = torch.nn.Parameter(rn(4, 2))
+
+    def forward(self, x):
+        self.buf.add_(1)
+        return (self.w @ x).sum() + self.buf.sum()
+
+
 def programs():
     return [
         ("mut_mul_", mut_mul_, (rn(2, 3, rg=True), rn(2, 3, rg=True))),
@@ -334,6 +349,7 @@ def programs():
         ("args_list_in_tuple_out", args_list_in_tuple_out, ([rn(2, rg=True), rn(2)], (rn(2, rg=True), rn(2, rg=True)))),
         ("mut_permute_chain", mut_permute_chain, (rn(2, 3, 4, rg=True),)),
         ("args_named_tangent", args_named_tangent, (rn(2, 3, rg=True), rn(2, 3, rg=True))),
+        ("mut_buffer_broadcast_grad", BufferAndBroadcastGrad(), (rn(2, 4, rg=True),)),
     ]
 
 

@@ -206,7 +206,9 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run an artifact on the CPU reference runtime");
   run->add_option("artifact", artifact, "artifact directory")->required();
   run->add_option("--inputs", ropts.input_files, "safetensors with inputs by name (repeatable)")->required();
-  run->add_option("--grad-outputs", ropts.grad_outputs_file, "safetensors with grad_output.<i>; a missing one counts as zeros");
+  run->add_option("--grad-outputs", ropts.grad_outputs_file,
+                  "safetensors with grad_output.<i>; a missing one counts as zeros (named on stderr), except that with none given "
+                  "a program whose one differentiable output is a scalar gets 1, as loss.backward() does");
   run->add_flag("--forward-only", ropts.forward_only, "skip the backward");
   run->add_option("--backend", ropts.backend,
                    "reference (IR interpreter), emulate (the generated kernels, host-compiled), cuda (GPU 0) or cuda:<n> (GPU n)")
@@ -310,6 +312,7 @@ int main(int argc, char** argv) {
     } else if (*run) {
       // The host-compiled kernels of `--backend emulate` are cached per user.
       ropts.emulate_cache_dir = runCacheDir.empty() ? userCacheDir("emulate") : runCacheDir;
+      ropts.note = [](const std::string& what) { std::fprintf(stderr, "aotc: note: %s\n", what.c_str()); };
       // Long runs (a reference run of a big model, the emulator's first host
       // compile) show how far they are on a terminal.
       std::optional<TerminalProgress> progress;

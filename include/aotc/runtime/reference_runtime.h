@@ -27,7 +27,12 @@ struct RunOptions {
   std::string emulate_cache_dir;      ///< where emulate keeps host-compiled kernels
   std::string host_compiler = "c++";  ///< emulate: compiles the generated CUDA on the host
   std::vector<std::string> input_files;
-  std::string grad_outputs_file;  ///< empty: every grad output is zero
+  /// Grad outputs not in the file are zeros, except Note [Seeded gradient]:
+  /// with none given, a program whose one differentiable output is a scalar
+  /// gets 1, as loss.backward() does.
+  std::string grad_outputs_file;
+  /// Hears what the run decided for the caller (a seeded or zero gradient).
+  std::function<void(const std::string&)> note;
   bool forward_only = false;
   bool create_graph = false;
   /// Hears long work as it goes (what, done, total; total 0 when unknown):

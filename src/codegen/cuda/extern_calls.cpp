@@ -88,8 +88,12 @@ struct ExternCalls {
     b.steps.push_back(st);
   }
 
-  /// A dense copy of `v` (for GEMM operands cuBLAS cannot address).
+  /// A dense copy of `v` (for GEMM operands cuBLAS cannot address), made
+  /// once per value: values are immutable, so a second GEMM reading the same
+  /// broadcast operand (an expanded gradient feeding both mm's of a matmul's
+  /// backward) reads the first copy, whose buffer lives until its last use.
   ValueId denseCopy(ValueId v, const Node& n) {
+    if (b.dense.count(v)) return v;
     Node c{OpKind::Clone, {v}, {}, {}, n.loc, n.phase, 0, {}};
     TensorType t = TensorType::contiguous(g.type(v).dtype, g.type(v).sizes);
     std::string name = g.values[v].name + ".dense";

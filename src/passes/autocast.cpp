@@ -246,7 +246,17 @@ class Autocast {
       }
       Attrs a = n.attrs;
       if (n.op == OpKind::Constant && g_.type(n.outputs[0]).dtype == DType::F32) a["dtype"] = std::string(dtypeName(dtype));
-      std::vector<ValueId> outs = addNode(out_, n.op, ins, a, n.loc, n.phase, n.tags, n.regions);
+      // Built under a scratch name, then given the original's (addNode
+      // names results after the location, which would take those names).
+      SourceLoc scratch = n.loc;
+      scratch.node = "autocast.tmp";
+      std::vector<ValueId> outs;
+      try {
+        outs = addNode(out_, n.op, ins, a, scratch, n.phase, n.tags, n.regions);
+      } catch (const UserError& e) {
+        throw UserError(n.loc, "autocast: " + e.diagnostics().front().message);
+      }
+      out_.nodes.back().loc = n.loc;
       for (size_t i = 0; i < outs.size(); ++i) {
         out_.tryRename(outs[i], g_.values[n.outputs[i]].name);
         raw[n.outputs[i]] = outs[i];

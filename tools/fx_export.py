@@ -604,6 +604,7 @@ def export(module_or_fn, example_args, path_prefix, dynamic=None, ranges=None, *
     faithfully."""
     if not isinstance(example_args, tuple):
         example_args = (example_args,)
+    _warn_disabled_autocast()
     prefix = os.fspath(path_prefix)
     doc, weights = _trace(module_or_fn, example_args, prefix, name)
     if dynamic or ranges:
@@ -615,6 +616,28 @@ def export(module_or_fn, example_args, path_prefix, dynamic=None, ranges=None, *
     text = (json.dumps(doc, indent=1) + "\n").encode()
     _write_atomic(prefix + ".json", lambda f: f.write(text))
     return doc
+
+
+def _warn_disabled_autocast():
+    """Note [Disabled autocast]: PyTorch turns torch.autocast("cuda") off, with
+    one warning at construction, on a machine without CUDA, so a model
+    exported inside it traces in float32.  The region still counts in
+    autocast's nesting depth (every __enter__ increments it), which is how
+    the exporter sees it: inside an autocast region with neither CUDA nor CPU
+    autocast enabled and no CUDA, it says so and points to --precision."""
+    depth = torch.autocast_increment_nesting() - 1
+    torch.autocast_decrement_nesting()
+    if depth <= 0 or torch.cuda.is_available():
+        return
+    try:
+        on = torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("cpu")
+    except TypeError:  # 1.13: no device argument
+        on = torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+    if on:
+        return
+    warnings.warn("fx_export: exported inside a torch.autocast region that PyTorch disabled (torch.autocast(\"cuda\") "
+                  "on a machine without CUDA): the graph is float32 as written; compile it with "
+                  "`aotc compile --precision bf16` (or fp16) to run it as CUDA autocast would", stacklevel=3)
 
 
 def _trace(module_or_fn, example_args, path, name):

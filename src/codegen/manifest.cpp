@@ -29,6 +29,7 @@ plan::Manifest buildManifest(const Graph& functional, const Partition& partition
   m.arguments = info.arguments.empty() ? nlohmann::ordered_json() : info.arguments;  // null: not recorded
   m.archs = info.archs;
   m.weights = info.weights;
+  m.precision = info.precision;
 
   // Mutation phase of every input, from the epilogue copies of both programs.
   std::map<std::string, plan::Mutation> phase;

@@ -205,6 +205,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   const unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   PipelineOptions po;
   po.partitioner = opts.partitioner;
+  po.precision = opts.precision;
   if (!opts.print_ir_after.empty() || !opts.dump_dir.empty()) po.after_pass = dump;
   po.jobs = jobs;
   PipelineResult pr = runPipeline(fx.graph, po);
@@ -217,6 +218,9 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.archs = opts.archs;
   mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
   if (opts.sm_count > 0) mi.flags["sm_count"] = opts.sm_count;
+  // Recorded only when not fp32: fp32 artifacts stay the bytes they were.
+  if (opts.precision != Precision::Fp32) mi.flags["precision"] = precisionName(opts.precision);
+  mi.precision = precisionName(opts.precision);
   const LaunchShapeRule shapeRule = launchShapeRuleFor(opts.archs, opts.sm_count);
   mi.nvrtc_version = nvrtcVersionCached(opts.cache_dir);
   mi.input_aliases = fx.input_aliases;

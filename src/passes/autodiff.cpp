@@ -109,6 +109,11 @@ Graph autodiff(const Graph& fwd) {
         // it is the caller's, so only broadcast-reduce when shapes differ.
         ValueId gv = gi[i];
         if (j.type(gv).sizes != j.type(n.inputs[i]).sizes) gv = ctx.sumTo(gv, j.type(n.inputs[i]).sizes);
+        // As PyTorch's engine does (validate_outputs): a gradient reaching an
+        // input of another floating dtype (a bf16 value added to a float32
+        // one) is cast to the input's dtype.
+        if (DType want = j.type(n.inputs[i]).dtype; j.type(gv).dtype != want && isFloating(want) && isFloating(j.type(gv).dtype))
+          gv = addOp(j, OpKind::Cast, {gv}, Attrs{{"dtype", std::string(dtypeName(want))}}, n.loc, Phase::Backward);
         accumulate(n.inputs[i], gv, n.loc);
       }
   }

@@ -1,6 +1,6 @@
 //===- pipeline.cpp - The engine pipeline, straight-line ------------------===//
 //
-// functionalize -> dce -> autodiff -> strip-autograd-markers ->
+// functionalize -> [autocast] -> dce -> autodiff -> strip-autograd-markers ->
 // functionalize-joint -> dce -> partition.
 //  * functionalize first: autodiff rules are written for pure ops and the
 //    epilogue copies must exist before partitioning places them;
@@ -39,7 +39,7 @@ std::vector<std::string> passNames() {
 }
 
 std::vector<std::string> pipelineStageNames() {
-  return {"functionalize", "dce", "autodiff", "strip-autograd-markers", "functionalize-joint", "dce-joint",
+  return {"functionalize", "autocast", "dce", "autodiff", "strip-autograd-markers", "functionalize-joint", "dce-joint",
           "partition.forward", "partition.backward"};
 }
 
@@ -179,6 +179,11 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   if (captured.isSymbolic()) return runSymbolic(captured, opts);
   PipelineResult r;
   r.functional = stage("functionalize", [&] { return functionalize(captured); });
+  // autocast on the functional forward, before autodiff (its backward is
+  // the autocast graph's, as eager AMP's is) and before dce (it leaves
+  // nothing dead, but a no-op cast is never added either).
+  if (opts.precision == Precision::Bf16 || opts.precision == Precision::Fp16)
+    r.functional = stage("autocast", [&] { return autocast(r.functional, opts.precision == Precision::Bf16 ? DType::BF16 : DType::F16); });
   r.functional = stage("dce", [&] { return dce(r.functional); });
   r.joint = stage("autodiff", [&] { return autodiff(r.functional); });
   r.joint = stage("strip-autograd-markers", [&] { return stripAutogradMarkers(r.joint); });

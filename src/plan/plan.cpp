@@ -666,6 +666,11 @@ class Reader {
       r.runtime_checks.no_create_graph_inputs.push_back(i.get<size_t>());
     }
     r.runtime_checks.input_alignment_bytes = integer(rc, "runtime_checks", "input_alignment_bytes", 1, 4096);
+    if (m.contains("precision")) {
+      r.precision = string(m, "", "precision");
+      if (r.precision != "fp32" && r.precision != "tf32" && r.precision != "bf16" && r.precision != "fp16")
+        fail("precision", "must be fp32, tf32, bf16 or fp16, not '" + r.precision + "'");
+    }
     return r;
   }
 
@@ -761,6 +766,7 @@ ojson toJson(const Manifest& m) {
   if (!m.weights.empty()) j["weights"] = m.weights;
   j["runtime_checks"] = {{"no_create_graph_inputs", m.runtime_checks.no_create_graph_inputs},
                          {"input_alignment_bytes", m.runtime_checks.input_alignment_bytes}};
+  if (m.precision != "fp32") j["precision"] = m.precision;
   return j;
 }
 

@@ -592,7 +592,8 @@ class CudaDevice final : public Device {
 /// A phase prepared on the GPU: per step, what Note [Prepared plan] lists.
 class CudaPhase final : public PreparedPhase {
  public:
-  CudaPhase(CudaDevice& dev, const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args) : dev_(dev), args_(args) {
+  CudaPhase(CudaDevice& dev, const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args)
+      : dev_(dev), args_(args), tf32_(m.precision == "tf32") {
     const plan::Program& prog = m.program(phase);
     size_t ws = 0;
     steps_.reserve(prog.steps.size());
@@ -707,8 +708,11 @@ class CudaPhase final : public PreparedPhase {
     p.offA = g.A.offset * es;
     p.offB = g.B.offset * es;
     p.offC = g.C.offset * es;
-    // No TF32: float32 computes in float32, as the reference does.
-    const cublasComputeType_t compute = p.dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    // float32 computes in float32, as the reference does, unless the
+    // artifact was compiled with --precision tf32 (PyTorch's allow_tf32).
+    const cublasComputeType_t compute = p.dbl                                ? CUBLAS_COMPUTE_64F
+                                        : tf32_ && g.dtype == DType::F32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                           : CUBLAS_COMPUTE_32F;
     const cublasOperation_t ta = g.transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
     CublasLt::ok(lt.descCreate(&p.desc, compute, p.dbl ? CUDA_R_64F : CUDA_R_32F), "cublasLtMatmulDescCreate");
     CublasLt::ok(lt.descSet(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "cublasLtMatmulDescSetAttribute");
@@ -813,8 +817,10 @@ class CudaPhase final : public PreparedPhase {
                         c.dtype == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT),
             "cudnnSetConvolution2dDescriptor");
     n.check(n.setGroups(p.cd, static_cast<int>(c.groups)), "cudnnSetConvolutionGroupCount");
-    // FMA math for float32: no TF32, so results match the reference.
-    n.check(n.setMath(p.cd, c.dtype == DType::F32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH), "cudnnSetConvolutionMathType");
+    // FMA math for float32: no TF32, so results match the reference; tensor
+    // ops (TF32) under --precision tf32.
+    const cudnnMathType_t math = c.dtype != DType::F32 ? CUDNN_DEFAULT_MATH : tf32_ ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+    n.check(n.setMath(p.cd, math), "cudnnSetConvolutionMathType");
     // The algorithm: the heuristic's best deterministic one (the same
     // results run to run), unless nondeterministic ones are allowed.
     const bool anyAlgo = nondeterministicAllowed();
@@ -904,6 +910,7 @@ class CudaPhase final : public PreparedPhase {
 
   CudaDevice& dev_;
   PhaseArgs args_;
+  bool tf32_;  ///< the manifest's precision is tf32
   std::vector<std::variant<LaunchPrep, GemmPrep, ConvPrep>> steps_;
   CUdeviceptr workspace_ = 0;
 };

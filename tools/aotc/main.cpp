@@ -129,12 +129,17 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   aotc::CompileOptions copts;
-  std::string arch = "sm_80,sm_90", printAfter, cacheDir;
+  std::string arch = "sm_80,sm_90", printAfter, cacheDir, precision = "fp32";
   bool noCache = false, timings = false;
   std::vector<std::string> frozenList, shapeSpecs, dimSpecs;
   // The compile flags, shared by compile and batch.
   auto compileFlags = [&](CLI::App* c) {
     c->add_option("--arch", arch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
+    c->add_option("--precision", precision,
+                  "fp32 (as written), tf32 (float32 GEMMs and convolutions on TF32 tensor cores), bf16 or fp16 (the graph as "
+                  "torch.autocast(\"cuda\", dtype) runs it; parameters and their gradients stay float32)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
     c->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
         ->capture_default_str()
         ->check(CLI::IsMember({"min-cut", "default"}));
@@ -251,6 +256,7 @@ int main(int argc, char** argv) {
     // The compile flags (shared by compile and batch), checked once.
     auto setCompileFlags = [&] {
       copts.archs = splitList(arch);
+      copts.precision = *aotc::parsePrecision(precision);
       copts.print_ir_after = splitList(printAfter);
       copts.frontend.frozen = frozenList;
       for (const std::string& spec : shapeSpecs) {

@@ -21,6 +21,7 @@ struct ManifestInfo {
   std::vector<std::string> output_paths;  ///< per user output, when the exporter recorded them
   nlohmann::ordered_json arguments = nlohmann::ordered_json::array();  ///< the exporter's record of the arguments
   std::string weights;  ///< the artifact's initial-tensors file, "" if none
+  std::string precision = "fp32";  ///< aotc compile --precision (plan::Manifest::precision)
 };
 
 /// Builds the artifact's plan (Note [Typed plan]): inputs (roles, layouts,

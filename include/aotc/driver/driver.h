@@ -8,6 +8,7 @@
 #include <spdlog/logger.h>
 
 #include "aotc/frontend/frontend.h"
+#include "aotc/passes/passes.h"
 #include "aotc/runtime/reference_runtime.h"
 
 namespace aotc {
@@ -28,6 +29,8 @@ struct CompileOptions {
   /// the rule refuses the compile.
   int64_t sm_count = 0;
   bool check_launch_shapes = false;
+  /// --precision: fp32 (default), tf32, bf16, fp16 (Note [Autocast pass]).
+  Precision precision = Precision::Fp32;
 };
 
 struct CompileSummary {

@@ -30,6 +30,19 @@ Graph stripAutogradMarkers(const Graph& joint);
 /// a forward copy's source is must_save when the same input has both.
 Graph functionalizeJoint(const Graph& joint);
 
+/// `aotc compile --precision`: fp32 (float32 as written), tf32 (float32
+/// GEMMs and convolutions on TF32 tensor cores: a runtime setting recorded in
+/// the manifest), bf16 / fp16 (the autocast pass).
+enum class Precision : uint8_t { Fp32, Tf32, Bf16, Fp16 };
+const char* precisionName(Precision p);
+std::optional<Precision> parsePrecision(const std::string& s);
+
+/// Note [Autocast pass] (autocast.cpp): the functional forward graph as
+/// torch.autocast("cuda", low) runs it; `low` is bf16 or f16.
+Graph autocast(const Graph& functional, DType low);
+Graph autocastBf16(const Graph& functional);
+Graph autocastFp16(const Graph& functional);
+
 /// Removes nodes whose results nothing uses (epilogue copies are kept).
 Graph dce(const Graph& g);
 
@@ -60,6 +73,8 @@ std::vector<std::string> passNames();
 /// The whole engine pipeline, with a verifier after every stage.
 struct PipelineOptions {
   std::string partitioner = "min-cut";
+  /// bf16 / fp16 run the autocast pass after functionalize.
+  Precision precision = Precision::Fp32;
   /// Called after every stage with its name and result (dumps, --print-ir-after).
   std::function<void(const std::string&, const Graph&)> after_pass;
   /// Threads for the probes of a symbolic graph (Note [Symbolic pipeline]);

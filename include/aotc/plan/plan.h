@@ -263,6 +263,12 @@ struct Manifest {
   std::string prelude = "kernels/aotc_prelude.cuh";
   std::string weights;  ///< the initial tensors file ("" when the artifact has none)
   RuntimeChecks runtime_checks;
+  /// `aotc compile --precision` (Note [Autocast pass]): "fp32", "tf32",
+  /// "bf16" or "fp16".  Only tf32 asks anything of a runtime (float32 GEMMs
+  /// and convolutions on TF32 tensor cores); bf16 and fp16 are in the
+  /// programs' dtypes.  Written only when not fp32, so that fp32 artifacts
+  /// are the bytes they were before the field existed.
+  std::string precision = "fp32";
   /// A dynamic-shape artifact (Note [Symbolic manifest]): its template, and
   /// the symbol values this manifest was instantiated at.  Null: static.
   std::shared_ptr<const SymbolicManifest> symbolic;

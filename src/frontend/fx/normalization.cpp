@@ -29,7 +29,14 @@ V batchNorm(Converter& c) {
   Ints dims{0}, bshape(static_cast<size_t>(xt.rank()), 1);
   for (int64_t d = 2; d < xt.rank(); ++d) dims.push_back(d);
   bshape[1] = C;
-  DType dt = xt.dtype;
+  // Note [Mixed batch norm]: a 16-bit input with float32 weights or
+  // statistics (CUDA autocast, cuDNN's kernel) computes in float32 and
+  // returns the input's dtype; the saved statistics are float32.
+  const DType xdt = xt.dtype;
+  bool mixed = false;
+  for (ValueId v : {w, b, rm, rv}) mixed = mixed || (v != kNoValue && (xdt == DType::F16 || xdt == DType::BF16) && c.type(v).dtype == DType::F32);
+  if (mixed) x = c.cast(x, DType::F32);
+  DType dt = mixed ? DType::F32 : xt.dtype;
   auto bcast = [&](ValueId v) { return c.op(OpKind::View, {v}, Attrs{{"size", bshape}}); };
   auto sc = [&](double v) { return c.scalar(v, dt); };
   ValueId mean, var, invstd;
@@ -57,10 +64,10 @@ V batchNorm(Converter& c) {
     };
     if (rm != kNoValue) update(rm, mean, false);
     if (rv != kNoValue) update(rv, var, true);
-    return {out, mean, invstd};
+    return {mixed ? c.cast(out, xdt) : out, mean, invstd};
   }
   TensorType empty = TensorType::contiguous(dt, {0});
-  return {out, constantLike(c, 0.0, empty), constantLike(c, 0.0, empty)};
+  return {mixed ? c.cast(out, xdt) : out, constantLike(c, 0.0, empty), constantLike(c, 0.0, empty)};
 }
 
 V layerNorm(Converter& c) {

@@ -97,13 +97,17 @@ V topk(Converter& c) {
 namespace {
 
 /// _softmax / _log_softmax(self, dim, half_to_float): half_to_float asks for
-/// a float result from a half input (the CUDA kernel's fused upcast), which
-/// aotc does not do: refused by name rather than dropped.
+/// a float32 result from a 16-bit input (the CUDA kernel's fused upcast, what
+/// CUDA autocast records): computed on the input cast to float32.
 V softmax(Converter& c, bool log) {
   ValueId x = c.tensor(0, "self");
   int64_t dim = dimArg(c, 1, "dim", x);
-  if (c.boolean(2, "half_to_float", false))
-    c.fail(cat(log ? "_log_softmax" : "_softmax", ": half_to_float=True (a float result from a half input) is not supported"));
+  if (c.boolean(2, "half_to_float", false)) {
+    DType d = c.type(x).dtype;
+    if (d != DType::F16 && d != DType::BF16)
+      c.fail(cat(log ? "_log_softmax" : "_softmax", ": half_to_float=True needs a float16 or bfloat16 input, not ", dtypeName(d)));
+    x = c.cast(x, DType::F32);
+  }
   return {softmaxLike(c, x, dim, log)};
 }
 

@@ -42,6 +42,11 @@ TORCHVISION = {
     "resnext50_32x4d": {}, "regnet_x_400mf": {},
     "efficientnet_b0": {}, "regnet_y_400mf": {}, "inception_v3": dict(aux_logits=False, init_weights=True),
     "swin_t": {},
+    # Issue 36's zoo on PyTorch 2.x (torchvision >= 0.13 builders; the names
+    # below exist in 0.14, Debian's, too).
+    "mnasnet0_5": dict(dropout=0.0), "mobilenet_v3_large": dict(dropout=0.0), "squeezenet1_1": dict(dropout=0.0),
+    "efficientnet_v2_s": {}, "wide_resnet50_2": {}, "resnext101_32x8d": {}, "regnet_y_800mf": {}, "shufflenet_v2_x1_0": {},
+    "densenet161": {}, "convnext_small": dict(stochastic_depth_prob=0.0),
 }
 # Input side per model (96 unless listed).
 SIDE = {"swin_t": 64, "inception_v3": 80}
@@ -161,6 +166,21 @@ class Losses(torch.nn.Module):
                 F.mse_loss(y, target))
 
 
+class Encoder(torch.nn.Module):
+    """nn.TransformerEncoder (two layers, a padding mask): 2.x runs its attention as one fused SDPA op."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        pad = torch.zeros(x.shape[0], x.shape[1], dtype=torch.bool)
+        pad[:, -2:] = True
+        return self.head(self.enc(x, src_key_padding_mask=pad))
+
+
 def image(side=96):
     return (torch.randn(2, 3, side, side),)
 
@@ -186,6 +206,14 @@ MODELS.update({
                                                        stochastic_depth_prob=0.0, num_classes=10), image(64)),
     "vit_32": lambda: (torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
                                                            hidden_dim=64, mlp_dim=128, num_classes=10), image(32)),
+    "swin_v2_small": lambda: (torchvision.models.SwinTransformer(
+        patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[2, 4], window_size=[4, 4], stochastic_depth_prob=0.0,
+        num_classes=10, block=torchvision.models.swin_transformer.SwinTransformerBlockV2,
+        downsample_layer=torchvision.models.swin_transformer.PatchMergingV2), image(32)),
+    "transformer_encoder": lambda: (Encoder(), (torch.randn(2, 10, 32),)),
+    "r3d_18": lambda: (torchvision.models.video.r3d_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
+    "mc3_18": lambda: (torchvision.models.video.mc3_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
+    "r2plus1d_18": lambda: (torchvision.models.video.r2plus1d_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
     "fcn_resnet50": lambda: (Segmentation("fcn_resnet50"), image(64)),
     "deeplabv3_mobilenet_v3_large": lambda: (Segmentation("deeplabv3_mobilenet_v3_large"), image(64)),
     "lraspp_mobilenet_v3_large": lambda: (Segmentation("lraspp_mobilenet_v3_large"), image(64)),

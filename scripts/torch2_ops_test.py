@@ -38,7 +38,7 @@ import gen  # noqa: E402  (testdata/ops/gen.py: builds its program list on impor
 from gen_util import write_fixture  # noqa: E402
 
 # What 2.x traces as one op, and the layers.
-DEFAULT = ["norms", "cumprod", "adaptive_max_pool", "new_empty_strided", "sdpa", "sdpa_flash_cpu", "safe_softmax",
+DEFAULT = ["norms", "norm_overloads", "cumprod", "adaptive_max_pool", "new_empty_strided", "sdpa", "sdpa_flash_cpu", "safe_softmax",
            "layer_transformer", "layer_lstm", "layer_gru", "layer_unet", "layer_gpt_block", "layer_instancenorm_prelu",
            "layer_losses", "backward_ops", "prod", "max_min_dim"]
 PARTITIONERS = ("min-cut", "default")
@@ -218,12 +218,22 @@ def main():
     ap.add_argument("--work", help="keep the exported programs and artifacts here (default: a temporary directory)")
     ap.add_argument("--all", action="store_true", help="every program of testdata/ops/gen.py")
     ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--write-fixtures", metavar="DIR",
+                    help="write the 2.x-only programs' fixtures (gen.TORCH2_ONLY, the GPU kernels' respellings, the fused "
+                         "cells) into DIR (testdata/ops) and stop")
     ap.add_argument("names", nargs="*")
     a = ap.parse_intermixed_args()
     if not torch.__version__.startswith("2."):
         print(f"torch2_ops_test: expects PyTorch 2.x, this python has {torch.__version__}", file=sys.stderr)
         return 1
     programs = {p[0]: p for p in gen.programs}
+    if a.write_fixtures:
+        for n in gen.TORCH2_ONLY:
+            name, model, args, *opts = programs[n]
+            write_fixture(name, model, args, a.write_fixtures, **(opts[0] if opts else {}))
+        gpu_attention_programs(a.write_fixtures)
+        fused_cell_programs(a.write_fixtures)
+        return 0
     names = a.names or (list(programs) if a.all else DEFAULT)
     extra = ("sdpa_gpu", "fused_")
     unknown = [n for n in names if n not in programs and not n.startswith(extra)]

@@ -12,7 +12,9 @@ is the model's conditioning: where it exceeds F32_TOL (train-mode BatchNorm
 on 1x1 or 2x2 maps, e.g. inception_v3, regnet), float32 cannot tell a bug
 from rounding, so the model's float64 twin is compiled and must match eager
 float64 within F64_TOL on both backends.  Prints one line per model and exits
-1 if any fails.  Not part of the suite (about 15 minutes on 2 cores).
+1 if any fails.  Not part of the suite (about 15 minutes on 2 cores); under
+the pinned PyTorch 2.x (scripts/setup-venv.sh) ctest zoo_torch2 runs three
+of the models, and the rest are issue 36's zoo on 2.x.
 """
 import argparse
 import copy
@@ -255,9 +257,11 @@ F32_TOL, F64_TOL = 1e-3, 1e-6
 def run_backends(aotc, tmp, p, refs):
     """Compiles p.json and runs it on both backends; [(backend, err, key, missing)] or an error line."""
     art = p + ".art"
+    t0 = time.time()
     r = subprocess.run([aotc, "-q", "compile", p + ".json", "-o", art, "--arch", "sm_90"], capture_output=True, text=True)
     if r.returncode:
         return f"compile failed: {r.stderr.strip().splitlines()[0]}"
+    compile_s = time.time() - t0
     rows = []
     for backend, ref in zip(("reference", "emulate"), refs):
         out = os.path.join(tmp, backend + ".safetensors")
@@ -268,22 +272,23 @@ def run_backends(aotc, tmp, p, refs):
             return f"{backend} failed: {r.stderr.strip()[:200]}"
         (err, key), missing = worst(load(out), load(os.path.join(tmp, ref + ".expected.safetensors")))
         rows.append((backend, err, key, missing))
-    return rows
+    return rows, compile_s
 
 
 def check(aotc, name, m, args, tmp):
     """One model: returns (passed, report line)."""
     p = os.path.join(tmp, "m")
-    export(m, args, p)
+    nodes = len(export(m, args, p)["nodes"])
     reference("m", m, args, tmp, float64=True)
     reference("m32", m, args, tmp)
     (cond, _), _ = worst(load(os.path.join(tmp, "m32.expected.safetensors")), load(os.path.join(tmp, "m.expected.safetensors")))
     t0 = time.time()
     rows = run_backends(aotc, tmp, p, ("m", "m32"))
     if isinstance(rows, str):
-        return False, rows
+        return False, f"{nodes} nodes  " + rows
+    rows, compile_s = rows
     ok = all(not missing for *_, missing in rows)
-    line = "  ".join(f"{b} {e:.1e} ({k}){' missing ' + str(mi) if mi else ''}" for b, e, k, mi in rows)
+    line = f"{nodes} nodes  compile {compile_s:.1f} s  " + "  ".join(f"{b} {e:.1e} ({k}){' missing ' + str(mi) if mi else ''}" for b, e, k, mi in rows)
     line += f"  [eager f32 vs f64 {cond:.1e}]"
     if cond <= F32_TOL:
         ok = ok and all(e <= F32_TOL for _, e, _, _ in rows)
@@ -297,6 +302,7 @@ def check(aotc, name, m, args, tmp):
         rows64 = run_backends(aotc, tmp, p64, ("m64", "m64"))
         if isinstance(rows64, str):
             return False, line + "  f64 twin " + rows64
+        rows64 = rows64[0]
         ok = ok and all(e <= F64_TOL and not mi for _, e, _, mi in rows64)
         line += "  f64 twin: " + "  ".join(f"{b} {e:.1e} ({k})" for b, e, k, _ in rows64)
     return ok, line + f"  ({time.time() - t0:.0f} s)"

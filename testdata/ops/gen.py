@@ -755,6 +755,16 @@ def new_empty_strided(x):
 add("new_empty_strided", (new_empty_strided, (rn3(2, 3, rg=True),)))
 
 
+def norm_overloads(x, y):
+    # The overloads by name (traces of torch.norm pick among them by version).
+    return (A.norm.Scalar(x, 3), A.norm.ScalarOpt_dtype(x, 1.5, dtype=torch.float64), A.norm.ScalarOpt_dim_dtype(x, None, [0], True, dtype=torch.float64),
+            A.adaptive_max_pool1d(y, [3]))
+add("norm_overloads", (norm_overloads, (rn3(3, 4, rg=True), rn3(2, 3, 7, rg=True))))
+
+
+# PyTorch 2.x only: their fixtures are written by the pinned 2.x
+# (scripts/torch2_ops_test.py --write-fixtures testdata/ops).
+TORCH2_ONLY = ["sdpa", "sdpa_flash_cpu", "safe_softmax", "layer_transformer"]
 if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x
     def attentions(q, k, v, kg, vg, m, kl, vl):
         # A value head size unlike the query's takes PyTorch's math path

@@ -426,9 +426,11 @@ V maxPool3d(Converter& c) {
   return {pool3dResult(c, y, unbatched), pool3dResult(c, idx, unbatched)};
 }
 
-/// adaptive_max_pool2d(self, output_size) on [N, C, H, W] or [C, H, W], and
-/// adaptive_max_pool1d(self, output_size) on [N, C, L] or [C, L] as 2-D over
-/// a unit height: (maxima, indices into the input's spatial positions).
+/// adaptive_max_pool2d(self, output_size) on [N, C, H, W] or [C, H, W]:
+/// (maxima, indices into the input's spatial positions).  (ATen's
+/// adaptive_max_pool1d is composite: traces record it as the 2-D op between
+/// an unsqueeze and a squeeze; `spatial` 1 would take it as 2-D over a unit
+/// height.)
 V adaptiveMaxPool(Converter& c, int64_t spatial) {
   const char* op = spatial == 1 ? "adaptive_max_pool1d" : "adaptive_max_pool2d";
   ValueId x = c.tensor(0, "self");
@@ -485,7 +487,6 @@ Entries windowsConverters() {
     {"aten.adaptive_avg_pool3d.default", adaptiveAvgPool3d},
     {"aten.adaptive_avg_pool1d.default", [](Converter& c) { return pool1d(c, true); }},
     {"aten.adaptive_max_pool2d.default", [](Converter& c) { return adaptiveMaxPool(c, 2); }},
-    {"aten.adaptive_max_pool1d.default", [](Converter& c) { return adaptiveMaxPool(c, 1); }},
     {"aten.im2col.default", im2col},
     {"aten.col2im.default", col2im},
   };

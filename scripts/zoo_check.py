@@ -12,7 +12,9 @@ is the model's conditioning: where it exceeds F32_TOL (train-mode BatchNorm
 on 1x1 or 2x2 maps, e.g. inception_v3, regnet), float32 cannot tell a bug
 from rounding, so the model's float64 twin is compiled and must match eager
 float64 within F64_TOL on both backends.  Prints one line per model and exits
-1 if any fails.  Not part of the suite (about 15 minutes on 2 cores).
+1 if any fails.  Not part of the suite (about 15 minutes on 2 cores); under
+the pinned PyTorch 2.x (scripts/setup-venv.sh) ctest zoo_torch2 runs three
+of the models, and the rest are issue 36's zoo on 2.x.
 """
 import argparse
 import copy
@@ -42,6 +44,11 @@ TORCHVISION = {
     "resnext50_32x4d": {}, "regnet_x_400mf": {},
     "efficientnet_b0": {}, "regnet_y_400mf": {}, "inception_v3": dict(aux_logits=False, init_weights=True),
     "swin_t": {},
+    # Issue 36's zoo on PyTorch 2.x (torchvision >= 0.13 builders; the names
+    # below exist in 0.14, Debian's, too).
+    "mnasnet0_5": dict(dropout=0.0), "mobilenet_v3_large": dict(dropout=0.0), "squeezenet1_1": dict(dropout=0.0),
+    "efficientnet_v2_s": {}, "wide_resnet50_2": {}, "resnext101_32x8d": {}, "regnet_y_800mf": {}, "shufflenet_v2_x1_0": {},
+    "densenet161": {}, "convnext_small": dict(stochastic_depth_prob=0.0),
 }
 # Input side per model (96 unless listed).
 SIDE = {"swin_t": 64, "inception_v3": 80}
@@ -161,6 +168,21 @@ class Losses(torch.nn.Module):
                 F.mse_loss(y, target))
 
 
+class Encoder(torch.nn.Module):
+    """nn.TransformerEncoder (two layers, a padding mask): 2.x runs its attention as one fused SDPA op."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        pad = torch.zeros(x.shape[0], x.shape[1], dtype=torch.bool)
+        pad[:, -2:] = True
+        return self.head(self.enc(x, src_key_padding_mask=pad))
+
+
 def image(side=96):
     return (torch.randn(2, 3, side, side),)
 
@@ -186,6 +208,14 @@ MODELS.update({
                                                        stochastic_depth_prob=0.0, num_classes=10), image(64)),
     "vit_32": lambda: (torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
                                                            hidden_dim=64, mlp_dim=128, num_classes=10), image(32)),
+    "swin_v2_small": lambda: (torchvision.models.SwinTransformer(
+        patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[2, 4], window_size=[4, 4], stochastic_depth_prob=0.0,
+        num_classes=10, block=torchvision.models.swin_transformer.SwinTransformerBlockV2,
+        downsample_layer=torchvision.models.swin_transformer.PatchMergingV2), image(32)),
+    "transformer_encoder": lambda: (Encoder(), (torch.randn(2, 10, 32),)),
+    "r3d_18": lambda: (torchvision.models.video.r3d_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
+    "mc3_18": lambda: (torchvision.models.video.mc3_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
+    "r2plus1d_18": lambda: (torchvision.models.video.r2plus1d_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
     "fcn_resnet50": lambda: (Segmentation("fcn_resnet50"), image(64)),
     "deeplabv3_mobilenet_v3_large": lambda: (Segmentation("deeplabv3_mobilenet_v3_large"), image(64)),
     "lraspp_mobilenet_v3_large": lambda: (Segmentation("lraspp_mobilenet_v3_large"), image(64)),
@@ -227,9 +257,11 @@ F32_TOL, F64_TOL = 1e-3, 1e-6
 def run_backends(aotc, tmp, p, refs):
     """Compiles p.json and runs it on both backends; [(backend, err, key, missing)] or an error line."""
     art = p + ".art"
+    t0 = time.time()
     r = subprocess.run([aotc, "-q", "compile", p + ".json", "-o", art, "--arch", "sm_90"], capture_output=True, text=True)
     if r.returncode:
         return f"compile failed: {r.stderr.strip().splitlines()[0]}"
+    compile_s = time.time() - t0
     rows = []
     for backend, ref in zip(("reference", "emulate"), refs):
         out = os.path.join(tmp, backend + ".safetensors")
@@ -240,22 +272,23 @@ def run_backends(aotc, tmp, p, refs):
             return f"{backend} failed: {r.stderr.strip()[:200]}"
         (err, key), missing = worst(load(out), load(os.path.join(tmp, ref + ".expected.safetensors")))
         rows.append((backend, err, key, missing))
-    return rows
+    return rows, compile_s
 
 
 def check(aotc, name, m, args, tmp):
     """One model: returns (passed, report line)."""
     p = os.path.join(tmp, "m")
-    export(m, args, p)
+    nodes = len(export(m, args, p)["nodes"])
     reference("m", m, args, tmp, float64=True)
     reference("m32", m, args, tmp)
     (cond, _), _ = worst(load(os.path.join(tmp, "m32.expected.safetensors")), load(os.path.join(tmp, "m.expected.safetensors")))
     t0 = time.time()
     rows = run_backends(aotc, tmp, p, ("m", "m32"))
     if isinstance(rows, str):
-        return False, rows
+        return False, f"{nodes} nodes  " + rows
+    rows, compile_s = rows
     ok = all(not missing for *_, missing in rows)
-    line = "  ".join(f"{b} {e:.1e} ({k}){' missing ' + str(mi) if mi else ''}" for b, e, k, mi in rows)
+    line = f"{nodes} nodes  compile {compile_s:.1f} s  " + "  ".join(f"{b} {e:.1e} ({k}){' missing ' + str(mi) if mi else ''}" for b, e, k, mi in rows)
     line += f"  [eager f32 vs f64 {cond:.1e}]"
     if cond <= F32_TOL:
         ok = ok and all(e <= F32_TOL for _, e, _, _ in rows)
@@ -269,6 +302,7 @@ def check(aotc, name, m, args, tmp):
         rows64 = run_backends(aotc, tmp, p64, ("m64", "m64"))
         if isinstance(rows64, str):
             return False, line + "  f64 twin " + rows64
+        rows64 = rows64[0]
         ok = ok and all(e <= F64_TOL and not mi for _, e, _, mi in rows64)
         line += "  f64 twin: " + "  ".join(f"{b} {e:.1e} ({k})" for b, e, k, _ in rows64)
     return ok, line + f"  ({time.time() - t0:.0f} s)"

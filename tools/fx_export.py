@@ -42,6 +42,7 @@ sizes computed from them expressions (Note [Dynamic export]; format version
 2.x.  The format is specified by ``schemas/fx_graph.schema.json``.
 """
 
+import contextlib
 import inspect
 import json
 from fractions import Fraction
@@ -639,6 +640,31 @@ def _warn_disabled_autocast():
                   "on a machine without CUDA): the graph is float32 as written; compile it with "
                   "`aotc compile --precision bf16` (or fp16) to run it as CUDA autocast would", stacklevel=3)
 
+# Note [Composite kernels while tracing]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The recorder sits below autograd, so it sees the op a composite op such as
+# aten.lstm dispatches to, and that depends on the backend libraries enabled:
+# on the CPU PyTorch 2.x runs nn.LSTM as one oneDNN op per layer
+# (aten.mkldnn_rnn_layer), and on a GPU nn.LSTM/GRU/RNN as one cuDNN op
+# (aten._cudnn_rnn).  With oneDNN and cuDNN off for the trace (the public
+# torch.backends flags, in 1.13 and 2.x alike) the same call runs PyTorch's
+# own composite kernel instead -- the cells as linear, split and pointwise
+# ops, the spelling 1.13 traces on the CPU -- which computes the same
+# function: a trace-time decomposition by PyTorch itself, not a rewrite.  The
+# recorded ops above the backend (aten.convolution, aten.addmm) are the same
+# either way; only the trace's own run of the model uses the slower kernels.
+@contextlib.contextmanager
+def _composite_kernels():
+    backends = (torch.backends.mkldnn, torch.backends.cudnn)
+    was = [b.enabled for b in backends]
+    try:
+        for b in backends:
+            b.enabled = False
+        yield
+    finally:
+        for b, w in zip(backends, was):
+            b.enabled = w
+
 
 def _trace(module_or_fn, example_args, path, name):
     """One trace at the example arguments' sizes: the JSON document and the
@@ -711,7 +737,7 @@ def _trace(module_or_fn, example_args, path, name):
             d[k] = c
     try:
         call_args = _rebuild(example_args, traced[len(state):], iter(range(len(leaves))))
-        with rec:
+        with rec, _composite_kernels():
             out = module_or_fn(*call_args)
         outs = flatten_outputs(out)
         rec.main.outputs = [rec.main.ref(t) for _, t in outs]

@@ -2,7 +2,10 @@
 #include "aotc/ops/decompose.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numbers>
+
+#include "rule_util.h"
 
 namespace aotc::decomp {
 
@@ -643,6 +646,193 @@ ValueId dftComplexToReal(Builder& c, ValueId z, int64_t dim, int64_t n) {
   ValueId fromRe = c.mul(w, c.op(OpKind::Cos, {a})), fromIm = c.neg(c.mul(w, c.op(OpKind::Sin, {a})));  // [k, n]
   ValueId m = stack2(c, fromRe, fromIm, 1);                                                             // [k, 2, n]
   return alongDim(c, z, dim, true, c.reshape(m, {2 * k, n}), n, false);
+}
+
+}  // namespace aotc::decomp
+
+namespace aotc::decomp {
+
+// Note [Norms, scans, adaptive max pooling and attention]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// What PyTorch 2.x traces as single ATen ops (issue 36), spelled in the
+// table's primitives so their gradients are autodiff's:
+//  - vector norms: each order as the reduction it is (0: a count, 1: sum of
+//    |x|, +-inf: amax/amin of |x|, whose gradient is split evenly over ties
+//    as eager's norm_backward does), else (sum |x|^p)^(1/p).  Where eager's
+//    norm_backward masks a division by zero (a zero norm, a zero element
+//    under p < 1) the forward goes through `where` on a safe operand, so the
+//    gradient there is 0 as eager's, never 0 * inf;
+//  - cumprod: a Hillis-Steele scan, ceil(log2 n) multiplications by the
+//    result shifted by 1, 2, 4, ... (padded with ones): the chain rule
+//    through products needs no division, so the gradient is exact where
+//    inputs are zero (eager's cumprod_backward takes a special path there);
+//  - adaptive max pooling: window i along a dim of size n covers
+//    [floor(i n / o), ceil((i + 1) n / o)); the rows and columns of every
+//    window are gathered (windows shorter than the longest repeat their last
+//    row or column, which changes neither the maximum nor its first
+//    position) into a plane that a max_pool2d with kernel = stride = the
+//    window's size reduces, and its indices are mapped back through the
+//    gathers to h * W + w;
+//  - attention: bmm, scale, mask, softmax, bmm -- the pattern the code
+//    generator can fuse -- with ATen's safe softmax (a fully masked row gives
+//    0, as 2.x's fused kernels and math path do).
+namespace {
+/// A 0-dim bool: whether each row of x (over `dim`) is all -inf.
+ValueId allMinusInf(Builder& c, ValueId x, int64_t dim) {
+  return bin(c, OpKind::Eq, {reduceOp(c, OpKind::Amax, c.op(OpKind::Detach, {x}), {dim}, true), sc(c, -INFINITY, x)});
+}
+}  // namespace
+
+ValueId vectorNorm(Builder& c, ValueId x, double ord, const Ints& dims, bool keep) {
+  const TensorType t = c.type(x);
+  if (!isFloating(t.dtype)) c.fail("vector norm expects a floating-point input");
+  if (std::isnan(ord)) c.fail("vector norm: the order must not be NaN");
+  ValueId a = c.op(OpKind::Abs, {x});
+  if (ord == 0.0) {
+    // The count of non-zeros, differentiable with gradient 0 as eager's:
+    // through sign, whose gradient is 0 (a NaN counts, as x != 0).
+    ValueId nz = c.op(OpKind::Where, {bin(c, OpKind::Ne, {x, sc(c, 0.0, x)}), sc(c, 1.0, x), bin(c, OpKind::Mul, {c.op(OpKind::Sign, {x}), sc(c, 0.0, x)})});
+    return reduceOp(c, OpKind::Sum, nz, dims, keep);
+  }
+  if (std::isinf(ord)) return reduceOp(c, ord > 0 ? OpKind::Amax : OpKind::Amin, a, dims, keep);
+  if (ord == 1.0) return reduceOp(c, OpKind::Sum, a, dims, keep);
+  ValueId s;
+  if (ord == 2.0) {
+    s = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {x, x}), dims, keep);
+  } else {
+    // |x|^p with a zero element kept out of pow's gradient (p < 1: eager
+    // masks it; p < 0: |0|^p is +inf, and the norm is 0).
+    ValueId zero = bin(c, OpKind::Eq, {a, sc(c, 0.0, x)});
+    ValueId safe = c.op(OpKind::Where, {zero, sc(c, 1.0, x), a});
+    ValueId ap = c.op(OpKind::Where, {zero, sc(c, ord < 0 ? INFINITY : 0.0, x), bin(c, OpKind::Pow, {safe, sc(c, ord, x)})});
+    s = reduceOp(c, OpKind::Sum, ap, dims, keep);
+  }
+  if (ord < 0) return bin(c, OpKind::Pow, {s, sc(c, 1.0 / ord, s)});
+  // A zero norm: value 0 and gradient 0 (eager's masked_fill(norm == 0, 0)).
+  ValueId zero = bin(c, OpKind::Eq, {s, sc(c, 0.0, s)});
+  ValueId safe = c.op(OpKind::Where, {zero, sc(c, 1.0, s), s});
+  ValueId r = ord == 2.0 ? c.op(OpKind::Sqrt, {safe}) : bin(c, OpKind::Pow, {safe, sc(c, 1.0 / ord, s)});
+  return c.op(OpKind::Where, {zero, sc(c, 0.0, s), r});
+}
+
+ValueId cumprod(Builder& c, ValueId x, int64_t dim) {
+  const TensorType t = c.type(x);
+  if (t.rank() == 0) return c.op(OpKind::Clone, {x});
+  dim = wrapDim(dim, t.rank());
+  const int64_t n = t.sizes[static_cast<size_t>(dim)];
+  if (n <= 1) return c.op(OpKind::Clone, {x});
+  ValueId y = x;
+  for (int64_t k = 1; k < n; k *= 2) {
+    Ints head = t.sizes;
+    head[static_cast<size_t>(dim)] = k;
+    ValueId ones = c.full(1.0, TensorType::contiguous(t.dtype, head));
+    ValueId rest = c.op(OpKind::Slice, {y}, Attrs{{"dim", dim}, {"start", int64_t{0}}, {"end", n - k}, {"step", int64_t{1}}});
+    ValueId shifted = c.op(OpKind::Cat, {ones, rest}, Attrs{{"dim", dim}});
+    y = c.mul(y, shifted);
+  }
+  return y;
+}
+
+ValueId safeSoftmax(Builder& c, ValueId x, int64_t dim) {
+  ValueId full = allMinusInf(c, x, dim);
+  ValueId zero = sc(c, 0.0, x);
+  ValueId p = softmaxLike(c, c.op(OpKind::Where, {full, zero, x}), dim, false);
+  return c.op(OpKind::Where, {full, zero, p});
+}
+
+std::pair<ValueId, ValueId> adaptiveMax2d(Builder& c, ValueId x, const Ints& out) {
+  const Ints s = c.type(x).sizes;
+  if (s.size() != 4) c.fail("adaptive_max_pool2d: expects a 4-D (N, C, H, W) input");
+  if (out.size() != 2 || out[0] <= 0 || out[1] <= 0) c.fail("adaptive_max_pool2d: output_size must be two positive values");
+  const int64_t H = s[2], W = s[3];
+  if (H <= 0 || W <= 0) c.fail("adaptive_max_pool2d: the input's height and width must be positive");
+  if (H % out[0] == 0 && W % out[1] == 0) {
+    Ints k{H / out[0], W / out[1]};
+    V r = c.ops(OpKind::MaxPool2d, {x}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0, 0}}, {"dilation", Ints{1, 1}}, {"ceil_mode", false}}, {});
+    return {r[0], r[1]};
+  }
+  // The window rows (or columns) of each output position, the last one
+  // repeated up to the longest window's length K.
+  auto windows = [&](int64_t n, int64_t o, int64_t& K) {
+    K = 0;
+    for (int64_t i = 0; i < o; ++i) K = std::max(K, ((i + 1) * n + o - 1) / o - i * n / o);
+    requireIndexMap(c, o * K, "adaptive_max_pool2d");
+    Ints idx;
+    for (int64_t i = 0; i < o; ++i)
+      for (int64_t k = 0; k < K; ++k) idx.push_back(std::min(i * n / o + k, ((i + 1) * n + o - 1) / o - 1));
+    return idx;
+  };
+  int64_t KH = 0, KW = 0;
+  const Ints rows = windows(H, out[0], KH), cols = windows(W, out[1], KW);
+  ValueId g = pick(c, pick(c, x, 2, rows), 3, cols);
+  Ints k{KH, KW};
+  V r = c.ops(OpKind::MaxPool2d, {g}, Attrs{{"kernel", k}, {"stride", k}, {"padding", Ints{0, 0}}, {"dilation", Ints{1, 1}}, {"ceil_mode", false}}, {});
+  // r[1] indexes the gathered plane (rows * cols): map it back.
+  const Ints is = c.type(r[1]).sizes;
+  ValueId flat = reshapeTo(c, r[1], {-1});
+  ValueId width = c.scalar(static_cast<double>(out[1] * KW), DType::I64);
+  ValueId gr = bin(c, OpKind::DivFloor, {flat, width});
+  ValueId gc = bin(c, OpKind::Sub, {flat, bin(c, OpKind::Mul, {gr, width})});
+  ValueId h = c.op(OpKind::IndexSelect, {indexVector(c, rows), gr}, Attrs{{"dim", int64_t{0}}});
+  ValueId w = c.op(OpKind::IndexSelect, {indexVector(c, cols), gc}, Attrs{{"dim", int64_t{0}}});
+  ValueId idx = bin(c, OpKind::Add, {bin(c, OpKind::Mul, {h, c.scalar(static_cast<double>(W), DType::I64)}), w});
+  return {r[0], reshapeTo(c, idx, is)};
+}
+
+Attention attention(Builder& c, ValueId q, ValueId k, ValueId v, std::optional<ValueId> mask, bool causal,
+                    std::optional<double> scale) {
+  const Ints qs = c.type(q).sizes, ks = c.type(k).sizes, vs = c.type(v).sizes;
+  const size_t r = qs.size();
+  if (r < 2 || ks.size() != r || vs.size() != r) c.fail("attention: query, key and value must have the same rank, at least 2");
+  const int64_t L = qs[r - 2], E = qs[r - 1], S = ks[r - 2], Ev = vs[r - 1];
+  if (ks[r - 1] != E || vs[r - 2] != S)
+    c.fail(cat("attention: key ", detail::shapeStr(ks), " and value ", detail::shapeStr(vs), " do not match query ", detail::shapeStr(qs)));
+  // Grouped-query heads: key/value head j serves query heads j*g .. j*g+g-1.
+  auto heads = [&](ValueId t) {
+    Ints ts = c.type(t).sizes;
+    if (r < 3 || ts[r - 3] == qs[r - 3]) return t;
+    const int64_t hk = ts[r - 3], hq = qs[r - 3];
+    if (hk <= 0 || hq % hk) c.fail(cat("attention: ", hq, " query heads are not a multiple of ", hk, " key/value heads"));
+    Ints wide = ts;
+    wide.insert(wide.begin() + static_cast<std::ptrdiff_t>(r - 2), hq / hk);
+    ValueId u = c.op(OpKind::Unsqueeze, {t}, Attrs{{"dim", static_cast<int64_t>(r - 2)}});
+    ts[r - 3] = hq;
+    return reshapeTo(c, c.expand(u, wide), ts);
+  };
+  k = heads(k);
+  v = heads(v);
+  Ints batch(qs.begin(), qs.end() - 2);
+  auto flat = [&](ValueId t, int64_t rows, int64_t cols) {
+    Ints full = batch;
+    full.push_back(rows);
+    full.push_back(cols);
+    return reshapeTo(c, c.expand(t, full), {-1, rows, cols});
+  };
+  ValueId q3 = reshapeTo(c, q, {-1, L, E}), k3 = flat(k, S, E), v3 = flat(v, S, Ev);
+  const double sc0 = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
+  ValueId scores = bin(c, OpKind::Mul, {c.op(OpKind::Bmm, {q3, c.op(OpKind::Transpose, {k3}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}})}), sc(c, sc0, q)});
+  ValueId ninf = sc(c, -INFINITY, q);
+  if (causal) {
+    ValueId rowsIdx = c.op(OpKind::View, {iota(c, L)}, Attrs{{"size", Ints{L, 1}}});
+    scores = c.op(OpKind::Where, {bin(c, OpKind::Ge, {rowsIdx, iota(c, S)}), scores, ninf});
+  }
+  if (mask) {
+    ValueId m = *mask;
+    if (c.type(m).rank() > 2) m = flat(m, L, S);
+    scores = c.type(m).dtype == DType::Bool ? c.op(OpKind::Where, {m, scores, ninf}) : bin(c, OpKind::Add, {scores, m});
+  }
+  // Safe softmax and logsumexp on rows that are not fully masked.
+  ValueId full = allMinusInf(c, scores, 2);
+  ValueId zero = sc(c, 0.0, scores);
+  ValueId safe = c.op(OpKind::Where, {full, zero, scores});
+  ValueId p = c.op(OpKind::Where, {full, zero, softmaxLike(c, safe, 2, false)});
+  ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, safe, {2}, true)});
+  ValueId sum = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {bin(c, OpKind::Sub, {safe, m})}), {2}, true);
+  ValueId lse = c.op(OpKind::Where, {full, zero, bin(c, OpKind::Add, {c.op(OpKind::Log, {sum}), m})});
+  Ints outSize(qs.begin(), qs.end() - 1);
+  Ints lseSize = outSize;
+  outSize.push_back(Ev);
+  return {reshapeTo(c, c.op(OpKind::Bmm, {p, v3}), outSize), reshapeTo(c, lse, lseSize)};
 }
 
 }  // namespace aotc::decomp

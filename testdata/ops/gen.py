@@ -707,6 +707,107 @@ def respell_core(outdir):
         f.write("\n")
 
 
+# ---------------------------------------------------------------- what PyTorch 2.x traces as one op (issue 36)
+# Vector norms of every order (zero rows and zero elements: eager's gradient
+# masks its divisions there), cumprod with zeros, adaptive max pooling with
+# its backward, new_empty_strided.  Their own seeds: the fixtures above keep theirs.  scripts/torch2_ops_test.py exports these
+# (and the attention programs below, which 1.13 cannot) under PyTorch 2.x.
+rn3 = seeded_randn(1400)
+
+
+def norms(x, z):
+    V = torch.linalg.vector_norm
+    outs = [V(z, p, dim=1) for p in (2, 1, 0, 3, 0.5, -1, -0.5, 1.5, float("inf"), float("-inf"))]
+    return outs + [V(x), V(x, 2, dim=(0, 1), keepdim=True), torch.norm(x, p=1, dim=0, keepdim=True), torch.norm(x, dim=1),
+                   V(x, 3, dim=-1, dtype=torch.float64), x.norm(float("inf")), torch.norm(x), V(x, 1.5, dim=(), keepdim=True)]
+add("norms", (norms, (rn3(3, 4, rg=True), torch.tensor([[0.0, 0.0, 0.0, 0.0], [1.5, 0.0, -2.0, 0.5], [0.3, -1.2, 0.7, 2.0]],
+                                                         requires_grad=True))))
+
+
+def cumprods(x, z, i):
+    return (torch.cumprod(z, 1), torch.cumprod(z.t(), 0), torch.cumprod(x, -1), torch.cumprod(x[0], 0, dtype=torch.float64),
+            torch.cumprod(i, 0), torch.cumprod(x[:, :1], 1))
+add("cumprod", (cumprods, (rn3(3, 7, rg=True),  # rows with no, one and two zeros
+                           torch.tensor([[1.5, -2.0, 0.5, 3.0, 1.1], [0.7, 0.0, 2.0, -1.0, 4.0], [0.0, 1.3, 0.0, 2.0, -0.5]],
+                                        requires_grad=True),
+                           torch.tensor([3, -1, 2, 5]))))
+
+
+def adaptive_max(x, t, y, g):
+    ties = t * 1.0  # integer values: ties inside windows
+    a, ia = F.adaptive_max_pool2d(x, (2, 3), return_indices=True)        # windows overlap, sizes differ
+    b, ib = F.adaptive_max_pool2d(x[:, :, :4, :6], 2, return_indices=True)  # divisible: a max_pool2d
+    c, ic = F.adaptive_max_pool2d(ties, (3, 2), return_indices=True)
+    d, idd = F.adaptive_max_pool1d(y, 3, return_indices=True)
+    e = F.adaptive_max_pool2d(x[0], (4, 5))                              # unbatched, output as large as the input
+    back = torch.ops.aten.adaptive_max_pool2d_backward(g, x.detach(), ia.detach())
+    return a, ia, b, ib, c, ic, d, idd, e, back
+add("adaptive_max_pool", (adaptive_max, (rn3(2, 3, 5, 7, rg=True),
+                                         torch.randint(0, 3, (1, 2, 5, 4), generator=torch.Generator().manual_seed(6)).float()
+                                         .requires_grad_(True), rn3(2, 3, 7, rg=True), rn3(2, 3, 2, 3))))
+
+
+def new_empty_strided(x):
+    e = x.new_empty_strided((2, 3), (1, 2))
+    e.fill_(1.5)
+    f = x.new_empty_strided((3,), (1,), dtype=torch.float64).zero_()
+    return e * x, f + 1
+add("new_empty_strided", (new_empty_strided, (rn3(2, 3, rg=True),)))
+
+
+def norm_overloads(x, y):
+    # The overloads by name (traces of torch.norm pick among them by version).
+    return (A.norm.Scalar(x, 3), A.norm.ScalarOpt_dtype(x, 1.5, dtype=torch.float64), A.norm.ScalarOpt_dim_dtype(x, None, [0], True, dtype=torch.float64),
+            A.adaptive_max_pool1d(y, [3]))
+add("norm_overloads", (norm_overloads, (rn3(3, 4, rg=True), rn3(2, 3, 7, rg=True))))
+
+
+# PyTorch 2.x only: their fixtures are written by the pinned 2.x
+# (scripts/torch2_ops_test.py --write-fixtures testdata/ops).
+TORCH2_ONLY = ["sdpa", "sdpa_flash_cpu", "safe_softmax", "layer_transformer"]
+if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x
+    def attentions(q, k, v, kg, vg, m, kl, vl):
+        # A value head size unlike the query's takes PyTorch's math path
+        # (_safe_softmax), an equal one the fused CPU kernel: both.
+        sdpa = F.scaled_dot_product_attention
+        bm = torch.ones(2, 1, 4, 4, dtype=torch.bool).tril()
+        bm[1, 0, 2] = False  # a fully masked row: 0 out, no gradient
+        outs = []
+        for vv, vgg, vll in ((v, vg, vl), (v[..., :6], vg[..., :6], vl[..., :6])):
+            outs += [sdpa(q, k, vv), sdpa(q, k, vv, is_causal=True, scale=0.3), sdpa(q, k, vv, attn_mask=m),
+                     sdpa(q, k, vv, attn_mask=bm), sdpa(q, kg, vgg, enable_gqa=True), sdpa(q, kl, vll, is_causal=True),
+                     sdpa(q[0], k[0], vv[0]), sdpa(q.double(), k.double(), vv.double(), attn_mask=m.double())]
+        return outs
+    add("sdpa", (attentions, (rn3(2, 4, 4, 8, rg=True), rn3(2, 4, 4, 8, rg=True), rn3(2, 4, 4, 8, rg=True), rn3(2, 2, 4, 8, rg=True),
+                              rn3(2, 2, 4, 8, rg=True), rn3(4, 4), rn3(2, 4, 6, 8, rg=True), rn3(2, 4, 6, 8, rg=True))))
+
+    def flash_cpu(q, k, v):
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=True)
+        return out, lse
+    add("sdpa_flash_cpu", (flash_cpu, (rn3(2, 3, 5, 8, rg=True), rn3(2, 3, 5, 8, rg=True), rn3(2, 3, 5, 8, rg=True))))
+
+    def safe_softmax(x):
+        y = x.masked_fill(torch.tensor([False, True, False]).view(3, 1), float("-inf"))
+        return torch.ops.aten._safe_softmax(y, -1), torch.ops.aten._safe_softmax(x, 0)
+    add("safe_softmax", (safe_softmax, (rn3(3, 4, rg=True),)))
+
+    class Transformer(torch.nn.Module):
+        """nn.MultiheadAttention without weights (2.x: the fused kernel), an encoder layer, a causal decoder layer."""
+
+        def __init__(self):
+            super().__init__()
+            self.mha = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+            self.enc = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+            self.dec = torch.nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+
+        def forward(self, x, mem):
+            a = self.mha(x, x, x, need_weights=False)[0]
+            causal = torch.nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+            return self.dec(self.enc(x + a), mem, tgt_mask=causal, tgt_is_causal=True)
+    torch.manual_seed(36)
+    add("layer_transformer", (Transformer(), (rn3(2, 5, 16, rg=True), rn3(2, 3, 16, rg=True))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -183,3 +183,30 @@ ValueId dftComplexToComplex(Builder& c, ValueId z, int64_t dim, bool forward);
 /// imaginary parts of Z[0] (and Z[n/2]) drop out, as in ATen's c2r.
 ValueId dftComplexToReal(Builder& c, ValueId z, int64_t dim, int64_t n);
 }  // namespace aotc::decomp
+
+namespace aotc::decomp {
+// Note [Norms, scans, adaptive max pooling and attention] (decompose.cpp).
+
+/// linalg_vector_norm(x, ord, dims, keepdim) of a floating-point x, every
+/// order (0, +-inf, fractional, negative) with eager's gradients.
+ValueId vectorNorm(Builder& c, ValueId x, double ord, const Ints& dims, bool keep);
+/// cumprod along `dim` as a log-depth product scan: its gradient is exact
+/// where inputs are zero.
+ValueId cumprod(Builder& c, ValueId x, int64_t dim);
+/// softmax over `dim` that gives 0 on a row of all -inf (ATen's _safe_softmax).
+ValueId safeSoftmax(Builder& c, ValueId x, int64_t dim);
+/// adaptive_max_pool2d of [N, C, H, W] to `out` (2 values): the maxima and
+/// ATen's indices (h * W + w of the first maximum of each window).
+std::pair<ValueId, ValueId> adaptiveMax2d(Builder& c, ValueId x, const Ints& out);
+/// Scaled dot-product attention of q [..., Hq, L, E], k [..., Hk, S, E],
+/// v [..., Hk, S, Ev] (Hq a multiple of Hk: grouped-query heads), an optional
+/// boolean (true = keep) or additive mask broadcast to [..., L, S], the
+/// causal (top-left) mask, and scale (default 1/sqrt(E)).  Returns the output
+/// [..., Hq, L, Ev] and the row logsumexp of the scaled, masked scores
+/// [..., Hq, L] (0 on a fully masked row, whose output is 0).
+struct Attention {
+  ValueId out, logsumexp;
+};
+Attention attention(Builder& c, ValueId q, ValueId k, ValueId v, std::optional<ValueId> mask, bool causal,
+                    std::optional<double> scale);
+}  // namespace aotc::decomp

@@ -144,6 +144,18 @@ Entries creationConverters() {
     {"aten.new_empty.default", [](Converter& c) -> V { return {newFilled(c, 0.0, 2)}; }},
     {"aten.new_full.default", [](Converter& c) -> V { return {newFilled(c, c.number(2, "fill_value"), 3)}; }},
     {"aten.empty_strided.default", [](Converter& c) -> V { return {filled(c, 0.0, 2)}; }},
+    // new_empty_strided(self, size, stride, *, dtype, layout, device,
+    // pin_memory): uninitialized memory, given zeros as new_empty's; the
+    // strides only place those values (aotc's tensors are contiguous).
+    {"aten.new_empty_strided.default",
+     [](Converter& c) -> V {
+       ValueId x = c.tensor(0, "self");
+       Ints size = c.ints(1, "size"), stride = c.ints(2, "stride");
+       if (stride.size() != size.size()) c.fail("new_empty_strided: size and stride must have the same length");
+       for (int64_t d : size)
+         if (d < 0) c.fail("negative size");
+       return {constantLike(c, 0.0, TensorType::contiguous(dtypeArg(c, 3, "dtype", c.type(x).dtype), size))};
+     }},
     {"aten.fill.Scalar", [](Converter& c) -> V { return {constantLike(c, c.number(1, "value"), c.type(c.tensor(0, "self")))}; }},
     {"aten.fill.Tensor",
      [](Converter& c) -> V {

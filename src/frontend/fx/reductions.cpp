@@ -111,6 +111,41 @@ V softmax(Converter& c, bool log) {
   return {softmaxLike(c, x, dim, log)};
 }
 
+/// A `dtype=` keyword: x cast to it (the op computes in that dtype).
+ValueId inDtype(Converter& c, ValueId x, size_t i) {
+  if (!c.has(i, "dtype")) return x;
+  return c.cast(x, dtypeArg(c, i, "dtype", c.type(x).dtype));
+}
+
+/// linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None).
+V vectorNormOp(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  if (c.isComplex(x)) c.fail("linalg_vector_norm of a complex tensor is not supported");
+  x = inDtype(c, x, 4);
+  return {vectorNorm(c, x, c.number(1, "ord", 2.0), c.ints(2, "dim", Ints{}), c.boolean(3, "keepdim", false))};
+}
+
+/// norm.Scalar(self, p=2), norm.ScalarOpt_dtype(self, p, *, dtype),
+/// norm.ScalarOpt_dim(self, p, dim, keepdim=False) and
+/// norm.ScalarOpt_dim_dtype(self, p, dim, keepdim, *, dtype): p None is 2.
+V normOp(Converter& c, bool withDims, bool withDtype) {
+  ValueId x = c.tensor(0, "self");
+  if (c.isComplex(x)) c.fail("norm of a complex tensor is not supported");
+  if (withDtype) x = inDtype(c, x, withDims ? 4 : 2);
+  double p = c.number(1, "p", 2.0);
+  if (!withDims) return {vectorNorm(c, x, p, {}, false)};
+  return {vectorNorm(c, x, p, c.ints(2, "dim"), c.boolean(3, "keepdim", false))};
+}
+
+/// cumprod(self, dim, *, dtype=None): integers accumulate in int64, as eager.
+V cumprodOp(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  int64_t dim = dimArg(c, 1, "dim", x);
+  if (c.has(2, "dtype")) x = inDtype(c, x, 2);
+  else if (!isFloating(c.type(x).dtype)) x = c.cast(x, DType::I64);
+  return {cumprod(c, x, dim)};
+}
+
 }  // namespace
 
 Entries reductionsConverters() {
@@ -173,6 +208,18 @@ Entries reductionsConverters() {
     {"aten.var.default",
      [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {variance(c, x, {}, c.boolean(1, "unbiased", true) ? 1.0 : 0.0, false)}; }},
     {"aten.cumsum.default", cumsum},
+    {"aten.cumprod.default", cumprodOp},
+    {"aten.linalg_vector_norm.default", vectorNormOp},
+    {"aten.norm.Scalar", [](Converter& c) { return normOp(c, false, false); }},
+    {"aten.norm.ScalarOpt_dtype", [](Converter& c) { return normOp(c, false, true); }},
+    {"aten.norm.ScalarOpt_dim", [](Converter& c) { return normOp(c, true, false); }},
+    {"aten.norm.ScalarOpt_dim_dtype", [](Converter& c) { return normOp(c, true, true); }},
+    {"aten._safe_softmax.default",
+     [](Converter& c) -> V {
+       ValueId x = c.tensor(0, "self");
+       int64_t dim = dimArg(c, 1, "dim", x);
+       return {safeSoftmax(c, inDtype(c, x, 2), dim)};
+     }},
     {"aten.sort.default", [](Converter& c) { return sortOp(c, 1, 2); }},
     {"aten.sort.stable", [](Converter& c) { return sortOp(c, 2, 3); }},
     {"aten.topk.default", topk},

@@ -97,6 +97,24 @@ V maxPoolBackward(Converter& c) {
   return {c.op(OpKind::MaxPool2dBackward, {goc, idx}, a)};
 }
 
+/// adaptive_max_pool2d_backward(grad_output, self, indices): each gradient
+/// added at its window's maximum (indices into H * W, as the forward's).
+V adaptiveMaxPoolBackward(Converter& c) {
+  ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "self"), idx = c.tensor(2, "indices");
+  const Ints xs = c.type(x).sizes, gs = c.type(go).sizes;
+  if ((xs.size() != 3 && xs.size() != 4) || gs.size() != xs.size() || c.type(idx).sizes != gs)
+    c.fail("adaptive_max_pool2d_backward: expects a 3-D or 4-D input and grad_output and indices of one shape");
+  const size_t r = xs.size();
+  Ints lead(xs.begin(), xs.end() - 2);
+  Ints flatIn = lead, flatOut = lead;
+  flatIn.push_back(xs[r - 2] * xs[r - 1]);
+  flatOut.push_back(gs[r - 2] * gs[r - 1]);
+  ValueId zeros = constantLike(c, 0.0, TensorType::contiguous(c.type(go).dtype, flatIn));
+  ValueId sum = c.op(OpKind::ScatterAdd, {zeros, reshapeTo(c, idx, flatOut), reshapeTo(c, go, flatOut)},
+                     Attrs{{"dim", static_cast<int64_t>(r - 2)}});
+  return {reshapeTo(c, sum, xs)};
+}
+
 V adaptiveAvgPoolBackward(Converter& c) {
   ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "self");
   ValueId goc = c.type(go).isContiguous() ? go : c.op(OpKind::Clone, {go});
@@ -165,6 +183,7 @@ Entries trainingConverters() {
     {"aten.avg_pool2d_backward.default", avgPoolBackward},
     {"aten.max_pool2d_with_indices_backward.default", maxPoolBackward},
     {"aten._adaptive_avg_pool2d_backward.default", adaptiveAvgPoolBackward},
+    {"aten.adaptive_max_pool2d_backward.default", adaptiveMaxPoolBackward},
     {"aten.convolution_backward.default", convolutionBackward},
     {"aten.mse_loss_backward.default", mseLossBackward},
     {"aten.embedding_dense_backward.default", embeddingBackward},

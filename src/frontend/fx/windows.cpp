@@ -426,6 +426,32 @@ V maxPool3d(Converter& c) {
   return {pool3dResult(c, y, unbatched), pool3dResult(c, idx, unbatched)};
 }
 
+/// adaptive_max_pool2d(self, output_size) on [N, C, H, W] or [C, H, W]:
+/// (maxima, indices into the input's spatial positions).  (ATen's
+/// adaptive_max_pool1d is composite: traces record it as the 2-D op between
+/// an unsqueeze and a squeeze; `spatial` 1 would take it as 2-D over a unit
+/// height.)
+V adaptiveMaxPool(Converter& c, int64_t spatial) {
+  const char* op = spatial == 1 ? "adaptive_max_pool1d" : "adaptive_max_pool2d";
+  ValueId x = c.tensor(0, "self");
+  Ints o = c.ints(1, "output_size");
+  if (static_cast<int64_t>(o.size()) != spatial) c.fail(cat(op, ": output_size must have ", spatial, " value(s)"));
+  const int64_t r = c.type(x).rank();
+  if (r != spatial + 1 && r != spatial + 2) c.fail(cat(op, " expects a ", spatial + 1, "-D or ", spatial + 2, "-D input"));
+  const bool unbatched = r == spatial + 1;
+  if (unbatched) x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{0}}});
+  if (spatial == 1) {
+    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+    o.insert(o.begin(), 1);
+  }
+  auto [y, idx] = decomp::adaptiveMax2d(c, x, o);
+  for (ValueId* v : {&y, &idx}) {
+    if (spatial == 1) *v = c.op(OpKind::Squeeze, {*v}, Attrs{{"dim", Ints{2}}});
+    if (unbatched) *v = c.op(OpKind::Squeeze, {*v}, Attrs{{"dim", Ints{0}}});
+  }
+  return {y, idx};
+}
+
 V adaptiveAvgPool3d(Converter& c) {
   Ints o = triple(c, 1, "output_size", {}, "adaptive_avg_pool3d");
   if (o.empty()) c.fail("adaptive_avg_pool3d: output_size is required");
@@ -460,6 +486,7 @@ Entries windowsConverters() {
     {"aten._adaptive_avg_pool3d.default", adaptiveAvgPool3d},
     {"aten.adaptive_avg_pool3d.default", adaptiveAvgPool3d},
     {"aten.adaptive_avg_pool1d.default", [](Converter& c) { return pool1d(c, true); }},
+    {"aten.adaptive_max_pool2d.default", [](Converter& c) { return adaptiveMaxPool(c, 2); }},
     {"aten.im2col.default", im2col},
     {"aten.col2im.default", col2im},
   };

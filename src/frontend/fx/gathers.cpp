@@ -139,7 +139,11 @@ Entries gathersConverters() {
      }},
     {"aten.index.Tensor", convertIndex},
     {"aten.index_put.default", convertIndexPut},
-    {"aten._index_put_impl.default", convertIndexPut},
+    {"aten._index_put_impl.default",
+     [](Converter& c) {
+       c.ignore(4, "unsafe");  // skips eager's bounds checks; aotc's index_add always checks
+       return convertIndexPut(c);
+     }},
     {"aten.scatter.src", [](Converter& c) { return scatterOp(c, false); }},
     {"aten.scatter.value", [](Converter& c) { return scatterOp(c, true); }},
     {"aten.scatter_reduce.two", scatterReduce},

@@ -10,6 +10,11 @@
 // 170 FX fixtures identical, 0 differ; scripts/op_coverage's table unchanged
 // (190/192 accepted, 2 refused by design).  The largest file of the room is
 // loader.cpp (699 lines); scripts/check_layering.py keeps each under 800.
+// When the long decompositions (index_put, embedding_bag, grid_sampler,
+// advanced indexing, convolution) moved to src/ops/decompose_{gathers,
+// windows}.cpp and the driver began to refuse unread arguments (Note [No
+// argument dropped]), compare_builds.py again found 174 FX fixtures identical
+// and 0 differ, ONNX 6 identical and 18 refused alike; op_coverage unchanged.
 //===----------------------------------------------------------------------===//
 #include "converter.h"
 

@@ -808,6 +808,51 @@ if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x
     add("layer_transformer", (Transformer(), (rn3(2, 5, 16, rg=True), rn3(2, 3, 16, rg=True))))
 
 
+# ------------------------------------------------ spellings without a line yet
+# One fixture line each for spellings of the FX tables that no program used
+# (frontend_completeness_test's kNoFixtureYet, issue 35); own seeds, so the
+# programs above keep theirs.
+rn3 = seeded_randn(1400)
+
+
+def inplace_activations(x):
+    a = x * 1.0
+    F.relu(a, inplace=True)
+    b = x * 1.0
+    F.silu(b, inplace=True)
+    c = x * 1.0
+    F.hardtanh(c, -0.5, 0.5, inplace=True)
+    d = x * 1.0
+    F.leaky_relu(d, 0.2, inplace=True)
+    e = x * 1.0
+    F.hardsigmoid(e, inplace=True)
+    f = x * 1.0
+    F.hardswish(f, inplace=True)
+    g = x * 1.0
+    g.clamp_(-0.3, 0.4)
+    h = x * 1.0
+    h.div_(x.detach().abs() + 3.0)
+    k = x.unsqueeze(0) * 1.0
+    k.squeeze_()
+    return a, b, c, d, e, f, g, h, k
+add("inplace_activations", (inplace_activations, (rn3(3, 4, rg=True),)))
+
+
+def more_spellings(x, y, b1, b2, i):
+    return (torch.clamp_min(x, y), torch.clamp_max(x, y), torch.floor_divide(x.detach(), y.detach().abs() + 3.0),
+            torch.baddbmm(x.unsqueeze(0).expand(2, 3, 4) * 1.0, b1, b2), torch.argsort(x, dim=1, stable=True),
+            x.index_add(0, i, y[:2] * 1.0), x.unsqueeze(1).squeeze() * 1.0)
+add("more_spellings", (more_spellings, (rn3(3, 4, rg=True), rn3(3, 4, rg=True), rn3(2, 3, 5, rg=True), rn3(2, 5, 4, rg=True),
+                                        torch.tensor([0, 2]))))
+
+
+def windows(x):
+    return (x + torch.hann_window(5, periodic=True), x + torch.hamming_window(5), x + torch.bartlett_window(5, periodic=True),
+            x + torch.blackman_window(5, periodic=True), x + torch.hamming_window(5, True, 0.5),
+            x + torch.hamming_window(5, True, 0.5, 0.4))
+add("window_spellings", (windows, (rn3(2, 5, rg=True),)))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -209,4 +209,57 @@ struct Attention {
 };
 Attention attention(Builder& c, ValueId q, ValueId k, ValueId v, std::optional<ValueId> mask, bool causal,
                     std::optional<double> scale);
+
+// The gathers family's composites (src/ops/decompose_gathers.cpp).  Index
+// lists hold one entry per leading dim of x, kNoValue for None.
+
+/// x[indices]: advanced indexing with integer index tensors on consecutive
+/// dims (leading Nones allowed, trailing ones ignored): the dims are
+/// flattened and index_selected at the linear index, so the gradient is
+/// index_add's.
+ValueId indexTensor(Builder& c, ValueId x, const std::vector<ValueId>& indices);
+
+/// index_put(x, indices, values, accumulate): integer indices as in
+/// indexTensor, written through index_add on the flattened indexed dims.
+/// Without accumulate, later duplicates win (eager's CPU behaviour): a
+/// value is dropped when a later index equals its own, found with a
+/// pairwise comparison, so at most 4096 indices (the values' gradient is
+/// still grad[indices] for each, as eager's).  A bool mask with one value
+/// is where(mask, value, x).
+ValueId indexPut(Builder& c, ValueId x, const std::vector<ValueId>& indices, ValueId values, bool accumulate);
+
+/// _embedding_bag's arguments that shape its result (ATen's encoding).
+struct EmbeddingBagArgs {
+  int64_t mode = 0;  ///< 0 sum, 1 mean (2, max, is refused)
+  bool includeLastOffset = false;
+  int64_t paddingIdx = -1;  ///< -1: none
+  ValueId perSampleWeights = kNoValue;
+};
+/// _embedding_bag's first result: each index's bag is the number of offsets
+/// at or before its position, less one (a [L, B] comparison: static shapes
+/// whatever the offsets hold); rows are summed into their bags with
+/// index_add (mean divides by the bag's count, an empty bag gives 0 as in
+/// eager).  Indices before the first offset, after include_last_offset's
+/// end, or equal to padding_idx take no part.
+ValueId embeddingBag(Builder& c, ValueId weight, ValueId indices, ValueId offsets, const EmbeddingBagArgs& a);
+
+/// grid_sampler_2d(x, grid, interpolation (0 bilinear, 1 nearest), padding
+/// (0 zeros, 1 border, 2 reflection), align_corners) (Note [grid_sampler]).
+ValueId gridSampler2d(Builder& c, ValueId x, ValueId grid, int64_t interpolation, int64_t padding, bool alignCorners);
+}  // namespace aotc::decomp
+
+namespace aotc::decomp {
+/// ATen convolution's arguments as given (1 value or one per spatial dim).
+struct Convolution {
+  Ints stride{1}, padding{0}, dilation{1};
+  bool transposed = false;
+  Ints outputPadding{0};
+  int64_t groups = 1;
+};
+/// convolution(x, w, bias?, ...) of a 3-D, 4-D or 5-D x: 1-D as 2-D over a
+/// unit height; 2-D as conv2d, transposed as conv2d_backward_input (the
+/// adjoint of conv2d); 3-D by conv3d / convTranspose3d, cropping a transposed
+/// convolution's padding (src/ops/decompose_windows.cpp).  bias is kNoValue
+/// when there is none.
+ValueId convolution(Builder& c, ValueId x, ValueId w, ValueId bias, const Convolution& a);
 }  // namespace aotc::decomp

@@ -79,7 +79,9 @@ V wrappedDims(Converter& c, const std::string& target, std::vector<std::pair<siz
   }
   Converter inner = c.sub(node);
   inner.setComplex(nullptr);  // the real rule sees the pairs as they are
-  return converters().at(target)(inner);
+  V out = converters().at(target)(inner);
+  c.delegatedTo(inner, target);
+  return out;
 }
 
 /// Complex dims for a reduction: the listed ones wrapped, or all of them.

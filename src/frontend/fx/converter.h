@@ -17,13 +17,21 @@
 //      row's ATen names, Note [Pointwise rows], needs none; in-place, out=,
 //      *_copy and _foreach forms of a listed op are derived, Note [Generic
 //      spellings]);
-//   2. read every argument of its schema, by position and keyword, or refuse
-//      it by name when it is not at its default (c.requireNone);
-//   3. add a fixture line that uses it (testdata/fx, testdata/conformance or
-//      testdata/ops), so the e2e suite runs it against eager.
-// A converter longer than a screen is a decomposition: write it over the IR
-// builder (Builder, aotc/ops/decompose.h) and keep the entry short.  A
-// spelling given twice is an internal error when the table is built.
+//   2. read every argument of its schema through the Converter's readers, by
+//      position and keyword; refuse one it cannot honour by name
+//      (c.requireNone, c.fail), and mark one that cannot change the result
+//      with c.ignore.  The table driver refuses any argument left unread
+//      that is not at its default (Note [No argument dropped], table.cpp);
+//      run scripts/fx_schemas.py so schemas.inc has the spelling's schema;
+//   3. add a fixture line that uses it (a program in testdata/ops/gen.py,
+//      testdata/fx or testdata/conformance; regenerate only the new files),
+//      so the e2e suite runs it against eager.
+// frontend_completeness_test checks 2 and 3 for every spelling.  A converter
+// longer than a screen is a decomposition: it lives in src/ops (decompose.cpp,
+// decompose_gathers.cpp), written over the IR builder (Builder,
+// aotc/ops/decompose.h) with its arguments as C++ values, and the entry only
+// reads the arguments and calls it.  A spelling given twice is an internal
+// error when the table is built.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -70,7 +78,10 @@ class Converter : public Builder {
       : Builder(g, std::move(loc), Phase::Forward, noGrad), node_(node), env_(env) {}
 
   /// Argument `i` (positional) or keyword `kw`; null if neither is given.
+  /// Every reader goes through here, and so accounts for the argument (Note
+  /// [No argument dropped]).
   const json* arg(size_t i, const char* kw) const {
+    note(i, kw);
     const json& args = node_.at("args");
     if (i < args.size()) return &args[i];
     if (node_.contains("kwargs") && kw && node_["kwargs"].contains(kw)) return &node_["kwargs"][kw];
@@ -167,6 +178,18 @@ class Converter : public Builder {
   void requireNone(size_t i, const char* kw, const char* what) const {
     if (has(i, kw)) fail(cat(what, " is not supported (got ", arg(i, kw)->dump(), ")"));
   }
+  /// Declares argument `i` / `kw` read without reading it: only for an
+  /// argument that cannot change any value or gradient aotc computes (a
+  /// device, pin_memory, a sparse-gradient layout); say why at the call.
+  void ignore(size_t i, const char* kw) const { note(i, kw); }
+  /// `inner` converted a rewritten copy of this node (arguments moved,
+  /// filled in or wrapped): its arguments are checked against `spelling`'s
+  /// schema (checkArgumentsRead), which accounts for all of this node's.
+  void delegatedTo(const Converter& inner, const std::string& spelling) const;
+  /// The positional indices and keywords read or ignored so far.
+  const std::set<size_t>& readPositions() const { return readPos_; }
+  const std::set<std::string>& readKeywords() const { return readKw_; }
+  bool allRead() const { return allRead_; }
 
   /// A tensor operand, or a Python scalar turned into a 0-dim constant whose
   /// dtype follows `like` (ATen's wrapped-number promotion).
@@ -216,8 +239,17 @@ class Converter : public Builder {
   const Env& env() const { return env_; }
 
  private:
+  void note(size_t i, const char* kw) const {
+    if (i != SIZE_MAX) readPos_.insert(i);
+    if (kw) readKw_.insert(kw);
+  }
+
   const json& node_;
   const Env& env_;
+  // Note [No argument dropped]: what the converter read, per node.
+  mutable std::set<size_t> readPos_;
+  mutable std::set<std::string> readKw_;
+  mutable bool allRead_ = false;
   bool inBackward_ = false;
   const std::map<std::string, std::string>* names_ = nullptr;
   std::set<ValueId>* complex_ = nullptr;
@@ -238,6 +270,10 @@ ValueId filled(Converter& c, double v, size_t dtypeArg);
 // readers.cpp
 V binary(Converter& c, OpKind k);
 V unary(Converter& c, OpKind k);
+/// Accounts for the keyword-only tensor options (layout: strided only;
+/// device, pin_memory, non_blocking, memory_format: cannot change a value)
+/// (Note [No argument dropped]).
+void tensorOptions(Converter& c);
 ValueId constantLike(Converter& c, double v, const TensorType& t);
 DType dtypeArg(Converter& c, size_t i, const char* kw, DType dflt);
 int64_t dimArg(Converter& c, size_t i, const char* kw, ValueId x, int64_t dflt = 0);
@@ -284,6 +320,24 @@ bool isShapeComputation(const std::string& target);
 bool knownTarget(const std::string& target, int depth = 0);
 /// Converts the node under `target` (listed, complex or derived).
 V convertTarget(Converter& c, const std::string& target, int depth = 0);
+
+/// Note [No argument dropped] (table.cpp): refuses, naming it, an argument of
+/// `c`'s node that its converter neither read nor ignored and that is not at
+/// its default in `spelling`'s ATen schema.
+void checkArgumentsRead(const Converter& c, const std::string& spelling);
+/// One argument of an ATen schema (schemas.inc, scripts/fx_schemas.py).
+struct SchemaArg {
+  const char* name;
+  bool keywordOnly;
+  const char* dflt;  ///< the default as JSON text; nullptr: required
+};
+struct Schema {
+  const char* spelling;
+  const char* torch;  ///< the PyTorch version it was read from
+  std::vector<SchemaArg> args;
+};
+/// The ATen schema of a listed spelling, or null (schemas.cpp).
+const Schema* atenSchema(const std::string& spelling);
 
 /// Note [Complex values] (complex.cpp).
 bool complexTarget(const std::string& target);

@@ -12,6 +12,7 @@ namespace aotc::fx {
 namespace {
 
 ValueId likeConstant(Converter& c, double v) {
+  tensorOptions(c);
   TensorType t = c.type(c.tensor(0, "self"));
   if (c.has(1, "dtype")) {
     const json* d = c.arg(1, "dtype");
@@ -27,6 +28,7 @@ ValueId likeConstant(Converter& c, double v) {
 /// zeros/ones/full(size, [fill_value,] *, dtype=None, ...): dtype defaults
 /// to float32 (PyTorch's default dtype).
 ValueId filled(Converter& c, double v, size_t dtypeArg) {
+  tensorOptions(c);
   Ints size = c.ints(0, "size");
   for (int64_t d : size)
     if (d < 0) c.fail("negative size in " + c.node().at("args").at(0).dump());
@@ -53,6 +55,7 @@ V fillInplace(Converter& c, double v) {
 /// when periodic (the default), L - 1 otherwise; a window of length 1 is [1].
 /// `nargs` counts the positional arguments before the keyword-only dtype.
 V window(Converter& c, std::vector<double> coef, bool bartlett, size_t nargs) {
+  tensorOptions(c);
   int64_t len = c.integer(0, "window_length");
   if (len < 0) c.fail(cat("window_length must be non-negative, got ", len));
   bool periodic = nargs > 1 ? c.boolean(1, "periodic", true) : true;
@@ -78,6 +81,7 @@ V window(Converter& c, std::vector<double> coef, bool bartlett, size_t nargs) {
 /// aten.arange's overloads: `n_bounds` positional numbers (end; start, end;
 /// start, end, step), then dtype.
 V arange(Converter& c, size_t n_bounds) {
+  tensorOptions(c);
   static constexpr const char* kNames[3][3] = {{"end"}, {"start", "end"}, {"start", "end", "step"}};
   const char* const* names = kNames[n_bounds - 1];
   double b[3] = {0.0, 0.0, 1.0};
@@ -93,6 +97,7 @@ V arange(Converter& c, size_t n_bounds) {
 
 /// new_zeros/new_ones/new_empty(self, size, dtype?) and new_full(self, size, value, dtype?).
 ValueId newFilled(Converter& c, double v, size_t dtypeIdx) {
+  tensorOptions(c);
   ValueId x = c.tensor(0, "self");
   Ints size = c.ints(1, "size");
   for (int64_t d : size)
@@ -116,13 +121,17 @@ Entries creationConverters() {
     {"aten.empty.memory_format", [](Converter& c) -> V { return {filled(c, 0.0, 1)}; }},
     {"aten.full_like.default",
      [](Converter& c) -> V {
+       tensorOptions(c);
        ValueId x = c.tensor(0, "self");
        TensorType t = c.type(x);
        t.dtype = dtypeArg(c, 2, "dtype", t.dtype);
        return {constantLike(c, c.number(1, "fill_value"), t)};
      }},
     {"aten.scalar_tensor.default",
-     [](Converter& c) -> V { return {constantLike(c, c.number(0, "s"), TensorType::contiguous(dtypeArg(c, 1, "dtype", DType::F32), {}))}; }},
+     [](Converter& c) -> V {
+       tensorOptions(c);
+       return {constantLike(c, c.number(0, "s"), TensorType::contiguous(dtypeArg(c, 1, "dtype", DType::F32), {}))};
+     }},
     // arange(end), arange(start, end), arange(start, end, step): the
     // result is int64 when every bound given is an integer, else the
     // default float dtype (ATen's rule), unless dtype= says otherwise.
@@ -143,7 +152,12 @@ Entries creationConverters() {
     {"aten.new_ones.default", [](Converter& c) -> V { return {newFilled(c, 1.0, 2)}; }},
     {"aten.new_empty.default", [](Converter& c) -> V { return {newFilled(c, 0.0, 2)}; }},
     {"aten.new_full.default", [](Converter& c) -> V { return {newFilled(c, c.number(2, "fill_value"), 3)}; }},
-    {"aten.empty_strided.default", [](Converter& c) -> V { return {filled(c, 0.0, 2)}; }},
+    {"aten.empty_strided.default",
+     [](Converter& c) -> V {
+       // Strides, never values (as memory_format in tensorOptions).
+       c.ignore(1, "stride");
+       return {filled(c, 0.0, 2)};
+     }},
     // new_empty_strided(self, size, stride, *, dtype, layout, device,
     // pin_memory): uninitialized memory, given zeros as new_empty's; the
     // strides only place those values (aotc's tensors are contiguous).
@@ -151,6 +165,7 @@ Entries creationConverters() {
      [](Converter& c) -> V {
        ValueId x = c.tensor(0, "self");
        Ints size = c.ints(1, "size"), stride = c.ints(2, "stride");
+       tensorOptions(c);  // layout, device, pin_memory
        if (stride.size() != size.size()) c.fail("new_empty_strided: size and stride must have the same length");
        for (int64_t d : size)
          if (d < 0) c.fail("negative size");

@@ -88,10 +88,11 @@ V layerNorm(Converter& c) {
 V groupNorm(Converter& c) {
   ValueId x = c.tensor(0, "input");
   ValueId w = c.has(1, "weight") ? c.tensor(1, "weight") : kNoValue, b = c.has(2, "bias") ? c.tensor(2, "bias") : kNoValue;
-  int64_t N = c.integer(3, "N"), C = c.integer(4, "C");
+  int64_t N = c.integer(3, "N"), C = c.integer(4, "C"), HxW = c.integer(5, "HxW");
   int64_t G = c.integer(6, "group");
   double eps = c.number(7, "eps", 1e-5);
   if (G <= 0 || C % G) c.fail("group_norm: channels must divide into groups");
+  if (mulSize(mulSize(N, C), HxW) != c.type(x).numel()) c.fail("group_norm: N * C * HxW is not the input's number of elements");
   Ints shape = c.type(x).sizes;
   Normalized n = normalize(c, reshapeTo(c, x, {N, G, -1}), {2}, eps);
   ValueId mean = n.mean, rstd = n.rstd;
@@ -121,7 +122,9 @@ V batchNormVariant(Converter& c, bool noStats) {
   Converter v(c.graph(), node, c.loc(), c.env(), c.noGrad());
   v.setInBackward(c.inBackward());
   v.setNames(c.names());
-  return batchNorm(v);
+  V r = batchNorm(v);
+  c.delegatedTo(v, "aten.native_batch_norm.default");
+  return r;
 }
 
 }  // namespace

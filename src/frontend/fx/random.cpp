@@ -24,6 +24,7 @@ ValueId randNormal(Converter& c, Ints shape, DType d) {
 
 /// rand/randn(size, dtype?), rand_like/randn_like(self, dtype?).
 V randomOp(Converter& c, bool normal, bool like) {
+  tensorOptions(c);
   Ints shape;
   DType d;
   if (like) {
@@ -70,6 +71,7 @@ Entries randomConverters() {
     {"aten.randn_like.default", [](Converter& c) { return randomOp(c, true, true); }},
     {"aten.randperm.default",
      [](Converter& c) -> V {
+       tensorOptions(c);
        int64_t n = c.integer(0, "n");
        if (n < 0) c.fail("randperm: n must be non-negative");
        DType d = dtypeArg(c, 1, "dtype", DType::I64);

@@ -16,7 +16,25 @@ V binary(Converter& c, OpKind k) {
   return {c.op(k, {a, c.operand(1, "other", a)})};
 }
 
-V unary(Converter& c, OpKind k) { return {c.op(k, {c.tensor(0, "self")})}; }
+V unary(Converter& c, OpKind k) {
+  if (k == OpKind::Clone) tensorOptions(c);  // clone(self, *, memory_format)
+  return {c.op(k, {c.tensor(0, "self")})};
+}
+
+void tensorOptions(Converter& c) {
+  const json* layout = c.arg(SIZE_MAX, "layout");
+  if (layout && !layout->is_null() && !(layout->is_object() && layout->value("layout", "") == "strided"))
+    c.fail("layout " + layout->dump() + " is not supported (only strided tensors are)");
+  // Where eager puts the tensor, never its values: the artifact runs on its
+  // own device.
+  c.ignore(SIZE_MAX, "device");
+  c.ignore(SIZE_MAX, "pin_memory");
+  c.ignore(SIZE_MAX, "non_blocking");
+  // Strides, never values: aotc's values do not depend on the layout, and a
+  // layout the graph records (meta.stride) is kept where it differs from
+  // the IR's (convertBody).
+  c.ignore(SIZE_MAX, "memory_format");
+}
 
 ValueId constantLike(Converter& c, double v, const TensorType& t) {
   return c.op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", t.sizes}});

@@ -71,6 +71,8 @@ namespace {
 /// sort(self, dim=-1, descending=False) and sort.stable(self, *, stable, dim, descending).
 V sortOp(Converter& c, size_t dimIdx, size_t descIdx) {
   ValueId x = c.tensor(0, "self");
+  // aotc's sort is stable (ties keep index order), which stable=False allows too.
+  if (dimIdx == 2) c.boolean(1, "stable", false);
   int64_t dim = dimArg(c, dimIdx, "dim", x, -1);
   bool desc = c.boolean(descIdx, "descending", false);
   if (c.type(x).rank() == 0) return {x, c.scalar(0, DType::I64)};

@@ -126,6 +126,7 @@ V adaptiveAvgPoolBackward(Converter& c) {
 V convolutionBackward(Converter& c) {
   ValueId go = c.tensor(0, "grad_output"), x = c.tensor(1, "input"), w = c.tensor(2, "weight");
   if (c.boolean(7, "transposed", false)) c.fail("convolution_backward of a transposed convolution is not supported yet");
+  c.ignore(8, "output_padding");  // ATen reads it only for a transposed convolution, refused above
   if (c.type(x).rank() != 4) c.fail("convolution_backward: only 2-D convolution is supported");
   Attrs a{{"stride", c.ints(4, "stride")}, {"padding", c.ints(5, "padding")}, {"dilation", c.ints(6, "dilation")},
           {"groups", c.integer(9, "groups", 1)}};

@@ -229,6 +229,7 @@ Entries viewsConverters() {
      }},
     {"aten._to_copy.default",
      [](Converter& c) -> V {
+       tensorOptions(c);
        ValueId x = c.tensor(0, "self");
        DType d = dtypeArg(c, 1, "dtype", c.type(x).dtype);
        return {c.op(OpKind::Cast, {x}, Attrs{{"dtype", std::string(dtypeName(d))}})};
@@ -254,7 +255,13 @@ Entries viewsConverters() {
        return {c.op(OpKind::Slice, {x}, Attrs{{"dim", dimArg(c, 1, "dim", x)}, {"start", s}, {"end", s + n}, {"step", int64_t{1}}})};
      }},
     {"aten.permute.default", [](Converter& c) -> V { return {c.op(OpKind::Permute, {c.tensor(0, "self")}, Attrs{{"dims", c.ints(1, "dims")}})}; }},
-    {"aten._reshape_alias.default", reshape},
+    {"aten._reshape_alias.default",
+     [](Converter& c) {
+       // The strides ATen derived from self's layout for the view: the values
+       // do not depend on them, and the layout the graph records is kept.
+       c.ignore(2, "stride");
+       return reshape(c);
+     }},
     // alias is a view that keeps the gradient (not detach).
     {"aten.alias.default",
      [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {c.op(OpKind::View, {x}, Attrs{{"size", c.type(x).sizes}})}; }},

@@ -1,6 +1,7 @@
 //===- fx/windows.cpp - Convolution, pooling, padding and resampling --------===//
 //
-// convolution (1-3-D, transposed), max/avg/adaptive pooling in 1-3 D,
+// convolution (1-3-D and transposed; the decomposition is in
+// src/ops/decompose_windows.cpp), max/avg/adaptive pooling in 1-3 D,
 // constant/reflection/replication padding, nearest and bilinear upsampling,
 // im2col and col2im (Note [im2col and col2im]).
 //
@@ -20,90 +21,21 @@ Ints triple(Converter& c, size_t i, const char* kw, Ints dflt, const char* op) {
   return v;
 }
 
-/// convolution's 3-D form (Note [3-D convolution] in src/ops/decompose.cpp).
-ValueId convolution3d(Converter& c, ValueId x, ValueId w) {
-  auto three = [&](size_t i, const char* kw, int64_t dflt) { return triple(c, i, kw, Ints{dflt}, "convolution"); };
-  Ints stride = three(3, "stride", 1), padding = three(4, "padding", 0), dilation = three(5, "dilation", 1);
-  int64_t groups = c.integer(8, "groups", 1);
-  ValueId y;
-  int64_t outChannels;
-  if (c.boolean(6, "transposed", false)) {
-    Ints op = three(7, "output_padding", 0);
-    y = convTranspose3d(c, x, w, stride, dilation, op, groups);
-    outChannels = c.type(y).sizes[1];
-    for (int64_t k = 0; k < 3; ++k) {
-      if (!padding[static_cast<size_t>(k)]) continue;
-      const int64_t n = c.type(y).sizes[static_cast<size_t>(2 + k)], p = padding[static_cast<size_t>(k)];
-      if (2 * p >= n) c.fail("transposed convolution: the padding crops the whole output");
-      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", 2 + k}, {"start", p}, {"end", n - p}, {"step", int64_t{1}}});
-    }
-  } else {
-    y = conv3d(c, x, w, stride, padding, dilation, groups);
-    outChannels = c.type(w).sizes[0];
-  }
-  if (c.has(2, "bias")) y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", Ints{1, outChannels, 1, 1, 1}}})});
-  return y;
-}
-
 }  // namespace
 
 /// convolution(input, weight, bias?, stride, padding, dilation, transposed,
-/// output_padding, groups): 2-D, and 1-D as 2-D over a unit height; the
-/// transposed one is conv2d_backward_input (the adjoint of conv2d); 3-D by
-/// convolution3d.
+/// output_padding, groups): decomp::convolution.
 V convolution(Converter& c) {
   ValueId x = c.tensor(0, "input"), w = c.tensor(1, "weight");
-  int64_t rank = c.type(x).rank();
-  if (rank != 5 && rank != 4 && rank != 3) c.fail("only 1-D, 2-D and 3-D convolution (3-D, 4-D or 5-D input) are supported");
-  if (c.type(w).rank() != rank) c.fail("convolution: weight and input ranks differ");
-  if (rank == 5) return {convolution3d(c, x, w)};
-  bool oneD = rank == 3;
-  auto two = [&](size_t i, const char* kw, int64_t dflt) {
-    Ints v = c.ints(i, kw, Ints{dflt});
-    if (v.size() == 1 && !oneD) v.push_back(v[0]);
-    if (oneD) {
-      if (v.size() != 1) c.fail(cat("convolution: ", kw, " must have 1 value for a 1-D convolution"));
-      v.insert(v.begin(), kw[0] == 's' || kw[0] == 'd' ? 1 : 0);
-    }
-    if (v.size() != 2) c.fail(cat("convolution: ", kw, " must have 2 values"));
-    return v;
-  };
-  Ints stride = two(3, "stride", 1), padding = two(4, "padding", 0), dilation = two(5, "dilation", 1);
-  int64_t groups = c.integer(8, "groups", 1);
-  if (oneD) {
-    x = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
-    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
-  }
-  Attrs a{{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
-  ValueId y;
-  int64_t outChannels;
-  if (c.boolean(6, "transposed", false)) {
-    Ints op = two(7, "output_padding", 0);
-    const TensorType xt = c.type(x), wt = c.type(w);
-    if (groups <= 0 || xt.sizes[1] != wt.sizes[0]) c.fail("transposed convolution: input channels do not match the weight");
-    outChannels = wt.sizes[1] * groups;
-    Ints in{xt.sizes[0], outChannels, 0, 0};
-    for (size_t d = 0; d < 2; ++d) {
-      if (op[d] < 0 || (op[d] >= stride[d] && op[d] >= dilation[d]))
-        c.fail("transposed convolution: output_padding must be smaller than stride or dilation");
-      in[2 + d] = addSize(addSize(mulSize(xt.sizes[2 + d] - 1, stride[d]), -2 * padding[d]),
-                          addSize(mulSize(dilation[d], wt.sizes[2 + d] - 1), op[d] + 1));
-      if (in[2 + d] <= 0) c.fail("transposed convolution: the output is empty");
-    }
-    a["input_size"] = in;
-    ValueId xc = c.type(x).isContiguous() ? x : c.op(OpKind::Clone, {x});
-    ValueId wc = c.type(w).isContiguous() ? w : c.op(OpKind::Clone, {w});
-    y = c.op(OpKind::Conv2dBackwardInput, {xc, wc}, a);
-  } else {
-    y = c.op(OpKind::Conv2d, {x, w}, a);
-    outChannels = c.type(w).sizes[0];
-  }
-  if (c.has(2, "bias")) {
-    Ints bshape{1, outChannels, 1, 1};
-    y = bin(c, OpKind::Add, {y, c.op(OpKind::View, {c.tensor(2, "bias")}, Attrs{{"size", bshape}})});
-  }
-  if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
-  return {y};
+  ValueId bias = c.has(2, "bias") ? c.tensor(2, "bias") : kNoValue;
+  decomp::Convolution a;
+  a.stride = c.ints(3, "stride", Ints{1});
+  a.padding = c.ints(4, "padding", Ints{0});
+  a.dilation = c.ints(5, "dilation", Ints{1});
+  a.transposed = c.boolean(6, "transposed", false);
+  a.outputPadding = c.ints(7, "output_padding", Ints{0});
+  a.groups = c.integer(8, "groups", 1);
+  return {decomp::convolution(c, x, w, bias, a)};
 }
 
 namespace {

@@ -14,8 +14,7 @@
 // to completion one after another.  A kernel with barriers runs each block's
 // threads as fibers (Boost.Context) on one host thread: __syncthreads switches to
 // the scheduler, which resumes every unfinished thread in order, so all of a
-// block's threads reach a barrier before any passes it.  Warp shuffles are
-// built on the same switch (Note [Emulated shuffles], emulate_shim.h).
+// block's threads reach a barrier before any passes it.
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
 #include <unistd.h>
@@ -151,8 +150,7 @@ class KernelLibrary {
       tramp << "); }\n";
       names.push_back(name);
       arity_[name] = i;
-      // Shuffles wait for the block's other threads too (Note [Emulated shuffles]).
-      if (src.find("__syncthreads") != std::string::npos || src.find("__shfl") != std::string::npos) barriers_.insert(name);
+      if (src.find("__syncthreads") != std::string::npos) barriers_.insert(name);
     }
     tu << tramp.str() << kBlockRunner;
     std::string text = tu.str();

@@ -24,7 +24,6 @@ import concurrent.futures
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "testdata"))
 sys.path.insert(0, os.path.join(ROOT, "testdata", "ops"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from compare_safetensors import load_typed  # noqa: E402
 import gen  # noqa: E402  (testdata/ops/gen.py: builds its program list on import)
 from gen_util import write_fixture  # noqa: E402
 
@@ -44,23 +45,9 @@ DEFAULT = ["norms", "norm_overloads", "cumprod", "adaptive_max_pool", "new_empty
 PARTITIONERS = ("min-cut", "default")
 BACKENDS = ("reference", "emulate")
 TOL = {"F16": 2e-3, "BF16": 2e-2, "F32": 1e-5, "F64": 1e-5}
-_DT = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
-       "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
-
-
 def load(path):
-    """{name: (safetensors dtype, float64 tensor)}."""
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        b, e = v["data_offsets"]
-        t = torch.frombuffer(bytearray(raw[8 + n + b:8 + n + e]), dtype=_DT[v["dtype"]]) if e > b else torch.empty(0, dtype=_DT[v["dtype"]])
-        out[k] = (v["dtype"], t.reshape(v["shape"]).to(torch.float64))
-    return out
+    """{name: (safetensors dtype, float64 tensor)}: compare_safetensors' reader, as torch tensors."""
+    return {k: (d, torch.from_numpy(a)) for k, (d, a) in load_typed(path).items()}
 
 
 def compare(got, want):

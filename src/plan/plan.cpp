@@ -150,8 +150,10 @@ ojson stepJson(const Step& s) {
       j["epilogue"] = {{"input", l->epilogue->input}, {"phase", l->epilogue->phase == Phase::Forward ? "forward" : "backward"}};
       if (l->epilogue->region) j["epilogue"]["region"] = viewOpJson(*l->epilogue->region);
     }
-    if (l->work)
+    if (l->work) {
       j["work"] = {{"bytes", l->work->bytes}, {"blocks", l->work->blocks}, {"serial", l->work->serial}, {"split", l->work->split}};
+      if (l->work->vector != 1) j["work"]["vector"] = l->work->vector;
+    }
     return j;
   }
   if (const Gemm* g = std::get_if<Gemm>(&s)) {
@@ -419,6 +421,7 @@ class Reader {
         const std::string ww = at(where, "work");
         l.work = LaunchWork{integer(w, ww, "bytes", 0, INT64_MAX), integer(w, ww, "blocks", 0, INT32_MAX),
                             integer(w, ww, "serial", 0, INT64_MAX), integer(w, ww, "split", 1, INT32_MAX)};
+        if (w.contains("vector")) l.work->vector = integer(w, ww, "vector", 1, 16);
       }
       return l;
     }

@@ -14,7 +14,8 @@
 // to completion one after another.  A kernel with barriers runs each block's
 // threads as fibers (Boost.Context) on one host thread: __syncthreads switches to
 // the scheduler, which resumes every unfinished thread in order, so all of a
-// block's threads reach a barrier before any passes it.
+// block's threads reach a barrier before any passes it.  Warp shuffles are
+// built on the same switch (Note [Emulated shuffles], emulate_shim.h).
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
 #include <unistd.h>
@@ -150,7 +151,8 @@ class KernelLibrary {
       tramp << "); }\n";
       names.push_back(name);
       arity_[name] = i;
-      if (src.find("__syncthreads") != std::string::npos) barriers_.insert(name);
+      // Shuffles wait for the block's other threads too (Note [Emulated shuffles]).
+      if (src.find("__syncthreads") != std::string::npos || src.find("__shfl") != std::string::npos) barriers_.insert(name);
     }
     tu << tramp.str() << kBlockRunner;
     std::string text = tu.str();

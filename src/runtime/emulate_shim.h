@@ -28,6 +28,31 @@ extern thread_local aotc_dim3 aotc_blockIdx, aotc_threadIdx, aotc_blockDim, aotc
 #define blockDim aotc_blockDim
 #define gridDim aotc_gridDim
 
+// Note [Emulated shuffles]: __shfl_xor_sync and __shfl_sync exchange values
+// between the lanes of a warp.  A kernel that shuffles runs its block's
+// threads as fibers (Note [Emulated barriers]); a shuffle writes the lane's
+// value to a slot per thread, waits until every thread of the block has
+// written (the kernels call shuffles uniformly: every live thread of the
+// block reaches the same shuffles in the same order, Note [Row kernels]),
+// reads its partner's slot, and waits again before a later shuffle may
+// overwrite the slots.  Exact: each lane gets its partner's bits.
+inline thread_local unsigned char aotc_shfl_slots[1024 * 8];
+template <typename T> inline T aotc_shfl_from(T v, unsigned src) {
+  static_assert(sizeof(T) <= 8, "a shuffled value has at most 8 bytes");
+  std::memcpy(aotc_shfl_slots + aotc_threadIdx.x * sizeof(T), &v, sizeof(T));
+  __syncthreads();
+  T r;
+  std::memcpy(&r, aotc_shfl_slots + src * sizeof(T), sizeof(T));
+  __syncthreads();
+  return r;
+}
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int mask, int = 32) {
+  return aotc_shfl_from(v, aotc_threadIdx.x ^ static_cast<unsigned>(mask & 31));
+}
+template <typename T> inline T __shfl_sync(unsigned, T v, int lane, int = 32) {
+  return aotc_shfl_from(v, (aotc_threadIdx.x & ~31u) | static_cast<unsigned>(lane & 31));
+}
+
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 template <typename T> inline T min(T a, T b) { return b < a ? b : a; }
 template <typename T> inline T max(T a, T b) { return a < b ? b : a; }

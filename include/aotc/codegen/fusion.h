@@ -23,12 +23,14 @@ namespace aotc {
 /// Note [Row groups]: a reduction, the reductions over the same dims of the
 /// same shape that follow it, and the pointwise work around them -- softmax,
 /// log_softmax, layer norm and its backward, batch-norm statistics and
-/// normalization -- run as one kernel with one block per row (a row is one
-/// coordinate of the kept dims).  The block computes each reduction in turn
-/// (a deterministic shared-memory tree; Note [Reduction precision]), keeps row
-/// results in registers, and writes only the values something outside the
-/// group reads.  Full-size values of the group are expressions, recomputed
-/// in each pass over the row instead of going through memory.
+/// normalization -- run as one kernel with a thread, a warp or a block per
+/// row (a row is one coordinate of the kept dims; Note [Row kernels] in
+/// fusion.cpp).  It computes each reduction in turn (a deterministic order
+/// fixed by the text; Note [Reduction precision]), keeps row results in
+/// registers, and writes only the values something outside the group reads.
+/// Full-size values of the group are expressions, recomputed in each pass
+/// over the row instead of going through memory; the row's own elements are
+/// read once where they fit in registers (Note [Row cache]).
 /// The kernel runs where the first reduction stood, so a node joins only
 /// if everything it reads from outside the group exists by then.
 struct RowGroup {
@@ -86,14 +88,27 @@ bool blockPerOutput(const TensorType& in, const Ints& dims, int64_t nred, int64_
 /// Whether the innermost non-1 dim of `in` is kept and contiguous.
 bool columnWise(const TensorType& in, const Ints& dims);
 
-/// How a row group's kernel is launched: one block per row (`perThread`
-/// false) or one thread per row; `rule.sms` 0: the legacy block.
+/// How a row group's kernel is launched (Note [Row kernels] in fusion.cpp):
+///  - Thread: one thread per row (short rows, and rows whose elements are a
+///    row apart in memory: column sums), serial and in order;
+///  - Warp: one warp per row, `rowsPerBlock` rows to a block, lanes combined
+///    by warp shuffles;
+///  - Block: one block per row, warps combined by shuffles and a shared
+///    array of one partial per warp.
+/// `cache` > 0: each thread keeps the `cache` elements of the row it visits
+/// in registers, so the row is read from memory once (Warp and Block of a
+/// static artifact, rows short enough); 0: every pass reads the row again.
 struct RowGroupShape {
-  bool perThread = false;
+  enum Kind { Thread, Warp, Block } kind = Thread;
+  bool perThread = false;  ///< kind == Thread
   int64_t block = 0, blocks = 0, serial = 0;
+  int64_t rowsPerBlock = 1;  ///< Warp: rows per block (block / 32)
+  int64_t cache = 0;         ///< elements of the row each thread keeps in registers
 };
+/// `cacheable`: the kernel may keep rows in registers (not in a dynamic-shape
+/// artifact, whose row lengths are run-time values).
 RowGroupShape rowGroupShape(const Ints& shape, const Ints& dims, int64_t rows, int64_t nred, int passes, bool large,
-                            const LaunchShapeRule& rule);
+                            const LaunchShapeRule& rule, bool cacheable = true);
 
 /// Every fusion decision for one program, indexed by node.
 struct FusionPlan {

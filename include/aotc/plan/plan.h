@@ -88,6 +88,7 @@ struct LaunchWork {
   int64_t blocks = 0;  ///< blocks that have work (the idle blocks of a padded grid not counted)
   int64_t serial = 0;  ///< most elements one thread visits in its loops, one after another
   int64_t split = 1;   ///< a split reduction: partial results per output (1: not split)
+  int64_t vector = 1;  ///< elements per access of a pointwise kernel (Note [Vectorized access]; 1: scalar)
   bool operator==(const LaunchWork&) const = default;
 };
 

@@ -266,6 +266,105 @@ TEST(LaunchShape, ChannelStatisticsAreSplit) {
   EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
 }
 
+/// The single launch of a forward-only program, with its kernel's text.
+struct OneLaunch {
+  plan::Launch launch;
+  std::string source;
+};
+std::vector<OneLaunch> launches(const CodegenResult& cg) {
+  std::vector<OneLaunch> r;
+  for (const plan::Step& s : cg.forward.steps)
+    if (const plan::Launch* l = std::get_if<plan::Launch>(&s)) r.push_back({*l, cg.kernels.at(l->kernel).source});
+  return r;
+}
+
+/// softmax(x) over rows of `n`, decomposed as the planner sees it.
+ValueId softmaxRows(Graph& g, ValueId x) {
+  Attrs red{{"dim", Ints{-1}}, {"keepdim", true}};
+  ValueId m = addOp(g, OpKind::Amax, {x}, red);
+  ValueId e = addOp(g, OpKind::Exp, {addOp(g, OpKind::Sub, {x, m})});
+  return addOp(g, OpKind::Div, {e, addOp(g, OpKind::Sum, {e}, red)});
+}
+
+/// Note [Row kernels], [Row cache], [Row vectors]: the attention softmax of
+/// the TransformerEncoder (32 x 4 heads x 128 x 128) was one thread per row
+/// of 128 (256 blocks of 64, 384 elements serial, rows read three times);
+/// now one warp per row, 8 rows to a block, each lane's four elements read
+/// once with one 16-byte load and kept in registers, lanes combined by shuffles.
+TEST(RowKernels, SoftmaxRowsAreWarpsReadOnce) {
+  Partition p = forwardOnly({32, 4, 128, 128}, softmaxRows);
+  CodegenResult cg = generateCuda(p);
+  EXPECT_TRUE(launchShapeProblems(cg.forward, "forward", LaunchShapeRule{}).empty());
+  std::vector<OneLaunch> ls = launches(cg);
+  ASSERT_EQ(ls.size(), 1u) << "one row-group kernel";
+  EXPECT_EQ(ls[0].launch.grid[0], 32 * 4 * 128 / 8);
+  EXPECT_EQ(ls[0].launch.block[0], 256);
+  const std::string& k = ls[0].source;
+  EXPECT_NE(k.find("__shfl_xor_sync(0xffffffffu, acc, m)"), std::string::npos) << k;
+  EXPECT_EQ(k.find("__syncthreads"), std::string::npos) << "a warp per row needs no barrier\n" << k;
+  EXPECT_NE(k.find("float4 rc0[1];"), std::string::npos) << k;
+  // One load of the row (the first pass), one 16-byte store of the output.
+  size_t loads = 0;
+  for (size_t q = 0; (q = k.find("aotc_ld4(", q)) != std::string::npos; ++q) ++loads;
+  EXPECT_EQ(loads, 1u) << k;
+  EXPECT_NE(k.find("aotc_st4(out"), std::string::npos) << k;
+  std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+  EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
+}
+
+/// Rows longer than a warp's 1024: a block per row, each thread's 16
+/// elements (4 x float4) in registers, warps combined through shared memory
+/// one partial per warp; rows of 4002 (not a multiple of 4) keep the cache
+/// but read scalars and skip the slots past the row's end; rows longer than
+/// 16 x 256 re-read (no cache).
+TEST(RowKernels, LongRowsAreBlocks) {
+  for (int64_t n : {4096, 4002, 8192}) {
+    Partition p = forwardOnly({512, n}, softmaxRows);
+    CodegenResult cg = generateCuda(p);
+    EXPECT_TRUE(launchShapeProblems(cg.forward, "forward", LaunchShapeRule{}).empty()) << n;
+    std::vector<OneLaunch> ls = launches(cg);
+    ASSERT_EQ(ls.size(), 1u) << n;
+    EXPECT_EQ(ls[0].launch.grid[0], 512) << n;
+    const std::string& k = ls[0].source;
+    EXPECT_NE(k.find("part[lane & 7]"), std::string::npos) << k;
+    if (n == 4096) {
+      EXPECT_NE(k.find("float4 rc0[4];"), std::string::npos) << k;
+    } else if (n == 4002) {
+      EXPECT_NE(k.find("float rc0[16];"), std::string::npos) << k;
+      EXPECT_NE(k.find("if (j >= 4002) continue;"), std::string::npos) << k;
+    } else {
+      EXPECT_EQ(k.find("rc0"), std::string::npos) << k;
+    }
+    std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+    EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2)) << n;
+  }
+}
+
+/// Note [Pointwise grids]: a pointwise kernel over 64 Mi floats strides over
+/// a grid of twice the threads 132 SMs hold (2 x 132 x 2048), four
+/// elements per access, the width recorded; a small one keeps one
+/// thread per unit.
+TEST(PointwiseGrids, LargeKernelsStrideOverAMachineSizedGrid) {
+  Partition p = forwardOnly({64, 1024, 1024}, [](Graph& g, ValueId x) { return addOp(g, OpKind::Relu, {x}); });
+  CodegenResult cg = generateCuda(p);
+  EXPECT_TRUE(launchShapeProblems(cg.forward, "forward", LaunchShapeRule{}).empty());
+  std::vector<OneLaunch> ls = launches(cg);
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_EQ(ls[0].launch.grid[0] * ls[0].launch.block[0], 2 * 132 * 2048);
+  ASSERT_TRUE(ls[0].launch.work);
+  EXPECT_EQ(ls[0].launch.work->vector, 4);
+  EXPECT_EQ(ls[0].launch.work->blocks, ls[0].launch.grid[0]);
+  EXPECT_EQ(ls[0].launch.work->serial, 4 * ((64 * 1024 * 1024 / 4 + 2 * 132 * 2048 - 1) / (2 * 132 * 2048)));
+  EXPECT_NE(ls[0].source.find("i += (int)gridDim.x * blockDim.x"), std::string::npos) << ls[0].source;
+  Partition small = forwardOnly({6, 5}, [](Graph& g, ValueId x) { return addOp(g, OpKind::Relu, {x}); });
+  std::vector<OneLaunch> sl = launches(generateCuda(small));
+  ASSERT_EQ(sl.size(), 1u);
+  EXPECT_EQ(sl[0].launch.grid[0], 1);
+  EXPECT_EQ(sl[0].launch.work->vector, 1);
+  std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+  EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CodegenCompiles, ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtypeName(info.param)); });
 

@@ -82,6 +82,27 @@ void ProgramBuilder::launch(const std::string& kernel, const std::vector<ValueId
   pushLaunch(kernel, threads, block, block, std::move(a), plan::LaunchWork{by, std::max<int64_t>(1, (threads + block - 1) / block), serial, 1});
 }
 
+// Note [Pointwise grids]: a static pointwise kernel loops over its units
+// with a grid stride, and its grid is capped at twice the threads the
+// target's SMs hold at once (132 x 2048 x 2 on an H100): enough blocks for
+// every SM and the scheduler's tail, no more, and each thread then handles
+// a few units, as PyTorch's elementwise kernels do.  The manifest records
+// the vector width (elements per access) beside the launch's work.
+// Dynamic-shape kernels keep one thread per unit (their grid is a rule of
+// the sizes, Note [Dynamic codegen]).
+void ProgramBuilder::launchPointwise(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
+                                     int64_t vector, bool strided, const std::string& outRoot) {
+  std::vector<std::string> a{outRoot.empty() ? root[out] : outRoot};
+  for (ValueId v : args) a.push_back(root[v]);
+  const int64_t by = out == kNoValue ? 2 * bytes(args) : bytes(args) + bytes({out}), block = unitBlock(threads, by);
+  const int64_t full = std::max<int64_t>(1, (threads + block - 1) / block);
+  int64_t grid = full;
+  if (strided && strideThreads() > 0) grid = std::min(grid, std::max<int64_t>(1, strideThreads() / block));
+  const int64_t loops = std::max<int64_t>(1, (threads + grid * block - 1) / (grid * block));
+  // An uncapped grid keeps its {threads, per} rule (Note [Dynamic codegen]).
+  pushLaunch(kernel, grid < full ? grid * block : threads, block, block, std::move(a), plan::LaunchWork{by, grid, loops * vector, 1, vector});
+}
+
 void ProgramBuilder::launchAll(const std::string& kernel, const Node& n, int64_t threads, int64_t serial) {
   std::vector<std::string> a;
   for (ValueId o : n.outputs) a.push_back(root[o]);
@@ -202,7 +223,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
         ep.region = plan::ViewOp{opName(view), sc.attrs};
       }
       KernelEmitter::Kernel k = emit.pointwise(c, target);
-      b.launch(k.name, k.leaves, dst, k.threads);
+      b.launchPointwise(k.name, k.leaves, dst, k.threads, k.vector, k.strided);
       std::get<plan::Launch>(b.steps.back()).epilogue = ep;
       b.attributeSteps(static_cast<int32_t>(idx));
       continue;
@@ -224,7 +245,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
     for (ValueId o : n.outputs) b.declare(o, plan::BufferKind::Alloc);
     if (info.category == OpCategory::Pointwise || isScatterExpr(n.op)) {  // Note [Scatter expressions]
       KernelEmitter::Kernel k = emit.pointwise(n, ot);
-      b.launch(k.name, k.leaves, out, k.threads);
+      b.launchPointwise(k.name, k.leaves, out, k.threads, k.vector, k.strided);
       continue;
     }
     if (reductionRule(n.op)) {

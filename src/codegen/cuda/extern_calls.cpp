@@ -99,7 +99,7 @@ struct ExternCalls {
     std::string name = g.values[v].name + ".dense";
     b.buffers.push_back(plan::Buffer{name, plan::BufferKind::Alloc, ProgramBuilder::layout(t), "", "", t.numel() * dtypeSize(t.dtype), -1});
     KernelEmitter::Kernel copy = k.pointwise(c, t);
-    b.launch(copy.name, copy.leaves, kNoValue, copy.threads, name);
+    b.launchPointwise(copy.name, copy.leaves, kNoValue, copy.threads, copy.vector, copy.strided, name);
     b.dense[v] = name;
     return v;
   }

@@ -110,23 +110,64 @@ ReductionSchedule scheduleReduction(int64_t nred, int64_t outputs, bool column, 
   return s;
 }
 
+// Note [Row kernels]: the launch of a row group's kernel (Note [Row groups]).
+//  - Thread (rows shorter than a warp, and column sums, whose elements are a
+//    row apart: neighbouring threads then read neighbouring columns):
+//    one thread per row, serial, in order, no barriers.
+//  - Warp (rows of 32 to 1024 elements: softmax over a sequence, LayerNorm
+//    over a hidden size): one warp per row, 8 rows to a block of 256 (fewer
+//    when a large launch would leave SMs without a block).  Lane l visits
+//    elements l, l + 32, ...; the lanes' partial results combine through
+//    __shfl_xor_sync, a butterfly of fixed offsets 16, 8, .., 1 (after it
+//    every lane holds the row's result; max and min take lane 0's, since
+//    aotc_max(+0, -0) and aotc_max(-0, +0) differ), no shared memory and no
+//    barrier.
+//  - Block (longer rows): one block per row; each warp's butterfly, then one
+//    partial per warp in shared memory, which every warp reads and combines
+//    by the same butterfly, so every thread holds the result without a
+//    second trip through shared memory.
+// Note [Row cache]: a Warp or Block kernel whose threads visit at most 16
+// elements of a row keeps them in registers: the first pass that reads a
+// row-varying operand (one whose elements differ between rows: x, not a
+// LayerNorm's weight) stores what each thread loads in an array indexed by
+// a fully unrolled loop counter, and later passes read the array instead of
+// memory -- softmax and LayerNorm read their row once instead of three
+// times.  A dynamic-shape kernel (row lengths known at run time) re-reads.
+// Every order of combination is fixed by the text: the same bits on every
+// run, and the emulator runs the shuffles exactly (emulate_shim.h).
 RowGroupShape rowGroupShape(const Ints& shape, const Ints& dims, int64_t rows, int64_t nred, int passes, bool large,
-                            const LaunchShapeRule& rule) {
+                            const LaunchShapeRule& rule, bool cacheable) {
+  constexpr int64_t kWarp = 32, kWarpRowMax = 1024, kRowCache = 16;
   RowGroupShape r;
-  r.perThread = !blockPerOutput(TensorType::contiguous(DType::F32, shape), dims, nred, rows);
-  if (r.perThread) {
+  const bool column = columnWise(TensorType::contiguous(DType::F32, shape), dims) && rows >= 32;
+  if (column || nred < kWarp) {
+    r.kind = RowGroupShape::Thread;
+    r.perThread = true;
     r.block = kReduceBlock;
     // Enough blocks for the machine (Note [Launch shape]); small ones keep theirs.
     if (large && rule.sms > 0)
       while (r.block > 64 && ceilDiv(rows, r.block) < rule.sms) r.block /= 2;
     r.blocks = ceilDiv(rows, r.block);
     r.serial = passes * nred;
-  } else {
-    r.block = 32;
-    while (r.block < nred && r.block < kReduceBlock) r.block *= 2;
-    r.blocks = rows;
-    r.serial = passes * ceilDiv(nred, r.block);
+    return r;
   }
+  int64_t per = 0;
+  if (nred <= kWarpRowMax) {
+    r.kind = RowGroupShape::Warp;
+    r.rowsPerBlock = kReduceBlock / kWarp;
+    if (large && rule.sms > 0)
+      while (r.rowsPerBlock > 1 && ceilDiv(rows, r.rowsPerBlock) < rule.sms) r.rowsPerBlock /= 2;
+    r.block = kWarp * r.rowsPerBlock;
+    r.blocks = ceilDiv(rows, r.rowsPerBlock);
+    per = ceilDiv(nred, kWarp);
+  } else {
+    r.kind = RowGroupShape::Block;
+    r.block = kReduceBlock;
+    r.blocks = rows;
+    per = ceilDiv(nred, r.block);
+  }
+  r.serial = passes * per;
+  r.cache = cacheable && per <= kRowCache ? per : 0;
   return r;
 }
 

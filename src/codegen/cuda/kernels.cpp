@@ -91,6 +91,19 @@ std::string coordStep(const std::string& indent, const char* c, int64_t d, const
   return indent + cd + " = " + r + " % " + std::to_string(size) + "; " + r + " /= " + std::to_string(size) + ";\n";
 }
 
+/// Note [Row cache]: whether an operand with strides `st` (broadcast to a
+/// row group's shape) differs between rows and along them: the rows' data,
+/// not a weight broadcast over the rows nor a per-row statistic.
+bool rowVarying(const Ints& st, const Ints& rowShape, const Ints& dims) {
+  bool alongRow = false, acrossRows = false;
+  for (size_t d = 0; d < st.size(); ++d) {
+    if (st[d] == 0) continue;
+    if (std::binary_search(dims.begin(), dims.end(), static_cast<int64_t>(d))) alongRow = true;
+    else if (rowShape[d] != 1) acrossRows = true;
+  }
+  return alongRow && acrossRows;
+}
+
 std::string joinCoords(const std::vector<std::string>& c) {
   std::string k;
   for (const std::string& s : c) k += s + ",";
@@ -177,6 +190,18 @@ struct KernelEmitter::ExprCtx {
   const std::map<ValueId, ValueId>* aliases = nullptr;
   /// Vectorized kernels: the coordinates of each lane (Note [Vectorized access]).
   std::vector<std::vector<std::string>> lanes;
+  /// Note [Row cache]: in a row group's kernel that keeps its rows in
+  /// registers, the group's shape, row coordinates, kept and reduced dims
+  /// and the elements per thread (0: no cache); per operand its array, the
+  /// operands the passes written so far loaded, and those the current one loads.
+  const Ints* cacheShape = nullptr;
+  const std::vector<std::string>* cacheCoords = nullptr;
+  const Ints* cacheRows = nullptr;
+  const Ints* cacheDims = nullptr;
+  int64_t cacheLen = 0;
+  std::map<ValueId, std::string> cacheArrays;
+  std::set<ValueId> cacheFilled, cacheFilling;
+  std::string cacheDecls;
 };
 
 bool KernelEmitter::computedInline(int32_t node, const ExprCtx& x) const {
@@ -219,16 +244,45 @@ std::string KernelEmitter::emitValue(ValueId v, const Ints& shape, const std::ve
     int lane = -1;
     for (size_t k = 0; k < x.lanes.size(); ++k)
       if (x.lanes[k] == c) lane = static_cast<int>(k);
+    // Note [Row cache]: a row group's operand kept in registers.
+    const bool cached = x.cacheLen > 0 && shape == *x.cacheShape && (x.lanes.empty() ? c == *x.cacheCoords : lane >= 0) &&
+                        rowVarying(b.strides, *x.cacheRows, *x.cacheDims);
     if (lane >= 0 && vectorLoadable(b)) {
       // One 16-byte load serves the four lanes.
       const std::pair<ValueId, std::string> vkey{v, "#vec"};
       auto vit = x.memo.find(vkey);
       if (vit == x.memo.end()) {
         std::string vv = "v" + std::to_string(x.tmp++);
-        x.code << x.indent << "float4 " << vv << " = aotc_ld4(in" << p << " + " << at(b, x.lanes[0]) << ");\n";
+        if (cached) {
+          auto [a, fresh] = x.cacheArrays.emplace(v, "rc" + std::to_string(x.cacheArrays.size()));
+          if (fresh) x.cacheDecls += cat("  float4 ", a->second, "[", x.cacheLen, "];\n");
+          if (x.cacheFilled.count(v)) {
+            vv = a->second + "[u]";
+          } else {
+            x.code << x.indent << "float4 " << vv << " = aotc_ld4(in" << p << " + " << at(b, x.lanes[0]) << ");\n";
+            x.code << x.indent << a->second << "[u] = " << vv << ";\n";
+            x.cacheFilling.insert(v);
+          }
+        } else {
+          x.code << x.indent << "float4 " << vv << " = aotc_ld4(in" << p << " + " << at(b, x.lanes[0]) << ");\n";
+        }
         vit = x.memo.emplace(vkey, vv).first;
       }
       var = vit->second + "." + "xyzw"[lane];
+    } else if (cached) {
+      // Loaded by the first pass that reads it, kept (a slot per lane).
+      auto [a, fresh] = x.cacheArrays.emplace(v, "rc" + std::to_string(x.cacheArrays.size()));
+      const int64_t width = std::max<int64_t>(1, static_cast<int64_t>(x.lanes.size()));
+      if (fresh) x.cacheDecls += cat("  ", ct, " ", a->second, "[", x.cacheLen * width, "];\n");
+      const std::string slot = a->second + (width > 1 ? cat("[u * ", width, " + ", lane, "]") : std::string("[u]"));
+      if (x.cacheFilled.count(v)) {
+        var = slot;
+      } else {
+        var = "t" + std::to_string(x.tmp++);
+        x.code << x.indent << ct << " " << var << " = (" << ct << ")in" << p << "[" << at(b, c) << "];\n";
+        x.code << x.indent << slot << " = " << var << ";\n";
+        x.cacheFilling.insert(v);
+      }
     } else {
       // Lanes that read the same element (a broadcast dim) share the load.
       std::string idx = at(b, c);
@@ -311,24 +365,45 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
   else
     e.push_back(value(c));
   const int64_t threads = vec ? ot.numel() / kVec : ot.numel();
+  // Note [Pointwise grids]: a static kernel strides over its elements with
+  // a grid sized for the machine (ProgramBuilder::launchPointwise); the
+  // stride must not overflow a 32-bit index (Note [32-bit indexing]).
+  const int64_t stride = b_.strideThreads() > 0 ? b_.strideThreads() : threads;
+  const bool strided = !b_.dynamic() && (b_.wideIndex() || threads + stride < (int64_t{1} << 31));
   std::ostringstream os;
   os << kernelHeader(x.ops, ot.dtype, x.leaves);
-  os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
-  os << "  if (i >= " << threads << ") return;\n";
-  os << "  aotc_i64 r = i" << (vec ? " * " + std::to_string(kVec) : std::string()) << ", c[" << std::max<size_t>(rank, 1) << "];\n";
-  for (int64_t d = ot.rank(); d-- > 0;) os << coordStep("  ", "c", d, "r", ot.sizes[d], d == 0, b_.dynamic());
-  os << x.code.str();
-  if (vec) {
-    os << "  aotc_st4(out + " << at(ot, c) << ", make_float4(";
-    for (size_t k = 0; k < e.size(); ++k) os << (k ? ", " : "") << "(float)" << e[k];
-    os << "));\n}\n";
+  std::string in = "  ";
+  if (strided) {
+    os << "  for (aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < " << threads
+       << "; i += (aotc_i64)gridDim.x * blockDim.x) {\n";
+    in = "    ";
   } else {
-    os << "  out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e[0] << ";\n}\n";
+    os << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    os << "  if (i >= " << threads << ") return;\n";
   }
+  os << in << "aotc_i64 r = i" << (vec ? " * " + std::to_string(kVec) : std::string()) << ", c[" << std::max<size_t>(rank, 1) << "];\n";
+  for (int64_t d = ot.rank(); d-- > 0;) os << coordStep(in, "c", d, "r", ot.sizes[d], d == 0, b_.dynamic());
+  std::string code = x.code.str();
+  if (strided)  // the expression's lines, one level in
+    for (size_t p = 0; p < code.size(); p = code.find('\n', p) + 1) {
+      code.insert(p, "  ");
+      if (code.find('\n', p) == std::string::npos) break;
+    }
+  os << code;
+  if (vec) {
+    os << in << "aotc_st4(out + " << at(ot, c) << ", make_float4(";
+    for (size_t k = 0; k < e.size(); ++k) os << (k ? ", " : "") << "(float)" << e[k];
+    os << "));\n";
+  } else {
+    os << in << "out[" << at(ot, c) << "] = (" << storageType(ot.dtype) << ")(" << computeType(ot.dtype) << ")" << e[0] << ";\n";
+  }
+  os << (strided ? "  }\n}\n" : "}\n");
   Kernel k;
   k.name = b_.addKernel(os.str(), x.nodes, x.ids);
   k.leaves = x.leaves;
   k.threads = threads;
+  k.vector = vec ? kVec : 1;
+  k.strided = strided;
   return k;
 }
 
@@ -515,26 +590,32 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     outs.push_back(v);
   }
   const int64_t rank = static_cast<int64_t>(G.shape.size());
-  // Note [Row groups]: short rows, and rows whose elements are a row apart
-  // in memory (the innermost dim kept: column sums), are one thread per
-  // row -- serial, in order, no barriers -- like plain reductions.
+  // Note [Row kernels] (fusion.cpp): a thread, a warp or a block per row.
   // Note [Dynamic codegen]: the kind and block size are decided at the hints.
   const RowGroup& D = b_.dynamic() ? b_.decidePlan->groups.at(static_cast<size_t>(&G - plan_.groups.data())) : G;
   if (D.members != G.members || D.dims != G.dims)
     throw UserError(SourceLoc{}, "the fusion plan differs between sizes at a row group (Note [Dynamic codegen])");
-  // Note [Launch shape]: a large group's thread-per-row kernel takes blocks
-  // small enough to give every SM one (the planner formed only groups whose
-  // shape keeps the rule).
-  const RowGroupShape shape = rowGroupShape(D.shape, D.dims, D.rows, D.nred, D.passes, !b_.dynamic() && D.bytes > b_.rule.minBytes, b_.rule);
-  const bool perThread = shape.perThread;
-  const int64_t block = shape.block;
+  // Note [Launch shape]: a large group's kernel takes blocks small enough to
+  // give every SM one (the planner formed only groups whose shape keeps the rule).
+  const RowGroupShape shape =
+      rowGroupShape(D.shape, D.dims, D.rows, D.nred, D.passes, !b_.dynamic() && D.bytes > b_.rule.minBytes, b_.rule, !b_.dynamic());
+  const bool perThread = shape.kind == RowGroupShape::Thread, warp = shape.kind == RowGroupShape::Warp;
+  // `warps`: the warps that share a row (a Block kernel's; a Warp kernel's
+  // warps each have their own).
+  const int64_t block = shape.block, lanes = warp ? 32 : block, warps = warp ? 1 : block / 32;
   ExprCtx x;
   x.exprNodes = &G.exprNodes;
   x.aliases = &G.aliases;
   std::vector<std::string> c = coords(static_cast<size_t>(rank));
   std::ostringstream body;
-  if (perThread) body << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= " << G.rows << ") return;\n";
-  else body << "  aotc_i64 i = blockIdx.x;\n  if (i >= " << G.rows << ") return;\n";
+  if (perThread) {
+    body << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= " << G.rows << ") return;\n";
+  } else {
+    body << "  const int lane = (int)(threadIdx.x & 31u);\n";
+    if (warp) body << "  aotc_i64 i = (aotc_i64)blockIdx.x * " << shape.rowsPerBlock << " + (aotc_i64)(threadIdx.x >> 5);\n";
+    else body << "  aotc_i64 i = blockIdx.x;\n";
+    body << "  if (i >= " << G.rows << ") return;\n";  // uniform in the warp (Warp) or the block (Block)
+  }
   body << "  aotc_i64 c[" << rank << "];\n  { aotc_i64 r = i;\n";
   int64_t outerRow = 0;
   while (outerRow < rank && G.rowShape[static_cast<size_t>(outerRow)] == 1) ++outerRow;
@@ -547,12 +628,50 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   for (int32_t m : G.members)
     anyDouble = anyDouble || (isReduction(g.nodes[static_cast<size_t>(m)].op) && g.type(g.nodes[static_cast<size_t>(m)].outputs[0]).dtype == DType::F64);
   const std::string acct = anyDouble ? "double" : "float";
-  if (!perThread) body << "  __shared__ " << acct << " part[" << block << "];\n";
+  if (!perThread && warps > 1) body << "  __shared__ " << acct << " part[" << warps << "];\n";
+  // Note [Row cache]: the arrays are declared here, once the passes are written.
+  body << "@ROWCACHE@";
+  // Note [Row vectors]: a cached float32 row whose reduced dims end with
+  // the innermost dim, of a size that is a multiple of four, is visited four
+  // consecutive elements at a time: each operand whose four elements are
+  // consecutive and 16-byte aligned is read with one 16-byte load (Note
+  // [Vectorized access]), any other with four; a reduction adds the four
+  // in order, then the threads combine as in Note [Row kernels].
+  const bool vec4 = shape.cache > 0 && G.dims.back() == rank - 1 && G.shape.back() % kVec == 0 &&
+                    g.type(g.nodes[static_cast<size_t>(G.seed)].inputs[0]).dtype == DType::F32;
+  const int64_t width = vec4 ? kVec : 1, unroll = (G.nred + lanes * width - 1) / (lanes * width);
+  if (vec4)
+    for (int64_t k = 0; k < kVec; ++k) {
+      std::vector<std::string> l = c;
+      if (k) l.back() = "(" + c.back() + " + " + std::to_string(k) + ")";
+      x.lanes.push_back(l);
+    }
+  if (shape.cache > 0) {
+    x.cacheShape = &G.shape;
+    x.cacheCoords = &c;
+    x.cacheRows = &G.rowShape;
+    x.cacheDims = &G.dims;
+    x.cacheLen = unroll;
+  }
+  // The coordinates a pass visits: the four lanes, or c itself.
+  const std::vector<std::vector<std::string>> visits = vec4 ? x.lanes : std::vector<std::vector<std::string>>{c};
   auto rowLoop = [&]() {
     std::ostringstream l;
-    // Not unrolled: a row group's passes are long, and unrolling them
-    // multiplies NVRTC's time for little gain on short rows.
-    l << reduceLoopHead(!perThread, G.nred, true);
+    if (perThread) {
+      // Not unrolled: a row group's passes are long, and unrolling them
+      // multiplies NVRTC's time for little gain on short rows.
+      l << reduceLoopHead(false, G.nred, true);
+    } else if (shape.cache > 0) {
+      // Fully unrolled: the cache's index is a constant in each copy.
+      l << "  #pragma unroll\n  for (int u = 0; u < " << unroll << "; ++u) {\n";
+      l << "    aotc_i64 j = " << (vec4 ? "(" : "") << "(aotc_i64)" << (warp ? "lane" : "threadIdx.x") << " + (aotc_i64)u * " << lanes
+        << (vec4 ? ") * 4" : "") << ";\n";
+      if (G.nred % (lanes * width) != 0) l << "    if (j >= " << G.nred << ") continue;\n";
+      l << "    aotc_i64 q = j;\n";
+    } else {
+      l << "  #pragma unroll 1\n  for (aotc_i64 j = " << (warp ? "lane" : "threadIdx.x") << "; j < " << G.nred << "; j += " << lanes
+        << ") {\n    aotc_i64 q = j;\n";
+    }
     for (size_t k = G.dims.size(); k-- > 0;) {
       int64_t d = G.dims[k];
       l << coordStep("    ", "c", d, "q", G.shape[static_cast<size_t>(d)], k == 0, b_.dynamic());
@@ -563,6 +682,8 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     std::string code = x.code.str();
     x.code.str("");
     x.memo.clear();
+    x.cacheFilled.insert(x.cacheFilling.begin(), x.cacheFilling.end());
+    x.cacheFilling.clear();
     return code;
   };
   // A row's element count as a double (an integer token where it may vary: Note [Dynamic codegen]).
@@ -577,20 +698,36 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     if (isReduction(n.op)) {
       const ReductionRule& rs = *reductionRule(n.op);
       x.indent = "    ";
-      std::string e = emitValue(n.inputs[0], G.shape, c, x);
+      std::vector<std::string> es;
+      for (const auto& vc : visits) es.push_back(emitValue(n.inputs[0], G.shape, vc, x));
       body << "  " << ct << " " << r << ";\n  {\n  " << acct << " acc = " << rs.cudaInit << ";\n";
       body << rowLoop() << takeCode();
       const std::string combine = rs.cudaCombine;
-      if (combine.empty()) body << "    acc += (" << acct << ")" << e << ";\n  }\n";
-      else body << "    acc = " << combine << "((" << acct << ")" << e << ", acc);\n  }\n";
+      for (const std::string& e : es)
+        if (combine.empty()) body << "    acc += (" << acct << ")" << e << ";\n";
+        else body << "    acc = " << combine << "((" << acct << ")" << e << ", acc);\n";
+      body << "  }\n";
       if (perThread) {
         body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + nredText + ")" : "acc") << ";\n  }\n";
         x.registers[v] = r;
         continue;
       }
-      body << blockTree(block, combine);
-      body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(part[0] / " + nredText + ")" : "part[0]")
-           << ";\n  __syncthreads();\n  }\n";
+      // Note [Row kernels]: butterflies of fixed offsets; every thread ends
+      // with the row's result.
+      auto butterfly = [&](int64_t from) {
+        const std::string other = "__shfl_xor_sync(0xffffffffu, acc, m)";
+        body << "  for (int m = " << from << "; m > 0; m >>= 1) acc = " << (combine.empty() ? "acc + " + other : combine + "(acc, " + other + ")")
+             << ";\n";
+      };
+      butterfly(16);
+      if (warps > 1) {
+        body << "  if (lane == 0) part[threadIdx.x >> 5] = acc;\n  __syncthreads();\n  acc = part[lane & " << warps - 1 << "];\n";
+        butterfly(warps / 2);
+      }
+      if (!combine.empty()) body << "  acc = __shfl_sync(0xffffffffu, acc, 0);\n";
+      body << "  " << r << " = " << valueCast(g.type(v).dtype) << (rs.mean ? "(acc / " + nredText + ")" : "acc") << ";\n";
+      if (warps > 1) body << "  __syncthreads();\n";  // part is the next reduction's
+      body << "  }\n";
       x.registers[v] = r;
     } else if (G.rowLevel.count(v) && opInfo(n.op).category == OpCategory::Pointwise) {
       x.indent = "  ";
@@ -617,25 +754,38 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
     if (!G.full.count(outs[o])) continue;
     anyFull = true;
     const TensorType& t = g.type(outs[o]);
-    std::string e = emitValue(outs[o], G.shape, c, x);
-    stores << x.code.str() << "    out" << o << "[" << at(t, c) << "] = (" << storageType(t.dtype) << ")" << e << ";\n";
+    std::vector<std::string> es;
+    for (const auto& vc : visits) es.push_back(emitValue(outs[o], G.shape, vc, x));
+    stores << x.code.str();
     x.code.str("");
+    if (vec4 && vectorStore(t)) {
+      stores << "    aotc_st4(out" << o << " + " << at(t, c) << ", make_float4(";
+      for (size_t k = 0; k < es.size(); ++k) stores << (k ? ", " : "") << "(float)" << es[k];
+      stores << "));\n";
+    } else {
+      for (size_t k = 0; k < es.size(); ++k)
+        stores << "    out" << o << "[" << at(t, visits[k]) << "] = (" << storageType(t.dtype) << ")" << es[k] << ";\n";
+    }
   }
   if (anyFull) body << rowLoop() << stores.str() << "  }\n";
   x.memo.clear();
   for (size_t o = 0; o < outs.size(); ++o) {
     if (G.full.count(outs[o])) continue;
     const TensorType& t = g.type(outs[o]);
-    body << (perThread ? "  " : "  if (threadIdx.x == 0) ") << "out" << o << "[" << t.offset << " + i] = (" << storageType(t.dtype) << ")" << x.registers.at(outs[o]) << ";\n";
+    body << (perThread ? "  " : warp ? "  if (lane == 0) " : "  if (threadIdx.x == 0) ") << "out" << o << "[" << t.offset << " + i] = ("
+         << storageType(t.dtype) << ")" << x.registers.at(outs[o]) << ";\n";
   }
+  std::string text = body.str();
+  text.replace(text.find("@ROWCACHE@"), 10, x.cacheDecls);
   std::ostringstream os;
   os << "// aotc kernel:";
   for (size_t k = 0; k < x.ops.size(); ++k) os << (k ? ", " : " ") << x.ops[k];
   os << "\nextern \"C\" __global__ void @KERNEL@(";
   for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
   for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
-  os << ") {\n" << body.str() << "}\n";
-  return GroupKernel{b_.addKernel(os.str(), x.nodes, x.ids), outs, x.leaves, G.rows, perThread ? block : 1, block, shape.blocks, shape.serial};
+  os << ") {\n" << text << "}\n";
+  const int64_t per = perThread ? block : warp ? shape.rowsPerBlock : 1;
+  return GroupKernel{b_.addKernel(os.str(), x.nodes, x.ids), outs, x.leaves, G.rows, per, block, shape.blocks, shape.serial};
 }
 
 /// A kernel with one thread per element of output 0 (dense): the header

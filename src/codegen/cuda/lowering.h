@@ -77,6 +77,15 @@ struct ProgramBuilder {
   /// fewer when a large launch would otherwise leave SMs without one.
   void launch(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads,
               const std::string& outRoot = "", int64_t serial = 1);
+  /// Note [Pointwise grids]: a pointwise kernel of `threads` threads, each
+  /// `vector` elements wide; `strided`: its text strides over the grid, which
+  /// is then capped at strideThreads() threads.
+  void launchPointwise(const std::string& kernel, const std::vector<ValueId>& args, ValueId out, int64_t threads, int64_t vector,
+                       bool strided, const std::string& outRoot = "");
+  /// The threads of a grid-stride pointwise launch: twice what the target's
+  /// SMs hold at once (0 without a machine: one thread per unit).
+  int64_t strideThreads() const { return dynamic() || rule.sms <= 0 ? 0 : rule.sms * kResidentThreads * 2; }
+  static constexpr int64_t kResidentThreads = 2048;  ///< threads an SM holds (sm_70 to sm_90)
   /// Launch with every output then every input as arguments.
   void launchAll(const std::string& kernel, const Node& n, int64_t threads, int64_t serial = 1);
   /// Bytes of values' tensors (Note [Launch shape]).
@@ -113,6 +122,8 @@ class KernelEmitter {
     int64_t per = kBlock, block = kBlock;  ///< grid = ceil(threads / per) blocks of `block`
     int64_t serial = 1;           ///< Note [Launch shape]
     int64_t split = 1;
+    int64_t vector = 1;    ///< elements per thread and access (Note [Vectorized access])
+    bool strided = false;  ///< a grid-stride loop (Note [Pointwise grids])
     /// A split reduction (Note [Reduction schedules]): the first kernel
     /// writes partials of type `workspace` (split x outputs) to a buffer of
     /// their own; `combine`, one thread per output, reads them and writes out.

@@ -159,6 +159,43 @@ def eager(module, args, names, grad_outputs):
     return res, state
 
 
+def relu_margin(module, args):
+    """The smallest |input| of any ReLU in a float64 forward, relative to
+    that ReLU input's largest: how close the data sits to ReLU's kink."""
+    m = copy.deepcopy(module).double()
+    margins = []
+
+    def pre(mod, inp):
+        v = inp[0].detach().abs()
+        margins.append((v.min() / v.max().clamp_min(1e-300)).item())
+
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.ReLU):
+            mod.register_forward_pre_hook(pre)
+    with torch.no_grad():
+        m(*[a.double() if a.is_floating_point() else a for a in args])
+    return min(margins, default=1.0)
+
+
+def draw_away_from_kinks(module, make_args, sizes):
+    """Note [Inputs away from kinks]: a float32 artifact and float32 eager
+    round differently (another summation order is another last bit), so an
+    activation within rounding of ReLU's kink takes its sign from the
+    rounding, and every gradient upstream of it moves by that element's
+    whole gradient: not a defect of either.  (resnet18 at batch 5 with seed
+    2 put a layer1.1 pre-activation 5e-8 from 0; the row kernels of issue 34
+    summed the batch-norm statistics in another order and the ReLU flipped.)
+    Inputs are drawn, from seed 2 on, until no ReLU input of a float64
+    forward is within 2e-7 of its largest magnitude from zero (float32
+    rounds such values to either side)."""
+    for seed in range(2, 22):
+        torch.manual_seed(seed)
+        args = make_args(sizes)
+        if relu_margin(module, args) > 2e-7:
+            return args
+    raise SystemExit(f"dynamic_test: no inputs at {sizes} keep every ReLU input away from 0 in 20 draws")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("aotc")
@@ -206,8 +243,7 @@ def main():
             bad += 1
         names = list(inspect.signature(module.forward).parameters)
         for sizes in [hint] + others:
-            torch.manual_seed(2)
-            args = make_args(sizes)
+            args = draw_away_from_kinks(module, make_args, sizes)
             torch.manual_seed(3)
             m = copy.deepcopy(module)
             outs = m(*[x.clone() for x in args])

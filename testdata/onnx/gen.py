@@ -212,6 +212,49 @@ def huge_constant():
         f.write(m.SerializeToString())
 
 
+def newer_opsets():
+    """Opset 18+ models (issue 38), beyond what ONNX 1.12's checker knows, so
+    saved without it: aotc's own rules must hold the line.
+    newer_bad_shape: ReduceMean 18 (axes an input) whose declared output
+    shape is wrong; refused.  newer_function: a model-local function (as
+    PyTorch 2.x's exporter writes them) called twice, with an attribute the
+    call gives and one from its body; inlined, checked against numpy."""
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean", keepdims=0)]
+    g = helper.make_graph(nodes, "newer_bad_shape", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], [axes])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], producer_name="aotc-testdata")
+    with open(os.path.join(HERE, "newer_bad_shape.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+    # LeakyShift(x) = LeakyRelu(x * x - 1, alpha=@alpha); Split 18 by num_outputs.
+    one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
+    leaky = helper.make_node("LeakyRelu", ["s"], ["out"], name="act")
+    leaky.attribute.add().CopyFrom(onnx.AttributeProto(name="alpha", ref_attr_name="alpha", type=onnx.AttributeProto.FLOAT))
+    fn = helper.make_function("aotc.local", "LeakyShift", ["in"], ["out"],
+                              [helper.make_node("Constant", [], ["c"], value=one), helper.make_node("Mul", ["in", "in"], ["sq"]),
+                               helper.make_node("Sub", ["sq", "c"], ["s"]), leaky],
+                              [helper.make_opsetid("", 18)], attributes=["alpha"])
+    nodes = [helper.make_node("LeakyShift", ["x"], ["a"], name="f1", domain="aotc.local", alpha=0.5),
+             helper.make_node("LeakyShift", ["a"], ["b"], name="f2", domain="aotc.local", alpha=0.25),
+             helper.make_node("Split", ["b"], ["y", "z"], name="split", axis=1, num_outputs=2)]
+    g = helper.make_graph(nodes, "newer_function", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("aotc.local", 1)],
+                          producer_name="aotc-testdata", functions=[fn])
+    with open(os.path.join(HERE, "newer_function.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+    x = np.random.default_rng(3).standard_normal((2, 5)).astype(np.float32)
+
+    def ls(v, alpha):
+        s = v * v - np.float32(1)
+        return np.where(s < 0, s * np.float32(alpha), s).astype(np.float32)
+    b = ls(ls(x, 0.5), 0.25)
+    write_safetensors("newer_function.inputs.safetensors", {"x": x})
+    write_safetensors("newer_function.expected.safetensors", {"output.0": b[:, :3], "output.1": b[:, 3:]})
+
+
 if __name__ == "__main__":
     mlp()
     unsupported()
@@ -223,3 +266,4 @@ if __name__ == "__main__":
     huge_constant()
     int_types()
     inputs()
+    newer_opsets()

@@ -36,17 +36,23 @@ Outs constantOp(Node& c) {
     return h;
   };
   if (c.hasAttr("value_float")) return {scalarOf(c.f("value_float", 0), DType::F32)};
-  if (c.hasAttr("value_int")) return {scalarOf(static_cast<double>(c.i("value_int")), DType::I64)};
+  // Integer constants are read as given, as integer initializers are: a
+  // slice end of INT64_MAX (PyTorch 2.x writes them) saturates where it is
+  // used, and a value beyond 2^53 used at run time is refused there.
+  if (const auto* a = c.attr("value_int")) {
+    if (a->type() != onnx::AttributeProto::INT) c.fail("attribute 'value_int' must be an int");
+    return {scalarOf(static_cast<double>(a->i()), DType::I64)};
+  }
   if (c.hasAttr("value_floats")) {
     auto fs = c.floats("value_floats");
     HostTensor h = HostTensor::zeros(DType::F32, {static_cast<int64_t>(fs.size())});
     for (size_t k = 0; k < fs.size(); ++k) h.data[k] = fs[k];
     return {h};
   }
-  if (c.hasAttr("value_ints")) {
-    Ints is = c.ints("value_ints");
-    HostTensor h = HostTensor::zeros(DType::I64, {static_cast<int64_t>(is.size())});
-    for (size_t k = 0; k < is.size(); ++k) h.data[k] = static_cast<double>(is[k]);
+  if (const auto* a = c.attr("value_ints")) {
+    if (a->type() != onnx::AttributeProto::INTS) c.fail("attribute 'value_ints' must be a list of ints");
+    HostTensor h = HostTensor::zeros(DType::I64, {static_cast<int64_t>(a->ints_size())});
+    for (int k = 0; k < a->ints_size(); ++k) h.data[static_cast<size_t>(k)] = static_cast<double>(a->ints(k));
     return {h};
   }
   c.fail("Constant: only tensor, float and int values are supported (sparse and string constants are not)");

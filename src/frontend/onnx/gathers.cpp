@@ -1,6 +1,7 @@
 //===- onnx/gathers.cpp - Indexing, gathers and scatters --------------------===//
 //
-// Gather, GatherElements, GatherND, Scatter/ScatterElements, ScatterND,
+// Gather, GatherElements, GatherND, Scatter/ScatterElements, ScatterND (with
+// the add, mul, max and min reductions),
 // ReverseSequence (negative indices wrapped, out-of-range ones refused).
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
@@ -59,6 +60,32 @@ Outs gatherElementsOp(Node& c) {
   return {c.op(OpKind::Gather, {x, idx}, Attrs{{"dim", a}})};
 }
 
+/// Scatter with reduction max, min (18) or mul (ScatterND 16, ScatterElements
+/// 16): table [P, rest...] updated at rows [M] by u [M, rest...], every
+/// update to a row combined.  Written densely over [M, P, rest] (the IR has
+/// no segmented reduction), so bounded: where no update hits a row the
+/// combination leaves it as it was.
+constexpr int64_t kMaxDenseScatter = int64_t{1} << 24;
+ValueId scatterReduceRows(Node& c, ValueId table, ValueId rows, ValueId u, const std::string& red) {
+  const Ints ts = c.type(table).sizes;
+  int64_t P = ts[0], M = c.type(rows).numel(), R = 1;
+  for (size_t k = 1; k < ts.size(); ++k) R = mulSize(R, ts[k]);
+  if (M == 0 || P == 0 || R == 0) return table;
+  if (mulSize(mulSize(M, P), R) > kMaxDenseScatter) c.fail(cat("reduction '", red, "' over ", M, " updates of ", P, " rows is too large (aotc writes it densely)"));
+  ValueId t2 = c.reshape(table, {P, R});
+  ValueId hit = bin(c, OpKind::Eq, {c.reshape(rows, {M, 1, 1}), c.reshape(iota(c, P), {1, P, 1})});  // [M, P, 1]
+  ValueId u3 = c.reshape(u, {M, 1, R});
+  ValueId y;
+  if (red == "mul") {
+    y = c.mul(t2, reduceOp(c, OpKind::Prod, c.op(OpKind::Where, {hit, u3, c.scalarLike(1, u3)}), {0}, false));
+  } else {
+    bool mx = red == "max";
+    ValueId agg = reduceOp(c, mx ? OpKind::Amax : OpKind::Amin, c.op(OpKind::Where, {hit, u3, c.reshape(t2, {1, P, R})}), {0}, false);
+    y = c.op(mx ? OpKind::Maximum : OpKind::Minimum, {t2, agg});
+  }
+  return c.reshape(y, ts);
+}
+
 Outs scatterElementsOp(Node& c) {
   ValueId x = c.in(0);
   int64_t a = c.axis(c.i("axis", 0), c.type(x).rank());
@@ -67,7 +94,22 @@ Outs scatterElementsOp(Node& c) {
   std::string red = c.s("reduction", "none");
   if (red == "none") return {c.op(OpKind::Scatter, {x, idx, upd}, Attrs{{"dim", a}})};
   if (red == "add") return {c.op(OpKind::ScatterAdd, {x, idx, upd}, Attrs{{"dim", a}})};
-  c.fail(cat("ScatterElements: reduction '", red, "' is not supported"));
+  if (red != "mul" && red != "max" && red != "min") c.fail(cat("ScatterElements: reduction '", red, "' is not supported"));
+  // Each update's linear position in x: its own coordinates, idx on the axis.
+  const Ints xs = c.type(x).sizes, us = c.type(upd).sizes;
+  if (c.type(idx).sizes != us || us.size() != xs.size()) c.fail("ScatterElements: indices and updates must have data's rank and one shape");
+  Ints strides = TensorType::contiguousStrides(xs);
+  ValueId pos = kNoValue;
+  for (size_t d = 0; d < us.size(); ++d) {
+    Ints shape(us.size(), 1);
+    shape[d] = us[d];
+    ValueId coord = static_cast<int64_t>(d) == a ? idx : c.expand(c.reshape(iota(c, us[d]), shape), us);
+    ValueId term = c.mul(coord, c.scalar(static_cast<double>(strides[d]), DType::I64));
+    pos = pos == kNoValue ? term : c.add(pos, term);
+  }
+  int64_t P = c.type(x).numel(), M = c.type(upd).numel();
+  ValueId flat = scatterReduceRows(c, c.reshape(x, {P}), c.reshape(c.contiguous(pos), {M}), c.reshape(upd, {M}), red);
+  return {c.reshape(flat, xs)};
 }
 
 /// GatherND / ScatterND address rows of `data` viewed as [prod(first dims), rest]:
@@ -142,6 +184,7 @@ Outs scatterNdOp(Node& c) {
   ishape[0] = M;
   ValueId idx = c.contiguous(c.expand(c.reshape(r.rows, ishape), ushape));
   std::string red = c.s("reduction", "none");
+  if (red == "mul" || red == "max" || red == "min") return {c.reshape(scatterReduceRows(c, c.contiguous(r.table), r.rows, u, red), c.type(data).sizes)};
   OpKind k = red == "none" ? OpKind::Scatter : red == "add" ? OpKind::ScatterAdd : (c.fail("ScatterND: reduction '" + red + "' is not supported"), OpKind::Scatter);
   ValueId y = c.op(k, {c.contiguous(r.table), idx, u}, Attrs{{"dim", int64_t{0}}});
   return {c.reshape(y, c.type(data).sizes)};

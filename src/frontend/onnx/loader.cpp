@@ -1,9 +1,11 @@
 //===- onnx/loader.cpp - ONNX -> captured IR: the model ---------------------===//
 //
 // Note [ONNX front end]: a model is read with the protobuf classes of ONNX
-// 1.12 (libonnx-dev), checked by ONNX's checker, and its shapes inferred by
-// ONNX's C++ shape inference once every symbolic dim is bound (--shape,
-// --dim).  Each node is then converted by the converter of its op type, at the
+// 1.12 (libonnx-dev), its model-local functions inlined (functions.cpp),
+// checked by ONNX's checker, and its shapes inferred by ONNX's C++ shape
+// inference once every symbolic dim is bound (--shape, --dim); a model of an
+// opset newer than ONNX 1.12 knows (18 to 28) is checked by aotc's own rules
+// instead (Note [Newer opsets]).  Each node is then converted by the converter of its op type, at the
 // model's opset (attributes that became inputs, changed defaults), through the
 // one Builder and the shared decompositions.
 //
@@ -50,7 +52,12 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxFileBytes = uint64_t{2} << 30;  // protobuf's own limit
 constexpr size_t kMaxNodes = 250000;
-constexpr int kMaxOpset = 17;
+/// The newest default-domain opset aotc reads: the one ONNX 1.23.2 (the
+/// pinned `onnx` of scripts/requirements/torch2.txt) defines.
+constexpr int kMaxOpset = 28;
+/// The newest opset Debian's ONNX 1.12 C++ library (checker, shape
+/// inference) knows (Note [Newer opsets]).
+constexpr int kCheckerOpset = 17;
 
 /// A valid aotc name for an ONNX name: characters outside [A-Za-z0-9_.-]
 /// become '_' (ONNX names such as `onnx::Conv_12` or `/l1/Relu_output_0`).
@@ -75,6 +82,7 @@ class Loader {
   void bindDims(onnx::GraphProto& g);
   void check(onnx::ModelProto& m);
   void inferAndCompare(onnx::ModelProto& m);
+  void compareDeclared(const onnx::ModelProto& m);
   Model convert(const onnx::ModelProto& m, const std::set<std::string>& forcedConst, std::set<std::string>& baked,
                 std::set<std::string>& wanted);
   ValueId materialize(Model& model, OValue& v, const std::string& name);
@@ -155,6 +163,7 @@ void Loader::check(onnx::ModelProto& m) {
       if (!safeExternalLocation(kv.value())) fail("external data location '" + kv.value() + "' must be a relative path inside the model's directory", t.name(), "initializer");
     }
   }
+  if (opset_ > kCheckerOpset) return;  // Note [Newer opsets]
   try {
     if (external && !path_.empty()) onnx::checker::check_model(path_);
     else onnx::checker::check_model(m);
@@ -169,6 +178,10 @@ void Loader::check(onnx::ModelProto& m) {
 /// checked every rank and attribute by then.  A static shape or dtype it
 /// infers that differs from aotc's is refused, never compiled.
 void Loader::inferAndCompare(onnx::ModelProto& m) {
+  if (opset_ > kCheckerOpset) {
+    compareDeclared(m);
+    return;
+  }
   try {
     onnx::shape_inference::InferShapes(m);
   } catch (const std::exception& e) {
@@ -194,6 +207,42 @@ void Loader::inferAndCompare(onnx::ModelProto& m) {
   };
   for (const auto& vi : m.graph().value_info()) record(vi);
   for (const auto& vi : m.graph().output()) record(vi);
+}
+
+/// Note [Newer opsets]: ONNX 1.12's checker and shape inference know opsets
+/// up to 17; a newer model is checked by aotc itself instead.  Its converters
+/// check every input's rank, dtype and attribute as they build the IR, and
+/// the builder infers every shape by aotc's own rules; this compares those
+/// shapes with what the model declares (value_info and graph outputs): a
+/// declared element type or static dim that differs is refused, as ONNX's
+/// shape inference refuses a declared shape that contradicts the ops.
+void Loader::compareDeclared(const onnx::ModelProto& m) {
+  auto check = [&](const onnx::ValueInfoProto& vi) {
+    auto it = produced_.find(vi.name());
+    if (it == produced_.end() || !vi.type().has_tensor_type()) return;
+    const auto& tt = vi.type().tensor_type();
+    const TensorType& ours = it->second.first;
+    std::string declared = onnxTypeName(tt.elem_type());
+    if (tt.has_shape()) {
+      declared += "[";
+      for (int k = 0; k < tt.shape().dim_size(); ++k) {
+        const auto& d = tt.shape().dim(k);
+        declared += (k ? ", " : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
+      }
+      declared += "]";
+    }
+    bool same = tt.elem_type() == 0 || dtypeOfOnnx(tt.elem_type()) == ours.dtype;
+    if (tt.has_shape()) {
+      same = same && tt.shape().dim_size() == ours.rank();
+      for (int k = 0; same && k < tt.shape().dim_size(); ++k)
+        if (tt.shape().dim(k).has_dim_value()) same = tt.shape().dim(k).dim_value() == ours.sizes[static_cast<size_t>(k)];
+    }
+    if (!same)
+      throw UserError(it->second.second, cat("output '", vi.name(), "': aotc computes ", TensorType::contiguous(ours.dtype, ours.sizes).str(),
+                                             " but the model declares ", declared));
+  };
+  for (const auto& vi : m.graph().value_info()) check(vi);
+  for (const auto& vi : m.graph().output()) check(vi);
 }
 
 ValueId Loader::materialize(Model& model, OValue& v, const std::string& name) {
@@ -431,6 +480,7 @@ std::string unsupportedReason(const onnx::NodeProto& n, int opset) {
   bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx" ||
                        (n.domain() == "ai.onnx.preview.training" && (n.op_type() == "Adagrad" || n.op_type() == "Momentum" || n.op_type() == "Adam"));
   if (!defaultDomain) return cat("op ", n.domain(), "::", n.op_type(), " is not supported (only the default ONNX domain is)");
+  if (auto it = refusedOps().find(n.op_type()); it != refusedOps().end()) return cat("op ", n.op_type(), " (opset ", opset, ") ", it->second);
   if (dataDependentOps().count(n.op_type()))
     return cat("op ", n.op_type(), " (opset ", opset, ") has an output shape that depends on the data, which aotc's static shapes cannot hold");
   if (!converters().count(n.op_type())) return cat("op ", n.op_type(), " (opset ", opset, ") is not supported");
@@ -443,7 +493,8 @@ Model Loader::load(const std::string& bytes) {
   if (!m.ParseFromString(bytes)) fail("not a valid ONNX model (malformed or truncated protobuf)");
   if (!m.has_graph()) fail("the model has no graph");
   opset_ = importedOpset(m);
-  if (opset_ > kMaxOpset) fail(cat("the model uses opset ", opset_, "; aotc reads opsets up to ", kMaxOpset, " (ONNX 1.12)"));
+  if (opset_ > kMaxOpset) fail(cat("the model uses opset ", opset_, "; aotc reads opsets up to ", kMaxOpset, " (ONNX 1.23)"));
+  inlineFunctions(m, path_);
   if (static_cast<size_t>(m.graph().node_size()) > kMaxNodes) fail(cat("the graph has ", m.graph().node_size(), " nodes, more than ", kMaxNodes));
 
   // Every unsupported op of the model, at once.
@@ -455,7 +506,7 @@ Model Loader::load(const std::string& bytes) {
     if (std::string why = unsupportedReason(n, opset_); !why.empty()) unsupported.push_back({SourceLoc{path_, nodeName, n.op_type()}, why});
   }
   if (!unsupported.empty()) throw UserError(unsupported);
-  if (opset_ <= 0) opset_ = kMaxOpset;  // only ai.onnx.preview.training: the default domain's newest semantics
+  if (opset_ <= 0) opset_ = kCheckerOpset;  // only ai.onnx.preview.training: opset 17's semantics
 
   bindDims(*m.mutable_graph());
   check(m);
@@ -597,7 +648,7 @@ SourceGraph onnxSourceGraph(const std::string& path) {
   if (!m.ParseFromString(bytes)) throw UserError(SourceLoc{path}, "not a valid ONNX model (malformed or truncated protobuf)");
   const onnx::GraphProto& g = m.graph();
   if (static_cast<size_t>(g.node_size()) > kMaxNodes) throw UserError(SourceLoc{path}, cat("the graph has ", g.node_size(), " nodes, more than ", kMaxNodes));
-  const int opset = importedOpset(m) > 0 ? importedOpset(m) : kMaxOpset;
+  const int opset = importedOpset(m) > 0 ? importedOpset(m) : kCheckerOpset;
   SourceGraph sg;
   sg.name = g.name().empty() ? "model" : g.name();
   std::map<std::string, std::string> types, producer;

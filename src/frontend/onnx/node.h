@@ -60,6 +60,10 @@ using V = std::vector<ValueId>;
 /// Known values up to this many elements are folded (Note [Compile-time values]).
 inline constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
 
+// functions.cpp
+/// Inlines every call of a model-local function (Note [ONNX model-local functions]).
+void inlineFunctions(onnx::ModelProto& m, const std::string& path);
+
 // tensors.cpp
 std::optional<DType> dtypeOfOnnx(int t);
 std::string onnxTypeName(int t);
@@ -249,6 +253,7 @@ Outs binary(Node& c, OpKind k);
 // windows.cpp
 ValueId padTo(Node& c, ValueId x, const Ints& begin, const Ints& end, const std::string& mode, double value);
 
+Entries attentionConverters();
 Entries creationConverters();
 Entries gathersConverters();
 Entries linalgConverters();
@@ -256,6 +261,7 @@ Entries lossesConverters();
 Entries normalizationConverters();
 Entries pointwiseConverters();
 Entries randomConverters();
+Entries recurrentConverters();
 Entries reductionsConverters();
 Entries resizeConverters();
 Entries spectralConverters();
@@ -267,5 +273,7 @@ Entries windowsConverters();
 const Table& converters();
 /// Ops whose output shape depends on the data: refused with their own line.
 const std::set<std::string>& dataDependentOps();
+/// Ops refused by design -> why (table.cpp).
+const std::map<std::string, std::string>& refusedOps();
 
 }  // namespace aotc::onnx_fe

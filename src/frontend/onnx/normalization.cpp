@@ -1,7 +1,8 @@
 //===- onnx/normalization.cpp - Normalization -------------------------------===//
 //
 // BatchNormalization (inference and training mode), InstanceNormalization,
-// LayerNormalization, MeanVarianceNormalization and LRN.
+// LayerNormalization, GroupNormalization (18: per-group scale and bias; 21:
+// per-channel), RMSNormalization (23), MeanVarianceNormalization and LRN.
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
 //===----------------------------------------------------------------------===//
@@ -93,6 +94,48 @@ Outs layerNormOp(Node& c) {
   return {y, mean, rstd};
 }
 
+/// stash_type 1 (the default): a 16-bit input is normalized in float32.
+ValueId stashed(Node& c, ValueId x) {
+  DType d = c.type(x).dtype;
+  if (c.i("stash_type", 1) != 1) c.fail("stash_type other than 1 (float32) is not supported");
+  return d == DType::F16 || d == DType::BF16 ? c.cast(x, DType::F32) : x;
+}
+
+Outs groupNormOp(Node& c) {
+  ValueId x0 = c.in(0);
+  const Ints s = c.type(x0).sizes;
+  int64_t r = c.type(x0).rank(), g = c.i("num_groups");
+  if (r < 2) c.fail("GroupNormalization: the input needs at least 2 dims");
+  int64_t ch = s[1];
+  if (g <= 0 || ch % g) c.fail(cat("GroupNormalization: ", ch, " channels do not split into ", g, " groups"));
+  bool perGroup = c.opset() < 21;  // 18: scale and bias per group; 21: per channel
+  int64_t want = perGroup ? g : ch;
+  if (c.type(c.in(1)).numel() != want || c.type(c.in(2)).numel() != want)
+    c.fail(cat("GroupNormalization ", perGroup ? 18 : 21, ": scale and bias must have ", want, " values"));
+  ValueId x = perGroup ? x0 : stashed(c, x0);
+  ValueId xg = c.reshape(x, {s[0], g, s[0] == 0 ? 0 : c.type(x).numel() / std::max<int64_t>(s[0] * g, 1)});
+  ValueId y = normalizeX(c, xg, {2}, c.f("epsilon", 1e-5)).first;
+  if (perGroup) {
+    y = c.add(c.mul(y, c.reshape(c.in(1), {1, g, 1})), c.reshape(c.in(2), {1, g, 1}));
+    return {c.reshape(y, s)};
+  }
+  y = c.cast(c.reshape(y, s), c.type(x0).dtype);
+  return {c.add(c.mul(y, perChannel(c, c.in(1), r)), perChannel(c, c.in(2), r))};
+}
+
+/// RMSNormalization (23): x / sqrt(mean(x^2 over axis..) + epsilon) * scale.
+Outs rmsNormOp(Node& c) {
+  ValueId x0 = c.in(0);
+  int64_t r = c.type(x0).rank();
+  int64_t a = c.axis(c.i("axis", -1), std::max<int64_t>(r, 1));
+  ValueId x = stashed(c, x0);
+  Ints dims;
+  for (int64_t d = a; d < r; ++d) dims.push_back(d);
+  ValueId ms = r == 0 ? c.mul(x, x) : reduceOp(c, OpKind::Mean, c.mul(x, x), dims, true);
+  ValueId y = c.mul(x, c.op(OpKind::Rsqrt, {c.add(ms, sc(c, c.f("epsilon", 1e-5), ms))}));
+  return {c.mul(c.cast(y, c.type(x0).dtype), c.in(1))};
+}
+
 Outs mvnOp(Node& c) {
   ValueId x = c.in(0);
   Ints axes = c.ints("axes", Ints{0, 2, 3});
@@ -129,10 +172,12 @@ Outs lrnOp(Node& c) {
 Entries normalizationConverters() {
   return {
     {"BatchNormalization", batchNormOp},
+    {"GroupNormalization", groupNormOp},
     {"InstanceNormalization", instanceNormOp},
     {"LayerNormalization", layerNormOp},
     {"LRN", lrnOp},
     {"MeanVarianceNormalization", mvnOp},
+    {"RMSNormalization", rmsNormOp},
   };
 }
 

@@ -136,6 +136,26 @@ Outs softplusOp(Node& c) {
   return {softplus(c, c.in(0), 1.0, 20.0)};
 }
 
+/// Mish (18): x * tanh(softplus(x)).
+Outs mishOp(Node& c) {
+  ValueId x = c.in(0);
+  return {c.mul(x, c.op(OpKind::Tanh, {softplus(c, x, 1.0, 20.0)}))};
+}
+
+/// Gelu (20): approximate "none" (erf) or "tanh".
+Outs geluOp(Node& c) {
+  std::string a = c.s("approximate", "none");
+  if (a != "none" && a != "tanh") c.fail("Gelu: approximate '" + a + "' is not supported");
+  return {gelu(c, c.in(0), a)};
+}
+
+/// Swish (24): x * sigmoid(alpha * x).
+Outs swishOp(Node& c) {
+  ValueId x = c.in(0);
+  double alpha = c.f("alpha", 1.0);
+  return {c.mul(x, c.op(OpKind::Sigmoid, {alpha == 1.0 ? x : c.mul(x, sc(c, alpha, x))}))};
+}
+
 Outs softsignOp(Node& c) {
   ValueId x = c.in(0);
   return {c.div(x, c.add(c.op(OpKind::Abs, {x}), sc(c, 1.0, x)))};
@@ -258,6 +278,13 @@ Entries pointwiseConverters() {
     {"Where", whereOp},
     {"Xor", xorOp},
     {"BitShift", bitShiftOp},
+    {"BitwiseAnd", [](Node& c) { return binary(c, OpKind::BitwiseAnd); }},
+    {"BitwiseNot", [](Node& c) { return unary(c, OpKind::BitwiseNot); }},
+    {"BitwiseOr", [](Node& c) { return binary(c, OpKind::BitwiseOr); }},
+    {"BitwiseXor", [](Node& c) { return binary(c, OpKind::BitwiseXor); }},
+    {"Gelu", geluOp},
+    {"Mish", mishOp},
+    {"Swish", swishOp},
   };
 }
 

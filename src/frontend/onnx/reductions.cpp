@@ -1,7 +1,8 @@
 //===- onnx/reductions.cpp - Reductions, scans and sorts --------------------===//
 //
-// Reduce* (axes as attribute or input by opset), ArgMax/ArgMin,
-// Softmax/LogSoftmax/Hardmax, CumSum, TopK.
+// Reduce* (axes as attribute or input by opset: ReduceSum from 13, the
+// others from 18), ArgMax/ArgMin,
+// Softmax/LogSoftmax/Hardmax, CumSum, CumProd, LpNormalization, TopK.
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
 //===----------------------------------------------------------------------===//
@@ -11,7 +12,8 @@ namespace aotc::onnx_fe {
 
 namespace {
 
-/// Axes of a Reduce* node (an attribute, or from ReduceSum 13 an input) and
+/// Axes of a Reduce* node (an attribute, or an input from ReduceSum 13 and
+/// the other Reduce* 18) and
 /// keepdims; empty axes reduce everything unless noop_with_empty_axes.
 struct ReduceSpec {
   Ints dims;
@@ -39,7 +41,7 @@ template <Red R>
 Outs reduceOnnx(Node& c) {
   ValueId x = c.in(0);
   int64_t rank = c.type(x).rank();
-  ReduceSpec sp = reduceSpec(c, rank, R == Red::Sum && c.opset() >= 13);
+  ReduceSpec sp = reduceSpec(c, rank, c.opset() >= (R == Red::Sum ? 13 : 18));
   if (sp.noop) return {x};
   if (rank == 0) sp.dims.clear();
   auto red = [&](OpKind k, ValueId v) {
@@ -121,6 +123,38 @@ Outs cumsumOp(Node& c) {
   return {s};
 }
 
+/// CumProd (26): exclusive shifts in a 1; reverse runs from the end.
+Outs cumprodOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t a = c.axis(static_cast<int64_t>(c.knownScalar(1, "axis")), std::max<int64_t>(c.type(x).rank(), 1));
+  if (c.type(x).rank() == 0 || c.type(x).sizes[static_cast<size_t>(a)] == 0) return {x};
+  bool reverse = c.i("reverse", 0) != 0, exclusive = c.i("exclusive", 0) != 0;
+  int64_t n = c.type(x).sizes[static_cast<size_t>(a)];
+  ValueId y = reverse ? flipOp(c, x, {a}) : x;
+  ValueId p = cumprod(c, y, a);
+  if (exclusive) {
+    Ints one = c.type(x).sizes;
+    one[static_cast<size_t>(a)] = 1;
+    ValueId head = c.full(1.0, TensorType::contiguous(c.type(x).dtype, one));
+    p = n == 1 ? head
+               : c.op(OpKind::Cat, {head, c.op(OpKind::Slice, {p}, Attrs{{"dim", a}, {"start", int64_t{0}}, {"end", n - 1}, {"step", int64_t{1}}})},
+                      Attrs{{"dim", a}});
+  }
+  return {reverse ? flipOp(c, p, {a}) : p};
+}
+
+/// LpNormalization: x / ||x||_p along axis (p 1 or 2), 0 where the norm is 0.
+Outs lpNormOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t a = c.axis(c.i("axis", -1), c.type(x).rank());
+  int64_t p = c.i("p", 2);
+  if (p != 1 && p != 2) c.fail(cat("LpNormalization: p = ", p, " (only 1 and 2 are defined)"));
+  ValueId norm = p == 1 ? reduceOp(c, OpKind::Sum, c.op(OpKind::Abs, {x}), {a}, true) : c.op(OpKind::Sqrt, {reduceOp(c, OpKind::Sum, c.mul(x, x), {a}, true)});
+  // A zero norm gives 0, not 0/0 (ONNX's reference and onnxruntime).
+  ValueId zero = bin(c, OpKind::Eq, {norm, sc(c, 0.0, norm)});
+  return {c.op(OpKind::Where, {zero, sc(c, 0.0, x), c.div(x, c.op(OpKind::Where, {zero, sc(c, 1.0, norm), norm}))})};
+}
+
 Outs topkOp(Node& c) {
   ValueId x = c.in(0);
   int64_t r = c.type(x).rank();
@@ -141,7 +175,9 @@ Entries reductionsConverters() {
   return {
     {"ArgMax", argOnnx<true>},
     {"ArgMin", argOnnx<false>},
+    {"CumProd", cumprodOp},
     {"CumSum", cumsumOp},
+    {"LpNormalization", lpNormOp},
     {"Hardmax", [](Node& c) { return softmaxOnnx(c, false, true); }},
     {"LogSoftmax", [](Node& c) { return softmaxOnnx(c, true, false); }},
     {"ReduceL1", reduceOnnx<Red::L1>},

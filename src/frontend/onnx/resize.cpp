@@ -1,7 +1,9 @@
 //===- onnx/resize.cpp - Resize and Upsample --------------------------------===//
 //
-// Resize (opsets 10-13+) and Upsample: every coordinate transformation
-// mode, nearest mode and the linear/cubic weights.  A converter longer than
+// Resize (opsets 10-19+) and Upsample: every coordinate transformation
+// mode, nearest mode and the linear/cubic weights; from 18 `axes` and
+// keep_aspect_ratio_policy (antialias is refused where it would change the
+// result: linear or cubic downsampling).  A converter longer than
 // a screen: it reads its attributes as it goes and stays in the front end
 // until it is rewritten over the ops layer's builder.
 //
@@ -13,7 +15,7 @@ namespace aotc::onnx_fe {
 
 namespace {
 
-/// Resize (opsets 10-17) and Upsample: per resized axis, each output element
+/// Resize (opsets 10-19+) and Upsample: per resized axis, each output element
 /// is a weighted sum of input elements along that axis (ONNX's reference:
 /// nearest, linear and cubic, every coordinate transformation mode).  The
 /// taps and weights are computed when compiling, in double; out-of-range
@@ -40,12 +42,57 @@ Outs resizeOp(Node& c) {
   }
   if (mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear") c.fail("mode '" + mode + "' is not supported");
   if (mode == "bilinear") mode = "linear";
+  // Resize 18: scales, sizes and roi may name only `axes` (the others keep
+  // their size); keep_aspect_ratio_policy scales the named axes alike.
+  Ints axes;
+  std::string policy = "stretch";
+  if (!upsample && c.opset() >= 18) {
+    for (int64_t a : c.ints("axes", Ints{})) axes.push_back(c.axis(a, static_cast<int64_t>(r)));
+    if (std::set<int64_t>(axes.begin(), axes.end()).size() != axes.size()) c.fail("Resize: axes repeats a dim");
+    policy = c.s("keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") c.fail("keep_aspect_ratio_policy '" + policy + "' is not supported");
+  }
+  if (!axes.empty()) {
+    size_t na = axes.size();
+    auto spread = [&](auto& v, auto fill, const char* what) {
+      if (v.empty()) return;
+      if (v.size() != na) c.fail(cat(what, " must have one value per axis of 'axes'"));
+      auto full = fill;
+      for (size_t k = 0; k < na; ++k) full[static_cast<size_t>(axes[k])] = v[k];
+      v = full;
+    };
+    spread(scales, std::vector<double>(r, 1.0), "scales");
+    Ints keep = in;
+    spread(sizes, keep, "sizes");
+    if (!roi.empty()) {
+      if (roi.size() != 2 * na) c.fail("roi must have two values per axis of 'axes'");
+      std::vector<double> full(r, 0.0);
+      full.resize(2 * r, 1.0);
+      for (size_t k = 0; k < na; ++k) {
+        full[static_cast<size_t>(axes[k])] = roi[k];
+        full[static_cast<size_t>(axes[k]) + r] = roi[na + k];
+      }
+      roi = full;
+    }
+  } else {
+    for (size_t d = 0; d < r; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
   Ints out(r);
   if (!sizes.empty()) {
     if (sizes.size() != r) c.fail("sizes must have one value per dim");
     out = sizes;
     scales.assign(r, 0);
     for (size_t d = 0; d < r; ++d) scales[d] = in[d] ? static_cast<double>(out[d]) / static_cast<double>(in[d]) : 1.0;
+    if (policy != "stretch") {
+      double sc = policy == "not_larger" ? HUGE_VAL : 0;
+      for (int64_t a : axes) sc = policy == "not_larger" ? std::min(sc, scales[static_cast<size_t>(a)]) : std::max(sc, scales[static_cast<size_t>(a)]);
+      for (int64_t a : axes) {
+        scales[static_cast<size_t>(a)] = sc;
+        double o = std::floor(sc * static_cast<double>(in[static_cast<size_t>(a)]) + 0.5);  // the reference rounds half up
+        if (o > static_cast<double>(kMaxIndexMap)) c.fail("the resized dim is too large");
+        out[static_cast<size_t>(a)] = static_cast<int64_t>(o);
+      }
+    }
   } else {
     if (scales.size() != r) c.fail("scales (or sizes) must have one value per dim");
     for (size_t d = 0; d < r; ++d) {
@@ -56,6 +103,9 @@ Outs resizeOp(Node& c) {
     }
   }
   if (ctm == "tf_crop_and_resize" && roi.size() != 2 * r) c.fail("tf_crop_and_resize needs roi with 2 values per dim");
+  if (!upsample && c.opset() >= 18 && c.i("antialias", 0) != 0 && mode != "nearest")
+    for (size_t d = 0; d < r; ++d)
+      if (scales[d] < 1.0) c.fail("Resize: antialias=1 when downsampling (a widened filter) is not supported");
   DType dt = c.type(x).dtype;
   for (size_t d = 0; d < r; ++d) {
     if (out[d] == in[d] && scales[d] == 1.0 && ctm != "tf_crop_and_resize") continue;
@@ -71,6 +121,10 @@ Outs resizeOp(Node& c) {
       // The reference's resized length is in * scale, unrounded.
       double od = static_cast<double>(o), xo, L = static_cast<double>(n) * s;
       if (ctm == "half_pixel") xo = (od + 0.5) / s - 0.5;
+      else if (ctm == "half_pixel_symmetric") {  // Resize 19: the ROI's center on the output's center
+        double adj = static_cast<double>(m) / L, center = static_cast<double>(n) / 2;
+        xo = center * (1 - adj) + (od + 0.5) / s - 0.5;
+      }
       else if (ctm == "pytorch_half_pixel") xo = L > 1 ? (od + 0.5) / s - 0.5 : 0;
       else if (ctm == "align_corners") xo = L == 1 ? 0 : od * static_cast<double>(n - 1) / (L - 1);
       else if (ctm == "asymmetric") xo = od / s;

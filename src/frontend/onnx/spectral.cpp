@@ -44,13 +44,14 @@ std::pair<ValueId, bool> signalOf(Node& c, ValueId x, const char* what) {
   return {c.reshape(x, Ints(t.sizes.begin(), t.sizes.end() - 1)), false};
 }
 
-/// DFT (opset 17): along `axis`, forward or inverse (scaled by 1/n), the
+/// DFT (opsets 17 and 20): along `axis`, forward or inverse (scaled by 1/n), the
 /// whole spectrum or (onesided, real input) its first n/2+1 bins;
 /// dft_length pads the signal with zeros or truncates it.
 Outs dftOp(Node& c) {
   ValueId x = c.in(0);
   const int64_t rank = c.type(x).rank();
-  int64_t axis = c.axis(c.i("axis", 1), rank);
+  // DFT 20: the axis is an input (default -2), no longer an attribute.
+  int64_t axis = c.axis(c.opset() >= 20 ? (c.has(2) ? static_cast<int64_t>(c.knownScalar(2, "axis")) : -2) : c.i("axis", 1), rank);
   if (axis == rank - 1) c.fail("DFT: axis names the last dim, which holds the components");
   bool inverse = c.i("inverse", 0) != 0, onesided = c.i("onesided", 0) != 0;
   int64_t n = c.type(x).sizes[static_cast<size_t>(axis)];

@@ -18,7 +18,7 @@ namespace aotc::onnx_fe {
 const Table& converters() {
   static const Table table = [] {
     Table t;
-    for (Entries (*family)() : {&pointwiseConverters, &reductionsConverters, &viewsConverters, &creationConverters, &gathersConverters, &windowsConverters, &resizeConverters, &linalgConverters, &normalizationConverters, &lossesConverters, &randomConverters, &spectralConverters, &trainingConverters})
+    for (Entries (*family)() : {&pointwiseConverters, &reductionsConverters, &viewsConverters, &creationConverters, &gathersConverters, &windowsConverters, &resizeConverters, &linalgConverters, &normalizationConverters, &lossesConverters, &randomConverters, &recurrentConverters, &attentionConverters, &spectralConverters, &trainingConverters})
       for (const auto& [op, fn] : family()) AOTC_CHECK(t.emplace(op, fn).second, "onnx: ", op, " is given twice");
     return t;
   }();
@@ -29,6 +29,24 @@ const Table& converters() {
 const std::set<std::string>& dataDependentOps() {
   static const std::set<std::string> s = {"NonZero", "Compress", "Unique", "NonMaxSuppression"};
   return s;
+}
+
+/// Ops aotc refuses by design, with why (issue 38): what cannot be compiled
+/// right is refused by name, never approximated.
+const std::map<std::string, std::string>& refusedOps() {
+  static const std::map<std::string, std::string> m = [] {
+    std::map<std::string, std::string> r;
+    for (const char* op : {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap",
+                           "SplitToSequence", "ConcatFromSequence"})
+      r[op] = "works on sequence values, which aotc's IR (tensors only) cannot hold";
+    for (const char* op : {"Optional", "OptionalGetElement", "OptionalHasElement"})
+      r[op] = "works on optional values, which aotc's IR (tensors only) cannot hold";
+    for (const char* op : {"StringConcat", "StringSplit", "StringNormalizer", "RegexFullMatch", "TfIdfVectorizer"})
+      r[op] = "works on strings; aotc has no string dtype";
+    r["ImageDecoder"] = "decodes image files (JPEG, PNG, ...), which aotc cannot compile";
+    return r;
+  }();
+  return m;
 }
 
 }  // namespace aotc::onnx_fe

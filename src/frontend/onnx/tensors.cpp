@@ -30,7 +30,20 @@ std::optional<DType> dtypeOfOnnx(int t) {
   }
 }
 
+/// The element types newer ONNX releases define (ONNX 1.12's protobuf
+/// classes know up to BFLOAT16 = 16): named, with why aotc has no such dtype.
 std::string onnxTypeName(int t) {
+  static const std::map<int, const char*> newer = {
+      {17, "FLOAT8E4M3FN (an 8-bit float: aotc has no FP8 dtype)"}, {18, "FLOAT8E4M3FNUZ (an 8-bit float: aotc has no FP8 dtype)"},
+      {19, "FLOAT8E5M2 (an 8-bit float: aotc has no FP8 dtype)"},   {20, "FLOAT8E5M2FNUZ (an 8-bit float: aotc has no FP8 dtype)"},
+      {21, "UINT4 (a packed 4-bit integer: aotc has no 4-bit dtype)"}, {22, "INT4 (a packed 4-bit integer: aotc has no 4-bit dtype)"},
+      {23, "FLOAT4E2M1 (a packed 4-bit float: aotc has no FP4 dtype)"}, {24, "FLOAT8E8M0 (an 8-bit scale: aotc has no FP8 dtype)"},
+      {25, "UINT2 (a packed 2-bit integer: aotc has no 2-bit dtype)"}, {26, "INT2 (a packed 2-bit integer: aotc has no 2-bit dtype)"},
+      {27, "FLOAT6E2M3 (a 6-bit float: aotc has no FP6 dtype)"},     {28, "FLOAT6E3M2 (a 6-bit float: aotc has no FP6 dtype)"}};
+  if (auto it = newer.find(t); it != newer.end()) return it->second;
+  if (t == onnx::TensorProto::STRING) return "STRING (aotc has no string dtype)";
+  if (t == onnx::TensorProto::COMPLEX64 || t == onnx::TensorProto::COMPLEX128)
+    return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t)) + " (aotc has no complex dtype)";
   return onnx::TensorProto::DataType_IsValid(t) ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
                                                 : cat("type ", t);
 }

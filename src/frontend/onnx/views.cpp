@@ -114,6 +114,14 @@ Outs splitOp(Node& c) {
   int64_t n = c.type(x).sizes[static_cast<size_t>(a)];
   Ints sizes = c.opset() >= 13 ? (c.has(1) ? c.knownInts(1, "split") : Ints{}) : c.ints("split", Ints{});
   size_t outs = c.numOutputs();
+  if (c.opset() >= 18 && c.hasAttr("num_outputs")) {
+    // Split 18: chunks of ceil(n / num_outputs), the last one smaller.
+    int64_t k = c.i("num_outputs");
+    if (!sizes.empty()) c.fail("Split: 'split' and 'num_outputs' are both given");
+    if (k < 1 || static_cast<size_t>(k) != outs) c.fail(cat("Split: num_outputs = ", k, " but the node has ", outs, " outputs"));
+    int64_t chunk = (n + k - 1) / k;
+    for (int64_t left = n; static_cast<int64_t>(sizes.size()) < k; left -= std::min(chunk, left)) sizes.push_back(std::min(chunk, left));
+  }
   if (sizes.empty()) {
     if (outs == 0 || n % static_cast<int64_t>(outs)) c.fail(cat("Split: dim ", a, " of size ", n, " does not split into ", outs, " equal parts"));
     sizes.assign(outs, n / static_cast<int64_t>(outs));
@@ -212,8 +220,10 @@ Outs spaceToDepthOp(Node& c) {
   int64_t b = c.i("blocksize");
   if (b <= 0 || s[2] % b || s[3] % b) c.fail("SpaceToDepth: height and width must divide by blocksize");
   int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  std::string mode = c.opset() >= 28 ? c.s("mode", "DCR") : "DCR";  // SpaceToDepth 28: CRD puts each channel's block together
+  if (mode != "DCR" && mode != "CRD") c.fail("SpaceToDepth: mode '" + mode + "' is not supported");
   ValueId t = c.reshape(x, {N, C, H / b, b, W / b, b});
-  t = c.op(OpKind::Permute, {t}, Attrs{{"dims", Ints{0, 3, 5, 1, 2, 4}}});
+  t = c.op(OpKind::Permute, {t}, Attrs{{"dims", mode == "CRD" ? Ints{0, 1, 3, 5, 2, 4} : Ints{0, 3, 5, 1, 2, 4}}});
   return {c.reshape(t, {N, C * b * b, H / b, W / b})};
 }
 

@@ -20,7 +20,7 @@ ValueId padTo(Node& c, ValueId x, const Ints& begin, const Ints& end, const std:
     if (!any) return x;
     return c.op(OpKind::Pad, {x}, Attrs{{"pad", p}, {"value", value}});
   }
-  if (mode != "reflect" && mode != "edge") c.fail(cat("Pad: mode '", mode, "' is not supported"));
+  if (mode != "reflect" && mode != "edge" && mode != "wrap") c.fail(cat("Pad: mode '", mode, "' is not supported"));
   for (int64_t d = 0; d < r; ++d) {
     int64_t b = begin[static_cast<size_t>(d)], e = end[static_cast<size_t>(d)];
     if (b == 0 && e == 0) continue;
@@ -32,6 +32,7 @@ ValueId padTo(Node& c, ValueId x, const Ints& begin, const Ints& end, const std:
     for (int64_t o = -b; o < n + e; ++o) {
       int64_t i = o;
       if (mode == "edge") i = std::clamp<int64_t>(o, 0, n - 1);
+      else if (mode == "wrap") i = ((o % n) + n) % n;  // Pad 19
       else {
         if (i < 0) i = -i;
         if (i >= n) i = 2 * (n - 1) - i;
@@ -50,8 +51,21 @@ Outs padOp(Node& c) {
   int64_t r = c.type(x).rank();
   Ints pads = c.opset() >= 11 ? c.knownInts(1, "pads") : c.ints(c.opset() >= 2 ? "pads" : "paddings");
   double value = c.opset() >= 11 ? (c.has(2) ? c.knownScalar(2, "constant_value") : 0.0) : c.f("value", 0.0);
-  if (static_cast<int64_t>(pads.size()) != 2 * r) c.fail(cat("Pad: pads must have ", 2 * r, " values"));
-  Ints begin(pads.begin(), pads.begin() + r), end(pads.begin() + r, pads.end());
+  // Pad 18: `axes` names the dims the pads are for (the others get none).
+  Ints axes;
+  if (c.opset() >= 18 && c.has(3)) {
+    for (int64_t a : c.knownInts(3, "axes")) axes.push_back(c.axis(a, r));
+    if (std::set<int64_t>(axes.begin(), axes.end()).size() != axes.size()) c.fail("Pad: axes repeats a dim");
+  } else {
+    for (int64_t k = 0; k < r; ++k) axes.push_back(k);
+  }
+  int64_t na = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * na) c.fail(cat("Pad: pads must have ", 2 * na, " values"));
+  Ints begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0);
+  for (int64_t k = 0; k < na; ++k) {
+    begin[static_cast<size_t>(axes[static_cast<size_t>(k)])] = pads[static_cast<size_t>(k)];
+    end[static_cast<size_t>(axes[static_cast<size_t>(k)])] = pads[static_cast<size_t>(k + na)];
+  }
   return {padTo(c, x, begin, end, c.s("mode", "constant"), value)};
 }
 

@@ -1,0 +1,136 @@
+//===- onnx/attention.cpp - Attention (opsets 23 to 28) ----------------------===//
+//
+// Attention as ONNX's reference computes it: 3-D inputs split into heads by
+// q_num_heads / kv_num_heads, grouped-query heads repeated, past key and value
+// concatenated before the new ones (present_key / present_value), the scale
+// applied as sqrt(scale) to both Q and K, softcap, a boolean or additive mask
+// (padded to the key length), causal masking aligned to the bottom right (the
+// past's length, or per batch nonpad_kv_seqlen minus the query length), the
+// sliding window (left/right_window_size), nonpad_kv_seqlen's padding mask,
+// and a softmax that gives 0 on fully masked rows.  qk_matmul_output_mode
+// picks the fourth output.
+//
+// Note [ONNX converter tables] (node.h) says how to add an op.
+//===----------------------------------------------------------------------===//
+#include "node.h"
+
+namespace aotc::onnx_fe {
+
+namespace {
+
+ValueId heads(Node& c, ValueId x, int64_t n) {  // [B, S, n*D] -> [B, n, S, D]
+  const Ints s = c.type(x).sizes;
+  if (n <= 0 || s[2] % n) c.fail(cat("Attention: a hidden size of ", s[2], " does not split into ", n, " heads"));
+  return c.op(OpKind::Transpose, {c.reshape(x, {s[0], s[1], n, s[2] / n})}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}});
+}
+
+/// 0 where `allowed`, -inf elsewhere, in dtype d.
+ValueId biasOf(Node& c, ValueId allowed, DType d) {
+  return c.op(OpKind::Where, {allowed, c.scalar(0.0, d), c.scalar(-HUGE_VAL, d)});
+}
+
+Outs attentionOp(Node& c) {
+  ValueId q = c.in(0), k = c.in(1), v = c.in(2);
+  int64_t rank = c.type(q).rank();
+  if (rank != 3 && rank != 4) c.fail("Attention: Q must have 3 or 4 dims");
+  if (c.type(k).rank() != rank || c.type(v).rank() != rank) c.fail("Attention: Q, K and V must have one rank");
+  DType dt = c.type(q).dtype;
+  if (!isFloating(dt)) c.fail("Attention: Q must be floating-point");
+  if (rank == 3) {
+    q = heads(c, q, c.i("q_num_heads"));
+    k = heads(c, k, c.i("kv_num_heads"));
+    v = heads(c, v, c.i("kv_num_heads"));
+  }
+  if (c.has(4) != c.has(5)) c.fail("Attention: past_key and past_value must be given together");
+  if (c.has(4)) {
+    k = c.op(OpKind::Cat, {c.in(4), k}, Attrs{{"dim", int64_t{2}}});
+    v = c.op(OpKind::Cat, {c.in(5), v}, Attrs{{"dim", int64_t{2}}});
+  }
+  ValueId presentK = k, presentV = v;
+  const Ints qs = c.type(q).sizes, ks = c.type(k).sizes, vs = c.type(v).sizes;
+  int64_t B = qs[0], hq = qs[1], S = qs[2], hk = ks[1], L = ks[2];
+  if (ks[0] != B || vs[0] != B || vs[1] != hk || vs[2] != L || ks[3] != qs[3]) c.fail("Attention: Q, K and V disagree in their batch, heads, length or head size");
+  if (hq != hk) {
+    if (hk <= 0 || hq % hk) c.fail(cat("Attention: ", hq, " query heads do not group over ", hk, " key heads"));
+    int64_t rep = hq / hk;  // np.repeat along the heads: each key head rep times in a row
+    auto repeat = [&](ValueId x) {
+      const Ints s = c.type(x).sizes;
+      ValueId e = c.expand(c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}}), {s[0], s[1], rep, s[2], s[3]});
+      return c.reshape(c.contiguous(e), {s[0], s[1] * rep, s[2], s[3]});
+    };
+    k = repeat(k);
+    v = repeat(v);
+  }
+  double scale = c.hasAttr("scale") ? c.f("scale", 0) : 1.0 / std::sqrt(static_cast<double>(qs[3]));
+  double rs = roundTo(dt, std::sqrt(scale));
+  ValueId kt = c.op(OpKind::Transpose, {c.mul(k, c.scalar(rs, dt))}, Attrs{{"dim0", int64_t{2}}, {"dim1", int64_t{3}}});
+  ValueId qk = matmul(c, c.mul(q, c.scalar(rs, dt)), kt);  // [B, H, S, L]
+  double softcap = c.f("softcap", 0.0);
+  if (softcap > 0) qk = c.mul(c.op(OpKind::Tanh, {c.div(qk, c.scalar(softcap, dt))}), c.scalar(softcap, dt));
+
+  // The bias: mask, causal, window, padding.
+  ValueId bias = kNoValue;
+  auto addBias = [&](ValueId b) { bias = bias == kNoValue ? b : c.add(bias, b); };
+  bool causal = c.i("is_causal", 0) != 0;
+  int64_t left = c.i("left_window_size", -1), right = c.i("right_window_size", -1);
+  if (c.has(3)) {
+    ValueId m = c.in(3);
+    Ints ms = c.type(m).sizes;
+    if (ms.empty() || ms.back() > L) c.fail("Attention: attn_mask's last dim is longer than the keys");
+    bool boolean = c.type(m).dtype == DType::Bool;
+    if (ms.back() < L) {
+      ValueId zero = boolean ? m : c.cast(m, dt);
+      Ints p(2 * ms.size(), 0);
+      p[1] = L - ms.back();  // the last dim's end (the IR's pad lists dims last first)
+      m = c.op(OpKind::Pad, {boolean ? c.cast(zero, DType::U8) : zero}, Attrs{{"pad", p}, {"value", boolean ? 0.0 : -HUGE_VAL}});
+      if (boolean) m = c.cast(m, DType::Bool);
+    }
+    addBias(boolean ? biasOf(c, m, dt) : c.cast(m, dt));
+  }
+  ValueId nonpad = c.has(6) ? c.cast(c.in(6), DType::I64) : kNoValue;
+  if (nonpad != kNoValue && c.has(4)) c.fail("Attention: nonpad_kv_seqlen with past_key is not allowed");
+  if (causal || left >= 0 || right >= 0) {
+    // D[i, j] = i + offset - j: the offset is the past's length, or per batch nonpad - S.
+    HostTensor d = HostTensor::zeros(DType::I64, {S, L});
+    int64_t off = c.has(4) ? c.type(c.in(4)).sizes[2] : 0;
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < L; ++j) d.data[static_cast<size_t>(i * L + j)] = static_cast<double>(i + (nonpad != kNoValue ? 0 : off) - j);
+    ValueId D = c.constant(d);
+    if (nonpad != kNoValue) D = c.add(c.reshape(D, {1, 1, S, L}), c.reshape(c.sub(nonpad, c.scalar(static_cast<double>(S), DType::I64)), {B, 1, 1, 1}));
+    ValueId zero = c.scalar(0, DType::I64);
+    if (causal) addBias(biasOf(c, bin(c, OpKind::Ge, {D, zero}), dt));
+    if (left >= 0) addBias(biasOf(c, bin(c, OpKind::Le, {D, c.scalar(static_cast<double>(left), DType::I64)}), dt));
+    if (right >= 0) addBias(biasOf(c, bin(c, OpKind::Ge, {D, c.scalar(static_cast<double>(-right), DType::I64)}), dt));
+  }
+  if (nonpad != kNoValue) {
+    ValueId inside = bin(c, OpKind::Lt, {c.reshape(iota(c, L), {1, 1, 1, L}), c.reshape(nonpad, {B, 1, 1, 1})});
+    addBias(biasOf(c, inside, dt));
+  }
+  ValueId withBias = bias == kNoValue ? qk : c.add(qk, bias);
+  int64_t mode = c.i("qk_matmul_output_mode", 0);
+  if (mode < 0 || mode > 3) c.fail(cat("Attention: qk_matmul_output_mode ", mode, " is not supported"));
+  DType sp = dt;
+  if (c.hasAttr("softmax_precision")) {
+    auto d = dtypeOfOnnx(static_cast<int>(c.i("softmax_precision")));
+    if (!d || !isFloating(*d)) c.fail("Attention: softmax_precision must be a floating-point type aotc has");
+    sp = *d;
+  }
+  ValueId p = c.cast(safeSoftmax(c, c.cast(withBias, sp), 3), dt);
+  ValueId y = matmul(c, p, v);  // [B, H, S, Dv]
+  if (rank == 3) {
+    const Ints ys = c.type(y).sizes;
+    y = c.reshape(c.contiguous(c.op(OpKind::Transpose, {y}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}})), {ys[0], ys[2], ys[1] * ys[3]});
+  }
+  ValueId qkOut = mode == 2 ? withBias : mode == 3 ? p : qk;
+  return {y, presentK, presentV, qkOut};
+}
+
+}  // namespace
+
+Entries attentionConverters() {
+  return {
+    {"Attention", attentionOp},
+  };
+}
+
+}  // namespace aotc::onnx_fe

@@ -129,6 +129,11 @@ struct FusionPlan {
   /// images, column sums): their members run as scheduled reductions and
   /// pointwise kernels.  The seed's node, for the printed plan.
   std::vector<int32_t> unformedGroups;
+  /// Note [Welford moments]: a scheduled mean A and the mean B of the
+  /// squared deviations from it, (x - A)^2 over the same dims of the same x
+  /// (batch-norm statistics too large for a row group): one kernel reads x
+  /// once and writes both.  A's node -> B's node.
+  std::map<int32_t, int32_t> moments;
 };
 
 /// `rule`: the machine reductions are scheduled for (Note [Reduction

@@ -254,14 +254,17 @@ TEST(LaunchShape, ChannelStatisticsAreSplit) {
       EXPECT_GE(w.blocks, 132);
     }
   }
-  EXPECT_EQ(splits, 2);  // mean and variance
+  EXPECT_EQ(splits, 1);  // mean and variance, x read once (Note [Welford moments])
+  EXPECT_EQ(plan.moments.size(), 1u);
+  EXPECT_NE(printFusionPlan(p.forward, plan).find("(Welford)"), std::string::npos) << printFusionPlan(p.forward, plan);
   int64_t partials = 0;
   for (const plan::Buffer& b : cg.forward.buffers)
     if (b.name.find(".partials") != std::string::npos) {
       ++partials;
+      EXPECT_EQ(b.layout.shape, (Ints{2 * 5 * 64})) << "a (mean, M2) pair per chunk and channel";
       EXPECT_GE(b.arena_offset, 0) << "the memory plan places the workspace";
     }
-  EXPECT_EQ(partials, 2);
+  EXPECT_EQ(partials, 1);
   std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
   EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
 }

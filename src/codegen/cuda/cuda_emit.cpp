@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "aotc/codegen/codegen.h"
 #include "aotc/codegen/prelude.h"
@@ -187,6 +188,9 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
   const Graph& g = b.g;
   KernelEmitter emit(b, plan);
   for (const GraphInput& in : g.inputs) b.declare(in.value, plan::BufferKind::Input, inputRoleName(in.role));
+  std::set<int32_t> momentsSecond;  // Note [Welford moments]: computed with their mean
+  if (!b.dynamic())
+    for (const auto& [a, v] : plan.moments) momentsSecond.insert(v);
   for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
     const Node& n = g.nodes[idx];
     if (plan.inlined[idx]) continue;  // computed inside its consumer's kernel
@@ -241,8 +245,33 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       b.ensureView(out);  // pointer arithmetic on its root buffer (perhaps declared early for a row group)
       continue;
     }
+    if (momentsSecond.count(static_cast<int32_t>(idx))) continue;
     const TensorType& ot = g.type(out);
     for (ValueId o : n.outputs) b.declare(o, plan::BufferKind::Alloc);
+    if (auto mo = plan.moments.find(static_cast<int32_t>(idx)); mo != plan.moments.end() && !b.dynamic()) {
+      // Note [Welford moments]: the mean and the variance, x read once.
+      ValueId var = g.nodes[static_cast<size_t>(mo->second)].outputs.at(0);
+      b.declare(var, plan::BufferKind::Alloc);
+      KernelEmitter::Kernel k = emit.moments(n, g.nodes[static_cast<size_t>(mo->second)]);
+      const int64_t outputs = ot.numel(), outBytes = b.bytes({out, var});
+      std::vector<std::string> a{b.root[out], b.root[var]};
+      for (ValueId v : k.leaves) a.push_back(b.root[v]);
+      if (k.combine.empty()) {
+        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(k.leaves) + outBytes, k.threads, k.serial, 1});
+        continue;
+      }
+      plan::Buffer ws{g.values[out].name + ".partials", plan::BufferKind::Alloc,
+                      plan::Layout{k.workspace, {2 * k.split * outputs}, {1}, 0}, "", "", 2 * k.split * outputs * dtypeSize(k.workspace), -1};
+      const int64_t wsBytes = ws.bytes;
+      b.buffers.push_back(ws);
+      a.erase(a.begin(), a.begin() + 2);
+      a.insert(a.begin(), ws.name);
+      b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
+      b.pushLaunch(k.combine, outputs, kBlock, kBlock, {b.root[out], b.root[var], ws.name},
+                   plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
+      b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];
+      continue;
+    }
     if (info.category == OpCategory::Pointwise || isScatterExpr(n.op)) {  // Note [Scatter expressions]
       KernelEmitter::Kernel k = emit.pointwise(n, ot);
       b.launchPointwise(k.name, k.leaves, out, k.threads, k.vector, k.strided);

@@ -313,6 +313,67 @@ struct Planner {
     planBiasEpilogues(u);
     planRowGroups(u);
     planSchedules();
+    planMoments();
+  }
+
+  // ------------------------------------------------------------ moments
+  /// The inlined node that computes `v`, or nullptr.
+  const Node* inlinedNode(ValueId v) const {
+    int32_t d = g.values[v].node;
+    return d >= 0 && inlined[static_cast<size_t>(d)] ? &g.nodes[static_cast<size_t>(d)] : nullptr;
+  }
+
+  /// Whether `s` is sub(x, view(a)) with the view a's keepdim shape:
+  /// x minus the mean of its own row, at every element.
+  bool deviation(ValueId s, ValueId x, ValueId a, const Ints& keptSizes) const {
+    const Node* n = inlinedNode(s);
+    if (!n || n->op != OpKind::Sub || n->inputs.size() != 2 || n->inputs[0] != x) return false;
+    const TensorType& at = g.type(a);
+    if (n->inputs[1] == a) return at.sizes == keptSizes && at.isContiguous() && at.offset == 0;  // a keepdim mean
+    int32_t d = g.values[n->inputs[1]].node;
+    if (d < 0) return false;
+    const Node& view = g.nodes[static_cast<size_t>(d)];
+    const TensorType& vt = g.type(view.outputs[0]);
+    return view.op == OpKind::View && view.inputs[0] == a && vt.sizes == keptSizes && vt.isContiguous() && vt.offset == 0 &&
+           g.type(a).isContiguous() && g.type(a).offset == 0;
+  }
+
+  /// Note [Welford moments]: pairs each scheduled Row mean A = mean(x) with
+  /// a later B = mean(mul(s, s')) over the same dims, s and s' deviations
+  /// x - view(A), when B has the same schedule and reads nothing else.
+  /// Floating x of f32 (f16/bf16 accumulate in f32) or f64.
+  void planMoments() {
+    std::map<ValueId, std::vector<int32_t>> meansOf;  // x -> scheduled Row means of x
+    for (const auto& [k, s] : plan.schedules) {
+      const Node& n = g.nodes[static_cast<size_t>(k)];
+      if (n.op == OpKind::Mean && s.kind == ReductionSchedule::Row && isFloating(g.type(n.outputs[0]).dtype)) meansOf[n.inputs[0]].push_back(k);
+    }
+    std::set<int32_t> paired;
+    for (const auto& [k, s] : plan.schedules) {
+      const Node& bn = g.nodes[static_cast<size_t>(k)];
+      if (bn.op != OpKind::Mean || s.kind != ReductionSchedule::Row || paired.count(k)) continue;
+      const Node* sq = inlinedNode(bn.inputs[0]);
+      if (!sq || sq->op != OpKind::Mul || sq->inputs.size() != 2) continue;
+      const Node* s0 = inlinedNode(sq->inputs[0]);
+      if (!s0 || s0->op != OpKind::Sub || s0->inputs.size() != 2) continue;
+      ValueId x = s0->inputs[0];
+      auto it = meansOf.find(x);
+      if (it == meansOf.end()) continue;
+      for (int32_t a : it->second) {
+        const Node& an = g.nodes[static_cast<size_t>(a)];
+        if (a >= k || paired.count(a) || an.attrs != bn.attrs || plan.schedules.at(a) != s || g.type(an.outputs[0]) != g.type(bn.outputs[0]))
+          continue;
+        const TensorType& xt = g.type(x);
+        Ints kept = xt.sizes;
+        for (int64_t d : reductionDims(an.attrs, xt.rank())) kept[static_cast<size_t>(d)] = 1;
+        ValueId av = an.outputs[0];
+        if (!deviation(sq->inputs[0], x, av, kept) || !deviation(sq->inputs[1], x, av, kept)) continue;
+        plan.moments[a] = k;
+        paired.insert(a);
+        paired.insert(k);
+        break;
+      }
+    }
   }
 
   // ------------------------------------------------------------ row groups
@@ -574,6 +635,8 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
       if (n.op == OpKind::EpilogueCopy)
         if (int32_t d = regionSource(g, n); d >= 0) os << ", the region %" << g.values[g.nodes[static_cast<size_t>(d)].outputs[0]].name;
       if (auto b = plan.gemmBias.find(id); b != plan.gemmBias.end()) os << " + bias %" << g.values[b->second].name;
+      for (const auto& [a, b] : plan.moments)
+        if (b == id) os << ", with %" << g.values[g.nodes[static_cast<size_t>(a)].outputs[0]].name << " (Welford)";
       if (auto s = plan.schedules.find(id); s != plan.schedules.end()) {
         static constexpr const char* kKinds[] = {"legacy", "thread", "row", "column"};
         os << ", " << kKinds[s->second.kind] << " x" << s->second.block;

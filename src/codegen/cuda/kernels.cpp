@@ -581,6 +581,114 @@ KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const Red
   return k;
 }
 
+/// Note [Welford moments]: batch-norm statistics too large for a row group
+/// were two scheduled reductions, the mean of x and then the mean of
+/// (x - mean)^2, each reading x.  One kernel reads x once: each thread keeps
+/// Welford's running (count, mean, M2) over the elements it visits (the
+/// variance accumulates in float32 for float32 and lower, in double for
+/// float64, as PyTorch's CUDA batch norm does), the block combines its
+/// threads' triples in a fixed tree by Chan's formula, and a split
+/// schedule's second kernel combines the chunks' (mean, M2) in chunk order,
+/// each chunk's count known from the schedule.  Fixed orders: the same bits
+/// on every run.  M2 / n is the variance around the exact mean rather than
+/// around the rounded one; the two differ by (mean - rounded mean)^2.
+KernelEmitter::Kernel KernelEmitter::moments(const Node& a, const Node& bn) {
+  const TensorType& it = g.type(a.inputs[0]);
+  const TensorType& ot = g.type(a.outputs[0]);
+  const TensorType& bt = g.type(bn.outputs[0]);
+  const ReductionSchedule& s = plan_.schedules.at(static_cast<int32_t>(&a - g.nodes.data()));
+  AOTC_CHECK(s.kind == ReductionSchedule::Row && !b_.dynamic(), "Welford moments need a static Row schedule");
+  const Ints dims = reductionDims(a.attrs, it.rank());
+  Ints keptSizes = it.sizes, redDims;
+  int64_t nred = 1;
+  for (int64_t d = 0; d < it.rank(); ++d)
+    if (std::binary_search(dims.begin(), dims.end(), d)) {
+      keptSizes[static_cast<size_t>(d)] = 1;
+      redDims.push_back(d);
+      nred *= it.sizes[static_cast<size_t>(d)];
+    }
+  const char* acc = accumType(ot.dtype);
+  const DType accType = ot.dtype == DType::F64 ? DType::F64 : DType::F32;
+  ExprCtx x;
+  noteNode(x, a);
+  noteNode(x, bn);
+  x.indent = "    ";
+  std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
+  const std::string v = emitValue(a.inputs[0], it.sizes, c, x);
+  const int64_t K = ot.numel(), rank = std::max<int64_t>(it.rank(), 1);
+  const bool split = s.split > 1;
+  auto offset = [](const TensorType& t) { return t.offset ? std::to_string(t.offset) + " + " : std::string(); };
+  std::ostringstream os;
+  os << "// aotc kernel:";
+  for (size_t o = 0; o < x.ops.size(); ++o) os << (o ? ", " : " ") << x.ops[o];
+  os << " (Welford moments)\nextern \"C\" __global__ void @KERNEL@(";
+  if (split) os << acc << "* __restrict__ out";
+  else os << storageType(ot.dtype) << "* __restrict__ out, " << storageType(bt.dtype) << "* __restrict__ out1";
+  for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
+  os << ") {\n";
+  os << "  aotc_i64 i = blockIdx.x % " << K << "u;\n  aotc_i64 sp = blockIdx.x / " << K << "u;\n";
+  os << "  " << acc << " wn = 0, wm = 0, wq = 0;\n";
+  os << "  {\n    aotc_i64 c[" << rank << "];\n    { aotc_i64 r = i;\n";
+  int64_t outerKept = 0;
+  while (outerKept < it.rank() && keptSizes[static_cast<size_t>(outerKept)] == 1) ++outerKept;
+  for (int64_t d = it.rank(); d-- > 0;)
+    if (keptSizes[static_cast<size_t>(d)] != 1) os << coordStep("      ", "c", d, "r", keptSizes[static_cast<size_t>(d)], d == outerKept, false);
+    else if (!std::binary_search(redDims.begin(), redDims.end(), d)) os << "      c[" << d << "] = 0;\n";
+  os << "    }\n";
+  os << "    aotc_i64 j1 = sp * " << s.chunk << " + " << s.chunk << ";\n    if (j1 > " << nred << ") j1 = " << nred << ";\n";
+  os << "    for (aotc_i64 j = sp * " << s.chunk << " + threadIdx.x; j < j1; j += " << s.block << ") {\n";
+  os << "    aotc_i64 q = j;\n";
+  for (size_t k = redDims.size(); k-- > 0;)
+    os << coordStep("    ", "c", redDims[k], "q", it.sizes[static_cast<size_t>(redDims[k])], k == 0, false);
+  os << x.code.str();
+  os << "    " << acc << " e = (" << acc << ")" << v << ";\n";
+  os << "    wn += 1; " << acc << " d = e - wm; wm += d / wn; wq += d * (e - wm);\n    }\n  }\n";
+  // The block's triples, halved in a fixed order (Chan et al.).
+  os << "  __shared__ " << acc << " pn[" << s.block << "], pm[" << s.block << "], pq[" << s.block << "];\n";
+  os << "  pn[threadIdx.x] = wn; pm[threadIdx.x] = wm; pq[threadIdx.x] = wq;\n  __syncthreads();\n";
+  os << "  for (unsigned h = " << s.block / 2 << "; h > 0; h >>= 1) {\n";
+  os << "    if (threadIdx.x < h && pn[threadIdx.x + h] > 0) {\n";
+  os << "      " << acc << " na = pn[threadIdx.x], nb = pn[threadIdx.x + h], nn = na + nb, d = pm[threadIdx.x + h] - pm[threadIdx.x];\n";
+  os << "      pm[threadIdx.x] += d * (nb / nn);\n      pq[threadIdx.x] += pq[threadIdx.x + h] + d * d * (na * nb / nn);\n";
+  os << "      pn[threadIdx.x] = nn;\n    }\n    __syncthreads();\n  }\n";
+  os << "  if (threadIdx.x != 0) return;\n";
+  if (split) {
+    os << "  out[(sp * " << K << " + i) * 2] = pm[0];\n  out[(sp * " << K << " + i) * 2 + 1] = pq[0];\n}\n";
+  } else {
+    os << "  out[" << offset(ot) << "i] = (" << storageType(ot.dtype) << ")pm[0];\n";
+    os << "  out1[" << offset(bt) << "i] = (" << storageType(bt.dtype) << ")(pq[0] / (" << acc << ")" << nred << ");\n}\n";
+  }
+  Kernel k;
+  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
+  k.leaves = x.leaves;
+  k.threads = s.blocks;
+  k.per = 1;
+  k.block = s.block;
+  k.serial = s.serial;
+  k.split = s.split;
+  k.moments = true;
+  if (!split) return k;
+  // The chunks' (mean, M2), combined in chunk order; every chunk has work.
+  std::ostringstream cs;
+  cs << "// aotc kernel:";
+  for (size_t o = 0; o < x.ops.size(); ++o) cs << (o ? ", " : " ") << x.ops[o];
+  cs << " (combine " << s.split << " Welford partials)\n";
+  cs << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, " << storageType(bt.dtype)
+     << "* __restrict__ out1, const " << acc << "* __restrict__ in0) {\n";
+  cs << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  cs << "  if (i >= " << K << ") return;\n";
+  cs << "  " << acc << " n = 0, m = 0, q = 0;\n";
+  cs << "  for (aotc_i64 sp = 0; sp < " << s.split << "; ++sp) {\n";
+  cs << "    aotc_i64 len = " << nred << " - sp * " << s.chunk << ";\n    if (len > " << s.chunk << ") len = " << s.chunk << ";\n";
+  cs << "    " << acc << " nb = (" << acc << ")len, nn = n + nb, d = in0[(sp * " << K << " + i) * 2] - m;\n";
+  cs << "    m += d * (nb / nn);\n    q += in0[(sp * " << K << " + i) * 2 + 1] + d * d * (n * nb / nn);\n    n = nn;\n  }\n";
+  cs << "  out[" << offset(ot) << "i] = (" << storageType(ot.dtype) << ")m;\n";
+  cs << "  out1[" << offset(bt) << "i] = (" << storageType(bt.dtype) << ")(q / (" << acc << ")" << nred << ");\n}\n";
+  k.combine = b_.addKernel(cs.str(), x.nodes, x.ids);
+  k.workspace = accType;
+  return k;
+}
+
 /// The kernel of a row group (Note [Row groups]), launched at its seed.
 KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   std::vector<ValueId> outs;

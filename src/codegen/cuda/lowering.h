@@ -129,11 +129,17 @@ class KernelEmitter {
     /// their own; `combine`, one thread per output, reads them and writes out.
     std::string combine;
     DType workspace = DType::F64;
+    /// Note [Welford moments]: two outputs (the mean, the variance); a split
+    /// one's workspace holds two partials (mean, M2) per (chunk, output).
+    bool moments = false;
   };
   /// A (fused) elementwise kernel: out, with layout `ot`, = root's value.
   Kernel pointwise(const Node& root, const TensorType& ot);
   /// A reduction, its input's expression computed in the loop.
   Kernel reduction(const Node& n);
+  /// Note [Welford moments]: the mean `a` and the variance `b` of one x,
+  /// read once (FusionPlan::moments).
+  Kernel moments(const Node& a, const Node& b);
   /// A row group's kernel (Note [Row groups]), launched at its seed.
   struct GroupKernel {
     std::string name;

@@ -134,6 +134,11 @@ struct FusionPlan {
   /// (batch-norm statistics too large for a row group): one kernel reads x
   /// once and writes both.  A's node -> B's node.
   std::map<int32_t, int32_t> moments;
+  /// Note [Sibling reductions]: scheduled Row or Column reductions of the same shape,
+  /// dims and schedule whose operands all exist at the first of them (the
+  /// sums of a batch norm's backward): one kernel at the first reads the
+  /// operands once and writes every result.  First node -> the later ones.
+  std::map<int32_t, std::vector<int32_t>> siblings;
 };
 
 /// `rule`: the machine reductions are scheduled for (Note [Reduction

@@ -269,6 +269,36 @@ TEST(LaunchShape, ChannelStatisticsAreSplit) {
   EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
 }
 
+/// Note [Sibling reductions]: two sums over the same large x (a batch norm's
+/// backward has four) are one split kernel that reads x once, its workspace a
+/// partial of each per (chunk, channel), and one combine writing both.
+TEST(LaunchShape, SiblingReductionsReadTheirOperandOnce) {
+  Partition p = forwardOnly({32, 64, 112, 112}, [](Graph& g, ValueId x) {
+    Attrs red{{"dim", Ints{0, 2, 3}}, {"keepdim", false}};
+    ValueId s1 = addOp(g, OpKind::Sum, {x}, red);
+    ValueId s2 = addOp(g, OpKind::Sum, {addOp(g, OpKind::Mul, {x, x})}, red);
+    return addOp(g, OpKind::Add, {s1, s2});
+  });
+  FusionPlan plan = planFusion(p.forward);
+  ASSERT_EQ(plan.siblings.size(), 1u) << printFusionPlan(p.forward, plan);
+  EXPECT_EQ(plan.siblings.begin()->second.size(), 1u);
+  EXPECT_NE(printFusionPlan(p.forward, plan).find("(siblings)"), std::string::npos) << printFusionPlan(p.forward, plan);
+  CodegenResult cg = generateCuda(p);
+  EXPECT_TRUE(launchShapeProblems(cg.forward, "forward", LaunchShapeRule{}).empty());
+  int splits = 0;
+  for (const plan::LaunchWork& w : works(cg.forward)) splits += w.split > 1;
+  EXPECT_EQ(splits, 1);
+  int partials = 0;
+  for (const plan::Buffer& b : cg.forward.buffers)
+    if (b.name.find(".partials") != std::string::npos) {
+      ++partials;
+      EXPECT_EQ(b.layout.shape, (Ints{2 * 5 * 64}));
+    }
+  EXPECT_EQ(partials, 1);
+  std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+  EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
+}
+
 /// The single launch of a forward-only program, with its kernel's text.
 struct OneLaunch {
   plan::Launch launch;

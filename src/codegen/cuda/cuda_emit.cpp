@@ -189,8 +189,10 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
   KernelEmitter emit(b, plan);
   for (const GraphInput& in : g.inputs) b.declare(in.value, plan::BufferKind::Input, inputRoleName(in.role));
   std::set<int32_t> momentsSecond;  // Note [Welford moments]: computed with their mean
-  if (!b.dynamic())
+  if (!b.dynamic()) {
     for (const auto& [a, v] : plan.moments) momentsSecond.insert(v);
+    for (const auto& [a, more] : plan.siblings) momentsSecond.insert(more.begin(), more.end());  // Note [Sibling reductions]
+  }
   for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
     const Node& n = g.nodes[idx];
     if (plan.inlined[idx]) continue;  // computed inside its consumer's kernel
@@ -269,6 +271,38 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
       b.pushLaunch(k.combine, outputs, kBlock, kBlock, {b.root[out], b.root[var], ws.name},
                    plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
+      b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];
+      continue;
+    }
+    if (auto sib = plan.siblings.find(static_cast<int32_t>(idx)); sib != plan.siblings.end() && !b.dynamic()) {
+      // Note [Sibling reductions]: every result at the first, operands read once.
+      std::vector<const Node*> ns{&n};
+      std::vector<ValueId> outs{out};
+      for (int32_t m : sib->second) {
+        ns.push_back(&g.nodes[static_cast<size_t>(m)]);
+        outs.push_back(g.nodes[static_cast<size_t>(m)].outputs.at(0));
+        b.declare(outs.back(), plan::BufferKind::Alloc);
+      }
+      KernelEmitter::Kernel k = emit.siblings(ns);
+      const int64_t outputs = ot.numel(), outBytes = b.bytes(outs);
+      std::vector<std::string> a;
+      for (ValueId o : outs) a.push_back(b.root[o]);
+      std::vector<std::string> operands;
+      for (ValueId v : k.leaves) operands.push_back(b.root[v]);
+      if (k.combine.empty()) {
+        a.insert(a.end(), operands.begin(), operands.end());
+        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(k.leaves) + outBytes, k.threads, k.serial, 1});
+        continue;
+      }
+      const int64_t P = static_cast<int64_t>(ns.size());
+      plan::Buffer ws{g.values[out].name + ".partials", plan::BufferKind::Alloc,
+                      plan::Layout{k.workspace, {P * k.split * outputs}, {1}, 0}, "", "", P * k.split * outputs * dtypeSize(k.workspace), -1};
+      const int64_t wsBytes = ws.bytes;
+      b.buffers.push_back(ws);
+      operands.insert(operands.begin(), ws.name);
+      b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(operands), plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
+      a.push_back(ws.name);
+      b.pushLaunch(k.combine, outputs, kBlock, kBlock, std::move(a), plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
       b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];
       continue;
     }

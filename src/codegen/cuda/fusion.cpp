@@ -314,6 +314,62 @@ struct Planner {
     planRowGroups(u);
     planSchedules();
     planMoments();
+    planSiblings();
+  }
+
+  /// Whether every buffer the expression of `v` reads (through inlined
+  /// nodes) is computed before node `at` (or is a program input).
+  /// Whether an epilogue copy (a write into an input's buffer) stands
+  /// between nodes a and b: what b reads may then differ at a.
+  bool copyBetween(int32_t a, int32_t b) const {
+    for (int32_t k = a + 1; k < b; ++k)
+      if (g.nodes[static_cast<size_t>(k)].op == OpKind::EpilogueCopy) return true;
+    return false;
+  }
+
+  bool operandsBefore(ValueId v, int32_t at, int depth = 0) const {
+    int32_t d = g.values[v].node;
+    if (d < 0) return true;
+    if (!inlined[static_cast<size_t>(d)]) return d < at;
+    const Node& n = g.nodes[static_cast<size_t>(d)];
+    if (n.op == OpKind::Constant) return true;
+    if (depth > kMaxInlineTree || isScatterExpr(n.op)) return false;
+    for (ValueId in : n.inputs)
+      if (!operandsBefore(in, at, depth + 1)) return false;
+    return true;
+  }
+
+  /// Note [Sibling reductions]: each scheduled Row or Column reduction not yet taken
+  /// gathers the later ones (within the row-group window) of the same input
+  /// shape, dims, output type and schedule whose operands exist at it.
+  /// Each result is computed as its own kernel computed it -- the same
+  /// threads, chunks and trees -- so the bits do not change; what changes is
+  /// that the operands they share are read once.
+  void planSiblings() {
+    constexpr size_t kMaxSiblings = 8;
+    std::set<int32_t> taken;
+    for (const auto& [a, b] : plan.moments) taken.insert({a, b});
+    for (const auto& [k, s] : plan.schedules) {
+      if ((s.kind != ReductionSchedule::Row && s.kind != ReductionSchedule::Column) || taken.count(k)) continue;
+      const Node& an = g.nodes[static_cast<size_t>(k)];
+      const TensorType& it = g.type(an.inputs[0]);
+      const TensorType& ot = g.type(an.outputs[0]);
+      if (!isFloating(ot.dtype)) continue;
+      const Ints dims = reductionDims(an.attrs, it.rank());
+      std::vector<int32_t> more;
+      for (auto j = plan.schedules.upper_bound(k); j != plan.schedules.end() && more.size() + 1 < kMaxSiblings; ++j) {
+        if (static_cast<size_t>(j->first - k) > kRowGroupWindow || copyBetween(k, j->first)) break;
+        const Node& bn = g.nodes[static_cast<size_t>(j->first)];
+        if (taken.count(j->first) || j->second != s || g.type(bn.inputs[0]).sizes != it.sizes || g.type(bn.outputs[0]) != ot ||
+            reductionDims(bn.attrs, it.rank()) != dims || !operandsBefore(bn.inputs[0], k))
+          continue;
+        more.push_back(j->first);
+      }
+      if (more.empty()) continue;
+      taken.insert(k);
+      for (int32_t m : more) taken.insert(m);
+      plan.siblings[k] = std::move(more);
+    }
   }
 
   // ------------------------------------------------------------ moments
@@ -361,7 +417,7 @@ struct Planner {
       if (it == meansOf.end()) continue;
       for (int32_t a : it->second) {
         const Node& an = g.nodes[static_cast<size_t>(a)];
-        if (a >= k || paired.count(a) || an.attrs != bn.attrs || plan.schedules.at(a) != s || g.type(an.outputs[0]) != g.type(bn.outputs[0]))
+        if (a >= k || paired.count(a) || copyBetween(a, k) || an.attrs != bn.attrs || plan.schedules.at(a) != s || g.type(an.outputs[0]) != g.type(bn.outputs[0]))
           continue;
         const TensorType& xt = g.type(x);
         Ints kept = xt.sizes;
@@ -635,6 +691,9 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
       if (n.op == OpKind::EpilogueCopy)
         if (int32_t d = regionSource(g, n); d >= 0) os << ", the region %" << g.values[g.nodes[static_cast<size_t>(d)].outputs[0]].name;
       if (auto b = plan.gemmBias.find(id); b != plan.gemmBias.end()) os << " + bias %" << g.values[b->second].name;
+      for (const auto& [a, more] : plan.siblings)
+        if (std::find(more.begin(), more.end(), id) != more.end())
+          os << ", with %" << g.values[g.nodes[static_cast<size_t>(a)].outputs[0]].name << " (siblings)";
       for (const auto& [a, b] : plan.moments)
         if (b == id) os << ", with %" << g.values[g.nodes[static_cast<size_t>(a)].outputs[0]].name << " (Welford)";
       if (auto s = plan.schedules.find(id); s != plan.schedules.end()) {

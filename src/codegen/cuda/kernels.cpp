@@ -689,6 +689,134 @@ KernelEmitter::Kernel KernelEmitter::moments(const Node& a, const Node& bn) {
   return k;
 }
 
+/// Note [Sibling reductions]: the loop, trees and combine of
+/// scheduledReduction's Row or Column kind, once, with an accumulator per reduction;
+/// loads of an operand the expressions share are made once (the memo).
+KernelEmitter::Kernel KernelEmitter::siblings(const std::vector<const Node*>& ns) {
+  const Node& a = *ns.front();
+  const TensorType& it = g.type(a.inputs[0]);
+  const TensorType& ot = g.type(a.outputs[0]);
+  const ReductionSchedule& s = plan_.schedules.at(static_cast<int32_t>(&a - g.nodes.data()));
+  AOTC_CHECK((s.kind == ReductionSchedule::Row || s.kind == ReductionSchedule::Column) && !b_.dynamic(),
+             "sibling reductions need a static Row or Column schedule");
+  const bool column = s.kind == ReductionSchedule::Column;
+  const Ints dims = reductionDims(a.attrs, it.rank());
+  Ints keptSizes = it.sizes, redDims;
+  int64_t nred = 1;
+  for (int64_t d = 0; d < it.rank(); ++d)
+    if (std::binary_search(dims.begin(), dims.end(), d)) {
+      keptSizes[static_cast<size_t>(d)] = 1;
+      redDims.push_back(d);
+      nred *= it.sizes[static_cast<size_t>(d)];
+    }
+  const char* acc = accumType(ot.dtype);
+  const DType accType = ot.dtype == DType::F64 ? DType::F64 : DType::F32;
+  const size_t P = ns.size();
+  ExprCtx x;
+  for (const Node* n : ns) noteNode(x, *n);
+  x.indent = "    ";
+  std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
+  std::vector<std::string> vs;
+  for (const Node* n : ns) vs.push_back(emitValue(n->inputs[0], it.sizes, c, x));
+  const int64_t K = ot.numel(), rank = std::max<int64_t>(it.rank(), 1);
+  const bool split = s.split > 1;
+  auto both = [&](size_t p, const std::string& l, const std::string& r) {
+    const std::string combine = reductionRule(ns[p]->op)->cudaCombine;
+    return combine.empty() ? l + " + " + r : combine + "(" + l + ", " + r + ")";
+  };
+  std::ostringstream os;
+  os << "// aotc kernel:";
+  for (size_t o = 0; o < x.ops.size(); ++o) os << (o ? ", " : " ") << x.ops[o];
+  os << " (" << P << " sibling reductions)\nextern \"C\" __global__ void @KERNEL@(";
+  if (split) {
+    os << acc << "* __restrict__ out";
+  } else {
+    for (size_t p = 0; p < P; ++p) os << (p ? ", " : "") << storageType(g.type(ns[p]->outputs[0]).dtype) << "* __restrict__ out" << p;
+  }
+  for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;
+  os << ") {\n";
+  const int64_t KB = (K + 31) / 32, lanes = column ? s.block / 32 : s.block;  // Column: blocks across the outputs
+  if (column) {
+    os << "  const unsigned lane = threadIdx.x % 32u, row = threadIdx.x / 32u;\n";
+    os << "  aotc_i64 i = (aotc_i64)(blockIdx.x % " << KB << "u) * 32 + lane;\n  aotc_i64 sp = blockIdx.x / " << KB << "u;\n";
+  } else {
+    os << "  aotc_i64 i = blockIdx.x % " << K << "u;\n  aotc_i64 sp = blockIdx.x / " << K << "u;\n";
+  }
+  for (size_t p = 0; p < P; ++p) os << "  " << acc << " acc" << p << " = " << reductionRule(ns[p]->op)->cudaInit << ";\n";
+  os << "  if (i < " << K << ") {\n    aotc_i64 c[" << rank << "];\n    { aotc_i64 r = i;\n";
+  int64_t outerKept = 0;
+  while (outerKept < it.rank() && keptSizes[static_cast<size_t>(outerKept)] == 1) ++outerKept;
+  for (int64_t d = it.rank(); d-- > 0;)
+    if (keptSizes[static_cast<size_t>(d)] != 1) os << coordStep("      ", "c", d, "r", keptSizes[static_cast<size_t>(d)], d == outerKept, false);
+    else if (!std::binary_search(redDims.begin(), redDims.end(), d)) os << "      c[" << d << "] = 0;\n";
+  os << "    }\n";
+  os << "    aotc_i64 j1 = sp * " << s.chunk << " + " << s.chunk << ";\n    if (j1 > " << nred << ") j1 = " << nred << ";\n";
+  os << "    for (aotc_i64 j = sp * " << s.chunk << " + " << (column ? "row" : "threadIdx.x") << "; j < j1; j += " << lanes << ") {\n";
+  os << "    aotc_i64 q = j;\n";
+  for (size_t k = redDims.size(); k-- > 0;)
+    os << coordStep("    ", "c", redDims[k], "q", it.sizes[static_cast<size_t>(redDims[k])], k == 0, false);
+  os << x.code.str();
+  for (size_t p = 0; p < P; ++p) {
+    const std::string combine = reductionRule(ns[p]->op)->cudaCombine;
+    if (combine.empty()) os << "    acc" << p << " += (" << acc << ")" << vs[p] << ";\n";
+    else os << "    acc" << p << " = " << combine << "((" << acc << ")" << vs[p] << ", acc" << p << ");\n";
+  }
+  os << "    }\n  }\n";
+  // Each accumulator's fixed tree, as blockTree (Row) or Note [Column
+  // reductions] (Column: the rows of partials halved) lays it out.
+  for (size_t p = 0; p < P; ++p) os << "  __shared__ " << acc << " part" << p << "[" << s.block << "];\n  part" << p << "[threadIdx.x] = acc" << p << ";\n";
+  os << "  __syncthreads();\n  for (unsigned h = " << (column ? lanes / 2 : s.block / 2) << "; h > 0; h >>= 1) {\n    if ("
+     << (column ? "row" : "threadIdx.x") << " < h) {\n";
+  for (size_t p = 0; p < P; ++p) {
+    const std::string pp = "part" + std::to_string(p);
+    os << "      " << pp << "[threadIdx.x] = " << both(p, pp + "[threadIdx.x]", pp + (column ? "[threadIdx.x + h * 32u]" : "[threadIdx.x + h]")) << ";\n";
+  }
+  os << "    }\n    __syncthreads();\n  }\n";
+  os << (column ? "  if (row != 0 || i >= " + std::to_string(K) + ") return;\n" : std::string("  if (threadIdx.x != 0) return;\n"));
+  const std::string first = column ? "[lane]" : "[0]";
+  for (size_t p = 0; p < P; ++p) {
+    const TensorType& pt = g.type(ns[p]->outputs[0]);
+    if (split) {
+      os << "  out[(sp * " << K << " + i) * " << P << " + " << p << "] = part" << p << first << ";\n";
+    } else {
+      std::string r = "part" + std::to_string(p) + first;
+      if (reductionRule(ns[p]->op)->mean) r = "(" + r + " / (" + acc + ")" + std::to_string(nred) + ")";
+      os << "  out" << p << "[" << (pt.offset ? std::to_string(pt.offset) + " + " : std::string()) << "i] = (" << storageType(pt.dtype) << ")" << r << ";\n";
+    }
+  }
+  os << "}\n";
+  Kernel k;
+  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
+  k.leaves = x.leaves;
+  k.threads = s.blocks;
+  k.per = 1;
+  k.block = s.block;
+  k.serial = s.serial;
+  k.split = s.split;
+  if (!split) return k;
+  // Each output's partials, combined in chunk order.
+  std::ostringstream cs;
+  cs << "// aotc kernel:";
+  for (size_t o = 0; o < x.ops.size(); ++o) cs << (o ? ", " : " ") << x.ops[o];
+  cs << " (combine " << s.split << " partials of " << P << " sibling reductions)\nextern \"C\" __global__ void @KERNEL@(";
+  for (size_t p = 0; p < P; ++p) cs << storageType(g.type(ns[p]->outputs[0]).dtype) << "* __restrict__ out" << p << ", ";
+  cs << "const " << acc << "* __restrict__ in0) {\n";
+  cs << "  aotc_i64 i = (aotc_i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  cs << "  if (i >= " << K << ") return;\n";
+  for (size_t p = 0; p < P; ++p) {
+    const TensorType& pt = g.type(ns[p]->outputs[0]);
+    const std::string at = "in0[(sp * " + std::to_string(K) + " + i) * " + std::to_string(P) + " + " + std::to_string(p) + "]";
+    cs << "  {\n    " << acc << " acc = in0[i * " << P << " + " << p << "];\n";
+    cs << "    for (aotc_i64 sp = 1; sp < " << s.split << "; ++sp) acc = " << both(p, "acc", at) << ";\n";
+    if (reductionRule(ns[p]->op)->mean) cs << "    acc = acc / (" << acc << ")" << nred << ";\n";
+    cs << "    out" << p << "[" << (pt.offset ? std::to_string(pt.offset) + " + " : std::string()) << "i] = (" << storageType(pt.dtype) << ")acc;\n  }\n";
+  }
+  cs << "}\n";
+  k.combine = b_.addKernel(cs.str(), x.nodes, x.ids);
+  k.workspace = accType;
+  return k;
+}
+
 /// The kernel of a row group (Note [Row groups]), launched at its seed.
 KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   std::vector<ValueId> outs;

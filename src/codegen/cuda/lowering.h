@@ -140,6 +140,10 @@ class KernelEmitter {
   /// Note [Welford moments]: the mean `a` and the variance `b` of one x,
   /// read once (FusionPlan::moments).
   Kernel moments(const Node& a, const Node& b);
+  /// Note [Sibling reductions]: the reductions `ns` (FusionPlan::siblings)
+  /// in one kernel; `outputs` results, a split one's workspace holding
+  /// ns.size() partials per (chunk, output).
+  Kernel siblings(const std::vector<const Node*>& ns);
   /// A row group's kernel (Note [Row groups]), launched at its seed.
   struct GroupKernel {
     std::string name;

@@ -7,6 +7,7 @@
 // table and returns its name.  Note [Codegen stages] in lowering.h.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "aotc/codegen/fusion.h"
@@ -817,6 +818,53 @@ KernelEmitter::Kernel KernelEmitter::siblings(const std::vector<const Node*>& ns
   return k;
 }
 
+/// Note [Online softmax]: a row group's max A = amax(y) followed, as the
+/// group's next reduction, by B = sum(exp(y - A)) -- softmax's and
+/// log_softmax's statistics -- over rows too long for the row cache were two
+/// passes over y.  One pass keeps a running max m and the sum s of
+/// exp(y - m), rescaling s by exp(m_old - m_new) when m grows (Milakov and
+/// Gimelshein's online normalizer), and the threads combine their (m, s)
+/// pairs the same way.  Terms are 0 while the max is -inf; a row whose max is
+/// -inf gets the NaN the two passes give (exp(-inf - -inf)), and a NaN or a
+/// +inf propagates as it does there.  Each term is rounded once more than in
+/// the two passes (the rescale).  Returns B's member index, or -1.
+int onlinePartner(const Graph& g, const RowGroup& G, size_t a, const std::set<int32_t>& inlined) {
+  const Node& an = g.nodes[static_cast<size_t>(G.members[a])];
+  if (an.op != OpKind::Amax) return -1;
+  const ValueId av = an.outputs[0];
+  auto base = [&](ValueId v) {
+    for (auto it = G.aliases.find(v); it != G.aliases.end(); it = G.aliases.find(v)) v = it->second;
+    return v;
+  };
+  auto expr = [&](ValueId v) -> const Node* {
+    const int32_t d = g.values[v].node;
+    return d >= 0 && (G.exprNodes.count(d) || inlined.count(d)) ? &g.nodes[static_cast<size_t>(d)] : nullptr;
+  };
+  // Whether y's expression reads A (then it is not y's max that A holds).
+  std::function<bool(ValueId, int)> readsA = [&](ValueId v, int depth) {
+    v = base(v);
+    if (v == av) return true;
+    const Node* n = expr(v);
+    if (!n) return false;
+    if (depth > 64) return true;
+    for (ValueId in : n->inputs)
+      if (readsA(in, depth + 1)) return true;
+    return false;
+  };
+  for (size_t b = a + 1; b < G.members.size(); ++b) {
+    const Node& bn = g.nodes[static_cast<size_t>(G.members[b])];
+    if (!isReduction(bn.op)) continue;
+    if (bn.op != OpKind::Sum || g.type(bn.outputs[0]).dtype != g.type(av).dtype) return -1;
+    const Node* e = expr(bn.inputs[0]);
+    if (!e || e->op != OpKind::Exp) return -1;
+    const Node* d = expr(e->inputs[0]);
+    if (!d || d->op != OpKind::Sub || base(d->inputs[1]) != av || base(d->inputs[0]) != base(an.inputs[0])) return -1;
+    if (readsA(an.inputs[0], 0)) return -1;
+    return static_cast<int>(b);
+  }
+  return -1;
+}
+
 /// The kernel of a row group (Note [Row groups]), launched at its seed.
 KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   std::vector<ValueId> outs;
@@ -925,12 +973,54 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   // A row's element count as a double (an integer token where it may vary: Note [Dynamic codegen]).
   const std::string nredText = b_.dynamic() || !anyDouble ? "(" + acct + ")" + std::to_string(G.nred) : std::to_string(G.nred) + ".0";
   int reg = 0;
-  for (int32_t m : G.members) {
+  std::set<int32_t> inlinedNodes;
+  for (size_t k = 0; k < plan_.inlined.size(); ++k)
+    if (plan_.inlined[k]) inlinedNodes.insert(static_cast<int32_t>(k));
+  std::set<size_t> doneOnline;  // Note [Online softmax]: sums computed with their max
+  for (size_t mi = 0; mi < G.members.size(); ++mi) {
+    const int32_t m = G.members[mi];
     const Node& n = g.nodes[static_cast<size_t>(m)];
     ValueId v = n.outputs[0];
     noteNode(x, n);
     const char* ct = computeType(g.type(v).dtype);
     std::string r = "r" + std::to_string(reg++);
+    if (doneOnline.count(mi)) continue;
+    if (const int ob = !perThread && shape.cache == 0 && !b_.dynamic() ? onlinePartner(g, G, mi, inlinedNodes) : -1; ob >= 0) {
+      // Note [Online softmax]: A and B in one pass.
+      const Node& bn = g.nodes[static_cast<size_t>(G.members[static_cast<size_t>(ob)])];
+      noteNode(x, bn);
+      const std::string rb = "r" + std::to_string(reg++);
+      x.indent = "    ";
+      const std::string e = emitValue(n.inputs[0], G.shape, c, x);
+      auto ex = [&](const std::string& arg) { return pointwiseExpr(OpKind::Exp, {"(" + acct + ")(" + arg + ")"}); };
+      const DType accType = anyDouble ? DType::F64 : DType::F32;
+      body << "  " << ct << " " << r << ", " << rb << ";\n  {\n  const " << acct << " om0 = " << literal(-INFINITY, accType) << ";\n  " << acct << " om = " << literal(-INFINITY, accType) << ", os = 0;\n";
+      body << rowLoop() << takeCode();
+      body << "    const " << acct << " oe = (" << acct << ")" << e << ", on = aotc_max(oe, om);\n";
+      body << "    if (on != om0) os = os * " << ex("om - on") << " + " << ex("oe - on") << ";\n    om = on;\n  }\n";
+      // The (m, s) pairs, combined by the same rule in the butterflies.
+      auto pair = [&](int64_t from) {
+        body << "  for (int k = " << from << "; k > 0; k >>= 1) {\n";
+        body << "    const " << acct << " pm = __shfl_xor_sync(0xffffffffu, om, k), ps = __shfl_xor_sync(0xffffffffu, os, k), on = aotc_max(om, pm);\n";
+        body << "    os = on == om0 ? os : os * " << ex("om - on") << " + ps * " << ex("pm - on") << ";\n    om = on;\n  }\n";
+      };
+      pair(16);
+      if (warps > 1) {
+        body << "  __shared__ " << acct << " opm[" << warps << "], ops[" << warps << "];\n";
+        body << "  if (lane == 0) { opm[threadIdx.x >> 5] = om; ops[threadIdx.x >> 5] = os; }\n  __syncthreads();\n";
+        body << "  om = opm[lane & " << warps - 1 << "]; os = ops[lane & " << warps - 1 << "];\n";
+        pair(warps / 2);
+      }
+      body << "  om = __shfl_sync(0xffffffffu, om, 0); os = __shfl_sync(0xffffffffu, os, 0);\n";
+      body << "  " << r << " = " << valueCast(g.type(v).dtype) << "om;\n";
+      body << "  " << rb << " = " << valueCast(g.type(bn.outputs[0]).dtype) << "(om == om0 ? " << literal(NAN, accType) << " : os);\n";
+      if (warps > 1) body << "  __syncthreads();\n";
+      body << "  }\n";
+      x.registers[v] = r;
+      x.registers[bn.outputs[0]] = rb;
+      doneOnline.insert(static_cast<size_t>(ob));
+      continue;
+    }
     if (isReduction(n.op)) {
       const ReductionRule& rs = *reductionRule(n.op);
       x.indent = "    ";

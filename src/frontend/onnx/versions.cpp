@@ -48,7 +48,7 @@ const std::map<std::string, int>& reviewedAfter17() {
     // noop_with_empty_axes; Split's num_outputs; ScatterElements/ScatterND's
     // max and min reductions.  The bitwise ops are new at 18.
     set(18, {"ReduceL1", "ReduceL2", "ReduceMean", "ReduceProd", "ReduceSumSquare", "Split", "ScatterElements", "ScatterND", "BitwiseAnd",
-             "BitwiseNot", "BitwiseOr", "BitwiseXor"});
+             "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad"});
     // 19: Resize's half_pixel_symmetric (18: axes, keep_aspect_ratio_policy;
     // antialias refused where it changes the result); Equal adds strings
     // (refused: no string dtype); AveragePool adds dilations (refused by the
@@ -56,20 +56,22 @@ const std::map<std::string, int>& reviewedAfter17() {
     set(19, {"Resize", "Equal"});
     // 20: DFT's axis becomes an input (implemented); IsInf adds float16 and
     // bfloat16, IsNaN the FP8 types (refused by name); ReduceMax/ReduceMin
-    // add bool with False < True (amax/amin of bool).  Gelu is new at 20.
-    set(20, {"DFT", "IsInf", "IsNaN", "ReduceMax", "ReduceMin", "Gelu"});
+    // add bool with False < True (amax/amin of bool).  Gelu and AffineGrid are
+    // new at 20.
+    set(20, {"DFT", "IsInf", "IsNaN", "ReduceMax", "ReduceMin", "Gelu", "AffineGrid"});
     // 21: GroupNormalization's scale and bias per channel (18: per group),
     // both implemented, and stash_type.
     set(21, {"GroupNormalization"});
-    // 22: bfloat16 added (the ops' meaning unchanged); Dropout adds the FP8
+    // 22: bfloat16 added (the ops' meaning unchanged; LpPool's 18 adds
+    // ceil_mode, refused unless 0, and dilations); Dropout adds the FP8
     // types (refused by name).  AveragePool/MaxPool 22 also say that a
     // ceil_mode window starting in the right padding is dropped, which is
     // PyTorch's rule that aotc's pooling ops follow (windowOut, ops.cpp).
     set(22, {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "Conv", "ConvTranspose", "Cos", "Cosh", "Dropout", "Elu",
              "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
-             "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
-    // 23: RMSNormalization is new.
-    set(23, {"RMSNormalization"});
+             "LpPool", "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
+    // 23: RMSNormalization and RotaryEmbedding are new.
+    set(23, {"RMSNormalization", "RotaryEmbedding"});
     // 24: TopK adds bfloat16.  Swish is new.
     set(24, {"TopK", "Swish"});
     // 19, 21, 23, 24, 25: the FP8, INT4/UINT4, FP4, FLOAT8E8M0 and INT2/UINT2

@@ -92,10 +92,11 @@ const std::map<std::string, int>& reviewedAfter17() {
     // ReverseSequence add element types; ReduceLogSum(Exp) drop the integer
     // ones; DepthToSpace 28's schema (doc, attributes, types) is 13's;
     // SpaceToDepth's mode (implemented).  Mod 28 defines fmod=0 for floats
-    // (A - floor(A/B)*B), which the converter refuses as before; integers are
-    // unchanged.  BitShift 28 adds the signed types, which the converter
-    // refuses; for unsigned ones 28 defines a shift by >= the width as 0,
-    // which the converter computes.
+    // (A - floor(A/B)*B: remainder, implemented from opset 28); integers are
+    // unchanged.  BitShift 28 adds the signed types (implemented: arithmetic
+    // right shift, wrapping left shift, the sign fill out of range; int64's
+    // left shift refused); for unsigned ones 28 defines a shift by >= the
+    // width as 0, which the converter computes.
     set(28, {"Cast", "Celu", "DepthToSpace", "Einsum", "OneHot", "ReverseSequence", "ReduceLogSum", "ReduceLogSumExp", "SpaceToDepth", "Mod",
              "BitShift"});
     return r;

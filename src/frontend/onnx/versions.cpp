@@ -68,8 +68,8 @@ const std::map<std::string, int>& reviewedAfter17() {
     // ceil_mode window starting in the right padding is dropped, which is
     // PyTorch's rule that aotc's pooling ops follow (windowOut, ops.cpp).
     set(22, {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "Conv", "ConvTranspose", "Cos", "Cosh", "Dropout", "Elu",
-             "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
-             "LpPool", "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
+             "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
+             "LpPool", "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "RNN", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
     // 23: RMSNormalization and RotaryEmbedding are new.
     set(23, {"RMSNormalization", "RotaryEmbedding"});
     // 24: TopK adds bfloat16.  Swish is new.

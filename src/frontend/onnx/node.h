@@ -260,6 +260,7 @@ Entries linalgConverters();
 Entries lossesConverters();
 Entries normalizationConverters();
 Entries pointwiseConverters();
+Entries quantizeConverters();
 Entries randomConverters();
 Entries recurrentConverters();
 Entries reductionsConverters();

@@ -97,7 +97,11 @@ const std::map<std::string, int>& reviewedAfter17() {
     // right shift, wrapping left shift, the sign fill out of range; int64's
     // left shift refused); for unsigned ones 28 defines a shift by >= the
     // width as 0, which the converter computes.
-    set(28, {"Cast", "Celu", "DepthToSpace", "Einsum", "OneHot", "ReverseSequence", "ReduceLogSum", "ReduceLogSumExp", "SpaceToDepth", "Mod",
+    // QuantizeLinear/DequantizeLinear: 13 axis, 19 saturate and FP8, 21
+    // block_size, output_dtype, 16-bit and 4-bit types, 23-25 FP4, E8M0
+    // scales and 2-bit types (refused by name), 28 precision: implemented
+    // for the 8- and 16-bit integer types (quantize.cpp).
+    set(28, {"QuantizeLinear", "DequantizeLinear", "Cast", "Celu", "DepthToSpace", "Einsum", "OneHot", "ReverseSequence", "ReduceLogSum", "ReduceLogSumExp", "SpaceToDepth", "Mod",
              "BitShift"});
     return r;
   }();

@@ -7,6 +7,7 @@
 // scale in float32, cast to the output type.  Scales and zero points per
 // tensor, per axis, or per block of block_size along the axis.  The
 // float8/float4/int4/int2 types are refused by name (dtypeOfOnnx).
+// MatMulInteger and QLinearMatMul: the 8-bit product exactly in float64.
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
 //===----------------------------------------------------------------------===//
@@ -150,12 +151,59 @@ Outs dynamicQuantizeLinearOp(Node& c) {
   return {quantize(c, x, scale, zp, DType::U8, DType::F32), scale, zp};
 }
 
+/// A per-row ([M], 'a') or per-column ([N], 'b') vector shaped to broadcast
+/// over a [.., M, N] product; N-D ones are used as given.
+ValueId rowOrColumn(Node& c, ValueId v, bool row) {
+  if (c.type(v).rank() == 1 && row) return c.reshape(v, {c.type(v).sizes[0], 1});
+  return v;
+}
+
+/// (a - a_zp) @ (b - b_zp) of 8-bit integers, exactly: in float64, where a
+/// sum of K products below 2^16 each is exact; K must keep it inside int32
+/// (the 32-bit accumulation ONNX allows to wrap is refused).
+ValueId integerProduct(Node& c, size_t ia, size_t iazp, size_t ib, size_t ibzp, const char* name) {
+  ValueId a = c.in(ia), b = c.in(ib);
+  for (ValueId v : {a, b})
+    if (c.type(v).dtype != DType::I8 && c.type(v).dtype != DType::U8) c.fail(cat(name, ": the inputs must be int8 or uint8"));
+  if (c.type(a).rank() < 2 || c.type(b).rank() < 2) c.fail(cat(name, ": 1-D operands are not supported"));
+  int64_t K = c.type(a).sizes.back();
+  if (static_cast<double>(K) * 255.0 * 255.0 >= 0x1p31) c.fail(cat(name, ": ", K, " products could overflow int32's accumulation"));
+  ValueId fa = c.cast(a, DType::F64), fb = c.cast(b, DType::F64);
+  if (c.has(iazp)) fa = c.sub(fa, c.cast(rowOrColumn(c, c.in(iazp), true), DType::F64));
+  if (c.has(ibzp)) fb = c.sub(fb, c.cast(rowOrColumn(c, c.in(ibzp), false), DType::F64));
+  return matmul(c, fa, fb);
+}
+
+Outs matMulIntegerOp(Node& c) { return {c.cast(integerProduct(c, 0, 2, 1, 3, "MatMulInteger"), DType::I32)}; }
+
+/// QLinearMatMul, as the reference: the int32 product times (a_scale *
+/// b_scale / y_scale) (in the scales' type) in float64, plus y_zero_point,
+/// rounded half to even and saturated.
+Outs qlinearMatMulOp(Node& c) {
+  ValueId prod = integerProduct(c, 0, 2, 3, 5, "QLinearMatMul");
+  ValueId as = rowOrColumn(c, c.in(1), true), bs = rowOrColumn(c, c.in(4), false), ys = c.in(6);
+  DType sd = c.type(as).dtype;
+  if (!isFloating(sd) || c.type(bs).dtype != sd || c.type(ys).dtype != sd) c.fail("QLinearMatMul: the scales must share one float type");
+  ValueId factor = c.div(c.mul(as, bs), ys);
+  ValueId d = c.mul(prod, c.cast(factor, DType::F64));
+  DType out = c.has(7) ? c.type(c.in(7)).dtype : c.type(c.in(0)).dtype;
+  if (c.has(7)) d = c.add(d, c.cast(c.in(7), DType::F64));
+  if (out != DType::I8 && out != DType::U8) c.fail("QLinearMatMul: the output must be int8 or uint8");
+  auto [lo, hi] = quantRange(out);
+  ValueId q = c.op(OpKind::Round, {d});
+  q = c.op(OpKind::Where, {bin(c, OpKind::Lt, {q, c.scalar(lo, DType::F64)}), c.scalar(lo, DType::F64), q});
+  q = c.op(OpKind::Where, {bin(c, OpKind::Gt, {q, c.scalar(hi, DType::F64)}), c.scalar(hi, DType::F64), q});
+  return {c.cast(q, out)};
+}
+
 }  // namespace
 
 Entries quantizeConverters() {
   return {
     {"DequantizeLinear", dequantizeLinearOp},
     {"DynamicQuantizeLinear", dynamicQuantizeLinearOp},
+    {"MatMulInteger", matMulIntegerOp},
+    {"QLinearMatMul", qlinearMatMulOp},
     {"QuantizeLinear", quantizeLinearOp},
   };
 }

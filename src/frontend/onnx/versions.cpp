@@ -100,7 +100,9 @@ const std::map<std::string, int>& reviewedAfter17() {
     // QuantizeLinear/DequantizeLinear: 13 axis, 19 saturate and FP8, 21
     // block_size, output_dtype, 16-bit and 4-bit types, 23-25 FP4, E8M0
     // scales and 2-bit types (refused by name), 28 precision: implemented
-    // for the 8- and 16-bit integer types (quantize.cpp).
+    // for the 8- and 16-bit integer types (quantize.cpp).  QLinearMatMul 21
+    // adds the FP8 types (refused by name).
+    set(21, {"QLinearMatMul"});
     set(28, {"QuantizeLinear", "DequantizeLinear", "Cast", "Celu", "DepthToSpace", "Einsum", "OneHot", "ReverseSequence", "ReduceLogSum", "ReduceLogSumExp", "SpaceToDepth", "Mod",
              "BitShift"});
     return r;

@@ -68,7 +68,7 @@ const std::map<std::string, int>& reviewedAfter17() {
     // ceil_mode window starting in the right padding is dropped, which is
     // PyTorch's rule that aotc's pooling ops follow (windowOut, ops.cpp).
     set(22, {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "Conv", "ConvTranspose", "Cos", "Cosh", "Dropout", "Elu",
-             "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
+             "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "GridSample", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
              "LpPool", "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "RNN", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
     // 23: RMSNormalization and RotaryEmbedding are new.
     set(23, {"RMSNormalization", "RotaryEmbedding"});

@@ -46,9 +46,10 @@ const std::map<std::string, int>& reviewedAfter17() {
     };
     // Opset 18's signature changes, implemented: Reduce* axes as an input and
     // noop_with_empty_axes; Split's num_outputs; ScatterElements/ScatterND's
-    // max and min reductions.  The bitwise ops are new at 18.
+    // max and min reductions.  The bitwise ops, CenterCropPad and Col2Im are
+    // new at 18.
     set(18, {"ReduceL1", "ReduceL2", "ReduceMean", "ReduceProd", "ReduceSumSquare", "Split", "ScatterElements", "ScatterND", "BitwiseAnd",
-             "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad"});
+             "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad", "Col2Im"});
     // 19: Resize's half_pixel_symmetric (18: axes, keep_aspect_ratio_policy;
     // antialias refused where it changes the result); Equal adds strings
     // (refused: no string dtype); AveragePool adds dilations (refused by the

@@ -351,6 +351,59 @@ Outs lpPoolOp(Node& c) {
   return {c.op(OpKind::Pow, {sum, c.scalar(1.0 / p, dt)})};
 }
 
+/// Col2Im (18): the columns [N, C * prod(block), L] summed back into the
+/// image (PyTorch's fold): each column element scatter-added at its padded
+/// image position (block position * stride + kernel offset * dilation, a
+/// compile-time index map), the pads cut off.
+Outs col2ImOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints img = c.knownInts(1, "image_shape"), blk = c.knownInts(2, "block_shape");
+  size_t k = img.size();
+  if (k == 0 || blk.size() != k) c.fail("Col2Im: image_shape and block_shape must have one value per spatial dim");
+  Ints stride = c.ints("strides", Ints(k, 1)), dil = c.ints("dilations", Ints(k, 1)), pads = c.ints("pads", Ints(2 * k, 0));
+  if (stride.size() != k || dil.size() != k || pads.size() != 2 * k) c.fail("Col2Im: strides, dilations and pads must match the spatial dims");
+  const Ints xs = c.type(x).sizes;
+  if (xs.size() != 3) c.fail("Col2Im: the input must be [N, C * prod(block_shape), L]");
+  int64_t K = 1, L = 1, P = 1;
+  Ints padded(k), blocks(k);
+  for (size_t d = 0; d < k; ++d) {
+    if (img[d] <= 0 || blk[d] <= 0 || stride[d] <= 0 || dil[d] <= 0 || pads[d] < 0 || pads[d + k] < 0) c.fail("Col2Im: sizes must be positive and pads not negative");
+    padded[d] = img[d] + pads[d] + pads[d + k];
+    int64_t span = dil[d] * (blk[d] - 1) + 1;
+    if (span > padded[d]) c.fail("Col2Im: the block is larger than the padded image");
+    blocks[d] = (padded[d] - span) / stride[d] + 1;
+    K *= blk[d];
+    L *= blocks[d];
+    P *= padded[d];
+  }
+  if (xs[1] % K || xs[2] != L) c.fail(cat("Col2Im: the input must be [N, C * ", K, ", ", L, "]"));
+  if (K * L > kMaxFoldElements) c.fail("Col2Im: the index map is too large");
+  int64_t N = xs[0], C = xs[1] / K;
+  HostTensor map = HostTensor::zeros(DType::I64, {K * L});
+  for (int64_t kk = 0; kk < K; ++kk)
+    for (int64_t l = 0; l < L; ++l) {
+      int64_t kr = kk, lr = l, pos = 0, scale = 1;
+      for (size_t d = k; d-- > 0;) {
+        int64_t off = kr % blk[d], b = lr % blocks[d];
+        kr /= blk[d];
+        lr /= blocks[d];
+        pos += (b * stride[d] + off * dil[d]) * scale;
+        scale *= padded[d];
+      }
+      map.data[static_cast<size_t>(kk * L + l)] = static_cast<double>(pos);
+    }
+  ValueId idx = c.contiguous(c.expand(c.reshape(c.constant(std::move(map)), {1, 1, K * L}), {N, C, K * L}));
+  ValueId zero = c.full(0.0, TensorType::contiguous(c.type(x).dtype, {N, C, P}));
+  ValueId y = c.op(OpKind::ScatterAdd, {zero, idx, c.reshape(x, {N, C, K * L})}, Attrs{{"dim", int64_t{2}}});
+  Ints shape{N, C};
+  shape.insert(shape.end(), padded.begin(), padded.end());
+  y = c.reshape(y, shape);
+  for (size_t d = 0; d < k; ++d)
+    if (pads[d] || pads[d + k])
+      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", static_cast<int64_t>(d + 2)}, {"start", pads[d]}, {"end", pads[d] + img[d]}, {"step", int64_t{1}}});
+  return {y};
+}
+
 template <bool Max>
 Outs globalPoolOp(Node& c) {
   ValueId x = c.in(0);
@@ -366,6 +419,7 @@ Entries windowsConverters() {
   return {
     {"AveragePool", poolOp<false>},
     {"CenterCropPad", centerCropPadOp},
+    {"Col2Im", col2ImOp},
     {"Conv", convOp},
     {"ConvTranspose", convTransposeOp},
     {"GlobalAveragePool", globalPoolOp<false>},

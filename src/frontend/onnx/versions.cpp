@@ -85,9 +85,8 @@ const std::map<std::string, int>& reviewedAfter17() {
              "Unsqueeze", "Attention"});
     // 26: CumProd is new.
     set(26, {"CumProd"});
-    // 27: Range adds float16/bfloat16 with stash_type; the converter refuses
-    // those two types at opset 27 (the accumulation precision is not
-    // implemented) and is unchanged for the others.
+    // 27: Range adds float16/bfloat16 accumulated in stash_type's precision
+    // (implemented, as numpy.arange in that type); the others are unchanged.
     set(27, {"Range"});
     // 28: Cast adds the FP6 types (refused by name); Celu, Einsum, OneHot and
     // ReverseSequence add element types; ReduceLogSum(Exp) drop the integer

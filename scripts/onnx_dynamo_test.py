@@ -16,6 +16,14 @@ and then:
              same module in eval mode.
 Both on the backend given (reference or emulate).
 
+mobilenet_v2's ReLU6 (exported as Clip) meets inputs exactly at its bound 0:
+a fresh model's eval-mode batch norms (mean 0, bias 0) pass the exact zeros
+of depthwise convolutions over all-zero windows (about 16,000 in one
+forward at 32x32, half of the 960-channel 1x1 maps).  ONNX defines no
+gradient; aotc's Clip gives 0 at a bound, as hardtanh_backward does (Note
+[ONNX Clip's gradient], src/frontend/onnx/pointwise.cpp), so the eager
+gradients are what the graph means here.
+
 Usage: scripts/onnx_dynamo_test.py [--aotc PATH] [--backend reference|emulate] [--cache-dir D]
        [MODEL ...]   (models: resnet18 mobilenet_v2 vit_b_16 vit_small transformer lstm;
                       default: all)

@@ -255,6 +255,18 @@ def newer_opsets():
     write_safetensors("newer_function.expected.safetensors", {"output.0": b[:, :3], "output.1": b[:, 3:]})
 
 
+def newer_undefined_op():
+    """Gelu (defined from opset 20) in an opset-18 model: refused by the op
+    version guard (Note [ONNX op versions]), which ONNX 1.12's checker cannot
+    be for opsets it does not know."""
+    nodes = [helper.make_node("Gelu", ["x"], ["y"], name="gelu")]
+    g = helper.make_graph(nodes, "newer_undefined_op", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], producer_name="aotc-testdata")
+    with open(os.path.join(HERE, "newer_undefined_op.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
 if __name__ == "__main__":
     mlp()
     unsupported()
@@ -267,3 +279,4 @@ if __name__ == "__main__":
     int_types()
     inputs()
     newer_opsets()
+    newer_undefined_op()

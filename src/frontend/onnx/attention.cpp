@@ -8,7 +8,8 @@
 // past's length, or per batch nonpad_kv_seqlen minus the query length), the
 // sliding window (left/right_window_size), nonpad_kv_seqlen's padding mask,
 // and a softmax that gives 0 on fully masked rows.  qk_matmul_output_mode
-// picks the fourth output.
+// picks the fourth output.  RotaryEmbedding (23) rotates features by cos/sin
+// caches.
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
 //===----------------------------------------------------------------------===//
@@ -127,9 +128,71 @@ Outs attentionOp(Node& c) {
 
 }  // namespace
 
+namespace {
+
+/// RotaryEmbedding (23), as ONNX's reference: X [B, H, S, D] or [B, S, H*D]
+/// (num_heads), its first rotary_embedding_dim features rotated by the cos
+/// and sin caches ([B, S, d/2], or [P, d/2] rows picked by position_ids),
+/// as halves or interleaved pairs; the other features kept.
+Outs rotaryEmbeddingOp(Node& c) {
+  ValueId x = c.in(0);
+  const Ints in = c.type(x).sizes;
+  int64_t rank = c.type(x).rank();
+  if (rank != 3 && rank != 4) c.fail("RotaryEmbedding: the input must have 3 or 4 dims");
+  if (!isFloating(c.type(x).dtype)) c.fail("RotaryEmbedding: the input must be floating-point");
+  auto slice = [&](ValueId v, int64_t dim, int64_t b, int64_t e, int64_t st) {
+    return c.op(OpKind::Slice, {v}, Attrs{{"dim", dim}, {"start", b}, {"end", e}, {"step", st}});
+  };
+  if (rank == 4) {
+    x = c.op(OpKind::Transpose, {x}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}});  // [B, S, H, D]
+  } else {
+    int64_t nh = c.i("num_heads", 0);
+    if (nh <= 0 || in[2] % nh) c.fail(cat("RotaryEmbedding: a 3-D input needs num_heads dividing its hidden size ", in[2]));
+    x = c.reshape(x, {in[0], in[1], nh, in[2] / nh});
+  }
+  const Ints s = c.type(x).sizes;
+  int64_t B = s[0], S = s[1], D = s[3];
+  int64_t rd = c.i("rotary_embedding_dim", 0);
+  if (rd == 0) rd = D;
+  if (rd < 0 || rd > D || rd % 2) c.fail(cat("RotaryEmbedding: rotary_embedding_dim ", rd, " must be even and at most the head size ", D));
+  int64_t half = rd / 2;
+  auto cache = [&](size_t i) {
+    ValueId t = c.in(i);
+    if (c.type(t).dtype != c.type(x).dtype) c.fail("RotaryEmbedding: the caches must have the input's dtype");
+    const Ints cs = c.type(t).sizes;
+    if (c.has(3)) {
+      if (cs.size() != 2 || cs[1] != half) c.fail(cat("RotaryEmbedding: with position_ids a cache must be [positions, ", half, "]"));
+      ValueId ids = c.cast(c.in(3), DType::I64);
+      if (c.type(ids).sizes != Ints{B, S}) c.fail("RotaryEmbedding: position_ids must be [batch, sequence]");
+      t = c.op(OpKind::IndexSelect, {t, wrapNegative(c, c.reshape(ids, {B * S}), cs[0])}, Attrs{{"dim", int64_t{0}}});
+    } else if (cs != Ints{B, S, half}) {
+      c.fail(cat("RotaryEmbedding: without position_ids a cache must be [", B, ", ", S, ", ", half, "]"));
+    }
+    return c.reshape(t, {B, S, 1, half});
+  };
+  ValueId cosv = cache(1), sinv = cache(2);
+  ValueId xr = rd < D ? slice(x, 3, 0, rd, 1) : x;
+  bool inter = c.i("interleaved", 0) != 0;
+  ValueId x1 = inter ? slice(xr, 3, 0, rd, 2) : slice(xr, 3, 0, half, 1);
+  ValueId x2 = inter ? slice(xr, 3, 1, rd, 2) : slice(xr, 3, half, rd, 1);
+  ValueId re = c.sub(c.mul(cosv, x1), c.mul(sinv, x2));
+  ValueId im = c.add(c.mul(sinv, x1), c.mul(cosv, x2));
+  ValueId rot = inter ? c.reshape(c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {re}, Attrs{{"dim", int64_t{4}}}),
+                                                     c.op(OpKind::Unsqueeze, {im}, Attrs{{"dim", int64_t{4}}})},
+                                       Attrs{{"dim", int64_t{4}}}),
+                                 {B, S, s[2], rd})
+                      : c.op(OpKind::Cat, {re, im}, Attrs{{"dim", int64_t{3}}});
+  ValueId y = rd < D ? c.op(OpKind::Cat, {rot, slice(x, 3, rd, D, 1)}, Attrs{{"dim", int64_t{3}}}) : rot;
+  if (rank == 4) return {c.op(OpKind::Transpose, {y}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}})};
+  return {c.reshape(y, in)};
+}
+
+}  // namespace
+
 Entries attentionConverters() {
   return {
     {"Attention", attentionOp},
+    {"RotaryEmbedding", rotaryEmbeddingOp},
   };
 }
 

@@ -62,6 +62,26 @@ Outs rangeOp(Node& c) {
   double start = c.knownScalar(0, "start"), limit = c.knownScalar(1, "limit"), delta = c.knownScalar(2, "delta");
   DType d = c.dtypeIn(0);
   if (delta == 0) c.fail("Range: delta must not be 0");
+  // Range 27 defines float16/bfloat16 accumulated in stash_type's precision
+  // (float32, or float64 with 11), as the reference's numpy.arange in that
+  // type: element 1 is start + delta rounded, the step their difference, and
+  // element i >= 2 start + i * step, each operation rounded to the type.
+  if (c.opset() >= 27 && (d == DType::F16 || d == DType::BF16)) {
+    int64_t st = c.i("stash_type", 1);
+    if (st != 1 && st != 11) c.fail(cat("Range: stash_type ", st, " is not float (1) or double (11)"));
+    DType w = st == 1 ? DType::F32 : DType::F64;
+    double s = roundTo(w, start);
+    double cnt = std::ceil((limit - s) / delta);
+    int64_t n = cnt > 0 ? static_cast<int64_t>(std::min(cnt, static_cast<double>(kMaxElements))) : 0;
+    if (n >= kMaxFoldElements) c.fail("Range: too many elements");
+    HostTensor t = HostTensor::zeros(d, {n});
+    double b1 = roundTo(w, s + delta), step = roundTo(w, b1 - s);
+    for (int64_t k = 0; k < n; ++k) {
+      double v = k == 0 ? s : k == 1 ? b1 : roundTo(w, s + roundTo(w, roundTo(w, static_cast<double>(k)) * step));
+      t.data[static_cast<size_t>(k)] = roundTo(d, v);
+    }
+    return {t};
+  }
   double cnt = std::ceil((limit - start) / delta);
   int64_t n = cnt > 0 ? static_cast<int64_t>(std::min(cnt, static_cast<double>(kMaxElements))) : 0;
   if (n >= kMaxFoldElements) c.fail("Range: too many elements");

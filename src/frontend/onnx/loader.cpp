@@ -484,6 +484,7 @@ std::string unsupportedReason(const onnx::NodeProto& n, int opset) {
   if (dataDependentOps().count(n.op_type()))
     return cat("op ", n.op_type(), " (opset ", opset, ") has an output shape that depends on the data, which aotc's static shapes cannot hold");
   if (!converters().count(n.op_type())) return cat("op ", n.op_type(), " (opset ", opset, ") is not supported");
+  if (n.domain() != "ai.onnx.preview.training") return versionRefusal(n.op_type(), opset > 0 ? opset : kCheckerOpset, reviewedVersions());
   return "";
 }
 

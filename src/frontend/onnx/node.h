@@ -260,6 +260,7 @@ Entries linalgConverters();
 Entries lossesConverters();
 Entries normalizationConverters();
 Entries pointwiseConverters();
+Entries quantizeConverters();
 Entries randomConverters();
 Entries recurrentConverters();
 Entries reductionsConverters();
@@ -275,5 +276,15 @@ const Table& converters();
 const std::set<std::string>& dataDependentOps();
 /// Ops refused by design -> why (table.cpp).
 const std::map<std::string, std::string>& refusedOps();
+
+// versions.cpp (Note [ONNX op versions])
+/// The since_version of default-domain op `op` in effect at `opset`: 0 when
+/// that opset does not define it yet, -1 when ONNX has no such op.
+int effectiveVersion(const std::string& op, int opset);
+/// Converted op type -> the newest version its converter handles.
+const std::map<std::string, int>& reviewedVersions();
+/// Why a default-domain node of `op` at `opset` is refused by its version
+/// ("" when it is not), given the reviewed versions.
+std::string versionRefusal(const std::string& op, int opset, const std::map<std::string, int>& reviewed);
 
 }  // namespace aotc::onnx_fe

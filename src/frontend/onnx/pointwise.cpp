@@ -41,8 +41,10 @@ Outs modOp(Node& c) {
   ValueId a = c.in(0), b = c.in(1);
   bool fmod = c.i("fmod", 0) != 0;
   if (isFloating(c.type(a).dtype)) {
-    if (!fmod) c.fail("Mod of floating-point inputs requires fmod=1");
-    return {c.op(OpKind::Fmod, {a, b})};
+    // Mod 28 defines fmod=0 for floats: A - floor(A / B) * B, the sign of B
+    // (Python's %, torch.remainder).
+    if (!fmod && c.opset() < 28) c.fail("Mod of floating-point inputs requires fmod=1 before opset 28");
+    return {c.op(fmod ? OpKind::Fmod : OpKind::Remainder, {a, b})};
   }
   return {safeIntBinary(c, fmod ? OpKind::Fmod : OpKind::Remainder, a, b)};
 }
@@ -53,21 +55,49 @@ Outs powOp(Node& c) {
   return {c.op(OpKind::Pow, {a, b})};
 }
 
-/// BitShift (unsigned types): x * 2^y or x / 2^y, and 0 where y reaches the
+/// BitShift.  Unsigned types: x * 2^y or x / 2^y, and 0 where y reaches the
 /// type's width (numpy's and C's rule for unsigned operands; 2^y itself
-/// would wrap there).
+/// would wrap there).  Signed types (28): an arithmetic right shift,
+/// floor(x / 2^y); a left shift keeping the low bits in two's complement;
+/// a shift by a negative amount or by >= the width gives the sign fill (-1
+/// for a right shift of a negative x, else 0).  8- to 32-bit ones are
+/// computed in int64, where nothing wraps; int64's right shift divides in
+/// int64 and its left shift (which wraps int64 itself) is refused.
 Outs bitShiftOp(Node& c) {
   ValueId x = c.in(0), y = c.in(1);
   DType d = c.type(x).dtype;
-  if (!isUnsigned(d) || c.type(y).dtype != d) c.fail(cat("BitShift takes two tensors of one unsigned type, got ", dtypeName(d), " and ", dtypeName(c.type(y).dtype)));
+  if (isFloating(d) || d == DType::Bool || c.type(y).dtype != d)
+    c.fail(cat("BitShift takes two tensors of one integer type, got ", dtypeName(d), " and ", dtypeName(c.type(y).dtype)));
   std::string dir = c.s("direction", "");
   if (dir != "LEFT" && dir != "RIGHT") c.fail(cat("BitShift: direction must be LEFT or RIGHT, got '", dir, "'"));
-  ValueId big = bin(c, OpKind::Ge, {y, c.scalarLike(static_cast<double>(dtypeSize(d) * 8), y)});
-  ValueId zero = c.scalarLike(0, y);
-  ValueId p = c.op(OpKind::Pow, {c.scalarLike(2, y), c.op(OpKind::Where, {big, zero, y})});
-  ValueId r = dir == "LEFT" ? c.op(OpKind::Mul, {x, p})
-                            : c.cast(c.op(OpKind::Trunc, {c.op(OpKind::Div, {c.cast(x, DType::F64), c.cast(p, DType::F64)})}), d);
-  return {c.op(OpKind::Where, {big, c.scalarLike(0, r), r})};
+  int64_t width = dtypeSize(d) * 8;
+  if (isUnsigned(d)) {
+    ValueId big = bin(c, OpKind::Ge, {y, c.scalarLike(static_cast<double>(width), y)});
+    ValueId zero = c.scalarLike(0, y);
+    ValueId p = c.op(OpKind::Pow, {c.scalarLike(2, y), c.op(OpKind::Where, {big, zero, y})});
+    ValueId r = dir == "LEFT" ? c.op(OpKind::Mul, {x, p})
+                              : c.cast(c.op(OpKind::Trunc, {c.op(OpKind::Div, {c.cast(x, DType::F64), c.cast(p, DType::F64)})}), d);
+    return {c.op(OpKind::Where, {big, c.scalarLike(0, r), r})};
+  }
+  if (width == 64 && dir == "LEFT") c.fail("BitShift: a left shift of int64 wraps int64 itself, which aotc's integer arithmetic does not define");
+  ValueId x64 = c.cast(x, DType::I64), y64 = c.cast(y, DType::I64);
+  // int64's right shift by 63 would need 2^63: it is the sign fill, as a shift out of range.
+  int64_t limit = width == 64 ? 63 : width;
+  ValueId bad = c.op(OpKind::LogicalOr, {bin(c, OpKind::Lt, {y64, c.scalar(0, DType::I64)}), bin(c, OpKind::Ge, {y64, c.scalar(static_cast<double>(limit), DType::I64)})});
+  ValueId p = c.op(OpKind::Pow, {c.scalar(2, DType::I64), c.op(OpKind::Where, {bad, c.scalar(0, DType::I64), y64})});
+  ValueId fill = dir == "LEFT" ? c.scalar(0, DType::I64)
+                               : c.op(OpKind::Where, {bin(c, OpKind::Lt, {x64, c.scalar(0, DType::I64)}), c.scalar(-1, DType::I64), c.scalar(0, DType::I64)});
+  ValueId r;
+  if (dir == "RIGHT") {
+    r = c.op(OpKind::DivFloor, {x64, p});
+  } else {
+    // The low `width` bits of x * 2^y (< 2^62), read as a signed number.
+    double m = std::ldexp(1.0, static_cast<int>(width));
+    ValueId u = c.op(OpKind::Remainder, {c.mul(x64, p), c.scalar(m, DType::I64)});
+    ValueId neg = bin(c, OpKind::Ge, {u, c.scalar(m / 2, DType::I64)});
+    r = c.op(OpKind::Where, {neg, c.sub(u, c.scalar(m, DType::I64)), u});
+  }
+  return {c.cast(c.op(OpKind::Where, {bad, fill, r}), d)};
 }
 
 /// Sum / Mean / Max / Min over any number of broadcasting inputs.
@@ -87,22 +117,27 @@ Outs castOp(Node& c) {
   return {c.cast(c.in(0), *d)};
 }
 
+/// Note [ONNX Clip's gradient]: ONNX defines Clip's value, not its
+/// gradient, and at a bound either one-sided derivative is a subgradient.
+/// aotc gives 0 there (a value at or beyond a bound takes the bound, whose
+/// gradient goes to the min/max input): the rule of PyTorch's
+/// hardtanh_backward (ReLU6 and Hardtanh, which both exporters write as
+/// Clip) and of Relu at 0.  torch.clamp's backward passes the gradient at
+/// the bounds instead; an exported clamp meets a value exactly at a bound
+/// rarely, ReLU6 after a batch norm of an all-zero window always (a fresh
+/// mobilenet_v2's late 1x1 feature maps: the dynamo export's gradients
+/// differed from eager by up to 129% before this rule).  Values are the
+/// same either way.
 Outs clipOp(Node& c) {
   ValueId y = c.in(0);
+  auto clipTo = [&](ValueId bound, OpKind beyond) { return c.op(OpKind::Where, {bin(c, beyond, {y, bound}), bound, y}); };
   if (c.opset() < 11) {
-    std::optional<double> lo, hi;
-    if (c.hasAttr("min")) lo = c.f("min", 0);
-    if (c.hasAttr("max")) hi = c.f("max", 0);
-    return {clampOp(c, y, lo, hi)};
+    if (c.hasAttr("min")) y = clipTo(sc(c, c.f("min", 0), y), OpKind::Le);
+    if (c.hasAttr("max")) y = clipTo(sc(c, c.f("max", 0), y), OpKind::Ge);
+    return {y};
   }
-  if (c.has(1)) {
-    ValueId lo = c.in(1);
-    y = c.op(OpKind::Where, {bin(c, OpKind::Lt, {y, lo}), lo, y});
-  }
-  if (c.has(2)) {
-    ValueId hi = c.in(2);
-    y = c.op(OpKind::Where, {bin(c, OpKind::Gt, {y, hi}), hi, y});
-  }
+  if (c.has(1)) y = clipTo(c.in(1), OpKind::Le);
+  if (c.has(2)) y = clipTo(c.in(2), OpKind::Ge);
   return {y};
 }
 

@@ -1,9 +1,10 @@
-//===- onnx/resize.cpp - Resize and Upsample --------------------------------===//
+//===- onnx/resize.cpp - Resize, Upsample, GridSample ----------------------===//
 //
 // Resize (opsets 10-19+) and Upsample: every coordinate transformation
 // mode, nearest mode and the linear/cubic weights; from 18 `axes` and
 // keep_aspect_ratio_policy (antialias is refused where it would change the
-// result: linear or cubic downsampling).  A converter longer than
+// result: linear or cubic downsampling).  GridSample (16, 20: N-D) gathers
+// its taps as ONNX's reference fetches them.  A converter longer than
 // a screen: it reads its attributes as it goes and stays in the front end
 // until it is rewritten over the ops layer's builder.
 //
@@ -203,10 +204,141 @@ Outs resizeOp(Node& c) {
   return {x};
 }
 
+/// x reflected into [lo, hi] as ONNX's reference (_gs_reflect): by the near
+/// border, n whole ranges dropped, even n from that border, odd n from the
+/// other one.
+ValueId reflectInto(Node& c, ValueId x, double lo, double hi) {
+  DType d = c.type(x).dtype;
+  ValueId rng = c.scalar(hi - lo, d), two = c.scalar(2, d), zero = c.scalar(0, d), vlo = c.scalar(lo, d), vhi = c.scalar(hi, d);
+  auto side = [&](ValueId dx, ValueId nearB, ValueId farB, bool below) {
+    ValueId n = c.op(OpKind::Trunc, {c.div(dx, rng)});
+    ValueId r = c.sub(dx, c.mul(n, rng));
+    ValueId even = bin(c, OpKind::Eq, {c.op(OpKind::Fmod, {n, two}), zero});
+    ValueId fromNear = below ? c.add(nearB, r) : c.sub(nearB, r), fromFar = below ? c.sub(farB, r) : c.add(farB, r);
+    return c.op(OpKind::Where, {even, fromNear, fromFar});
+  };
+  ValueId below = side(c.sub(vlo, x), vlo, vhi, true), above = side(c.sub(x, vhi), vhi, vlo, false);
+  return c.op(OpKind::Where, {bin(c, OpKind::Lt, {x, vlo}), below, c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, vhi}), above, x})});
+}
+
+/// GridSample (16, 20: N-D), as ONNX's reference: each output point's grid
+/// coordinates denormalized (float32), rounded half to even for nearest,
+/// moved inside by border or reflection padding; then the taps (1, 2 or 4 per
+/// dim: nearest, linear, cubic with Keys' a = -0.75), each tap index fetched
+/// by the padding rule (zeros: 0 outside; border: clamped; reflection:
+/// reflected), gathered from X and summed with the product of the weights.
+Outs gridSampleOp(Node& c) {
+  ValueId x = c.in(0), grid = c.in(1);
+  const Ints xs = c.type(x).sizes, gs = c.type(grid).sizes;
+  int64_t rank = static_cast<int64_t>(xs.size()), k = rank - 2;
+  if (rank < 3) c.fail("GridSample: the input needs at least 3 dims");
+  if (c.opset() < 20 && rank != 4) c.fail("GridSample: a 4-D input before opset 20");
+  DType dt = c.type(x).dtype;
+  if (!isFloating(dt) || !isFloating(c.type(grid).dtype)) c.fail("GridSample: the input and the grid must be floating-point");
+  if (static_cast<int64_t>(gs.size()) != rank || gs[0] != xs[0] || gs.back() != k)
+    c.fail(cat("GridSample: the grid must be [", xs[0], ", ..., ", k, "]"));
+  std::string mode = c.s("mode", c.opset() >= 20 ? "linear" : "bilinear"), pad = c.s("padding_mode", "zeros");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  if (mode != "linear" && mode != "nearest" && mode != "cubic") c.fail("GridSample: mode '" + mode + "' is not supported");
+  if (pad != "zeros" && pad != "border" && pad != "reflection") c.fail("GridSample: padding_mode '" + pad + "' is not supported");
+  bool corners = c.i("align_corners", 0) != 0;
+  int64_t N = xs[0], C = xs[1], S = 1, P = 1;
+  for (int64_t d = 0; d < k; ++d) {
+    S *= xs[static_cast<size_t>(d + 2)];
+    P *= gs[static_cast<size_t>(d + 1)];
+  }
+  if (S == 0 || P == 0) c.fail("GridSample: empty inputs are not supported");
+  const DType f = DType::F32;  // the reference's coordinates
+  ValueId g = c.reshape(c.cast(grid, f), {N, P, k});
+  struct Tap {
+    ValueId index, weight;  // [N, P] int64, [N, P] (0 where zeros padding drops it)
+  };
+  std::vector<std::vector<Tap>> taps(static_cast<size_t>(k));
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t L = xs[static_cast<size_t>(d + 2)];
+    double lo = corners ? 0.0 : -0.5, hi = corners ? static_cast<double>(L - 1) : static_cast<double>(L) - 0.5;
+    if (pad == "reflection" && hi <= lo) c.fail("GridSample: reflection over a dim of 1 with align_corners is undefined");
+    ValueId n = c.op(OpKind::Select, {g}, Attrs{{"dim", int64_t{2}}, {"index", k - 1 - d}});  // the grid lists (x, y, z)
+    ValueId one = c.scalar(1, f);
+    ValueId v = corners ? c.mul(c.div(c.add(n, one), c.scalar(2, f)), c.scalar(static_cast<double>(L - 1), f))
+                        : c.div(c.sub(c.mul(c.add(n, one), c.scalar(static_cast<double>(L), f)), one), c.scalar(2, f));
+    if (mode == "nearest") v = c.op(OpKind::Round, {v});
+    ValueId outside = c.op(OpKind::LogicalOr, {bin(c, OpKind::Lt, {v, c.scalar(lo, f)}), bin(c, OpKind::Gt, {v, c.scalar(hi, f)})});
+    if (pad == "border") {
+      ValueId cl = c.op(OpKind::Where, {bin(c, OpKind::Lt, {v, c.scalar(0, f)}), c.scalar(0, f), v});
+      cl = c.op(OpKind::Where, {bin(c, OpKind::Gt, {cl, c.scalar(static_cast<double>(L - 1), f)}), c.scalar(static_cast<double>(L - 1), f), cl});
+      v = c.op(OpKind::Where, {outside, cl, v});
+    } else if (pad == "reflection") {
+      v = reflectInto(c, v, lo, hi);
+    }
+    // One tap at integer index i with weight w, by the padding rule.
+    auto tap = [&](ValueId i, ValueId w) {
+      ValueId idx = i;
+      if (pad == "reflection") idx = c.op(OpKind::Trunc, {reflectInto(c, i, lo, hi)});
+      ValueId valid = c.op(OpKind::LogicalAnd, {bin(c, OpKind::Ge, {idx, c.scalar(0, f)}), bin(c, OpKind::Le, {idx, c.scalar(static_cast<double>(L - 1), f)})});
+      ValueId cl = c.op(OpKind::Where, {bin(c, OpKind::Lt, {idx, c.scalar(0, f)}), c.scalar(0, f), idx});
+      cl = c.op(OpKind::Where, {bin(c, OpKind::Gt, {cl, c.scalar(static_cast<double>(L - 1), f)}), c.scalar(static_cast<double>(L - 1), f), cl});
+      if (pad == "zeros") w = c.op(OpKind::Where, {valid, w, c.scalar(0, f)});
+      return Tap{c.cast(cl, DType::I64), w};
+    };
+    auto& t = taps[static_cast<size_t>(d)];
+    if (mode == "nearest") {
+      t.push_back(tap(c.op(OpKind::Trunc, {v}), c.full(1.0, c.type(v))));
+      continue;
+    }
+    ValueId x0 = c.op(OpKind::Floor, {v});
+    ValueId fr = c.sub(v, x0);
+    if (mode == "linear") {
+      t.push_back(tap(x0, c.sub(one, fr)));
+      t.push_back(tap(c.add(x0, one), fr));
+      continue;
+    }
+    // Keys' cubic convolution, a = -0.75, at distances 1 + t, t, 1 - t, 2 - t.
+    const double a = -0.75;
+    auto sc2 = [&](double v2) { return c.scalar(v2, f); };
+    auto outer = [&](ValueId z) {  // ((a z - 5a) z + 8a) z - 4a, for 1 <= z <= 2
+      return c.sub(c.mul(c.add(c.mul(c.sub(c.mul(sc2(a), z), sc2(5 * a)), z), sc2(8 * a)), z), sc2(4 * a));
+    };
+    auto inner = [&](ValueId z) {  // ((a + 2) z - (a + 3)) z z + 1, for 0 <= z <= 1
+      return c.add(c.mul(c.mul(c.sub(c.mul(sc2(a + 2), z), sc2(a + 3)), z), z), one);
+    };
+    ValueId w0 = outer(c.add(fr, one)), w1 = inner(fr), w2 = inner(c.sub(one, fr)), w3 = outer(c.sub(sc2(2), fr));
+    t.push_back(tap(c.sub(x0, one), w0));
+    t.push_back(tap(x0, w1));
+    t.push_back(tap(c.add(x0, one), w2));
+    t.push_back(tap(c.add(x0, sc2(2)), w3));
+  }
+  ValueId xf = c.reshape(x, {N, C, S});
+  ValueId acc = kNoValue;
+  std::vector<size_t> pick(static_cast<size_t>(k), 0);
+  while (true) {
+    ValueId flat = kNoValue, w = kNoValue;
+    int64_t stride = 1;
+    for (int64_t d = k - 1; d >= 0; --d) {
+      const Tap& tp = taps[static_cast<size_t>(d)][pick[static_cast<size_t>(d)]];
+      ValueId term = stride == 1 ? tp.index : c.mul(tp.index, c.scalar(static_cast<double>(stride), DType::I64));
+      flat = flat == kNoValue ? term : c.add(flat, term);
+      w = w == kNoValue ? tp.weight : c.mul(w, tp.weight);
+      stride *= xs[static_cast<size_t>(d + 2)];
+    }
+    ValueId idx = c.contiguous(c.expand(c.reshape(flat, {N, 1, P}), {N, C, P}));
+    ValueId term = c.mul(c.op(OpKind::Gather, {xf, idx}, Attrs{{"dim", int64_t{2}}}), c.reshape(c.cast(w, dt), {N, 1, P}));
+    acc = acc == kNoValue ? term : c.add(acc, term);
+    size_t d = static_cast<size_t>(k);
+    while (d > 0 && ++pick[d - 1] == taps[d - 1].size()) pick[--d] = 0;
+    if (d == 0) break;
+  }
+  Ints out{N, C};
+  out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
+  return {c.reshape(acc, out)};
+}
+
 }  // namespace
 
 Entries resizeConverters() {
   return {
+    {"GridSample", gridSampleOp},
     {"Resize", resizeOp},
     {"Upsample", resizeOp},
   };

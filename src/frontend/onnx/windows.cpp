@@ -69,6 +69,34 @@ Outs padOp(Node& c) {
   return {padTo(c, x, begin, end, c.s("mode", "constant"), value)};
 }
 
+/// CenterCropPad (18): each dim of `axes` cropped or zero-padded to its size
+/// in `shape`, centred (the odd element at the end), as ONNX's reference.
+Outs centerCropPadOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t r = c.type(x).rank();
+  Ints shape = c.knownInts(1, "shape"), axes;
+  if (c.hasAttr("axes")) {
+    for (int64_t a : c.ints("axes")) axes.push_back(c.axis(a, r));
+    if (std::set<int64_t>(axes.begin(), axes.end()).size() != axes.size()) c.fail("CenterCropPad: axes repeats a dim");
+  } else {
+    for (int64_t k = 0; k < r; ++k) axes.push_back(k);
+  }
+  if (shape.size() != axes.size()) c.fail(cat("CenterCropPad: shape has ", shape.size(), " values for ", axes.size(), " axes"));
+  Ints begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = axes[k], dim = c.type(x).sizes[static_cast<size_t>(a)], want = shape[k];
+    if (want < 0) c.fail(cat("CenterCropPad: shape holds ", want));
+    if (want < dim) {
+      int64_t s = (dim - want) / 2;
+      x = c.op(OpKind::Slice, {x}, Attrs{{"dim", a}, {"start", s}, {"end", s + want}, {"step", int64_t{1}}});
+    } else if (want > dim) {
+      begin[static_cast<size_t>(a)] = (want - dim) / 2;
+      end[static_cast<size_t>(a)] = want - dim - (want - dim) / 2;
+    }
+  }
+  return {padTo(c, x, begin, end, "constant", 0.0)};
+}
+
 /// Begin/end padding of each spatial dim from auto_pad / pads (ONNX's rules).
 std::pair<Ints, Ints> spatialPads(Node& c, const Ints& in, const Ints& kernel, const Ints& stride, const Ints& dil) {
   size_t n = in.size();
@@ -293,6 +321,89 @@ Outs poolOp(Node& c) {
   return {y};
 }
 
+/// LpPool: (sum over each window of |x|^p)^(1/p), the window sums a
+/// depthwise convolution with ones (dilations and pads as Conv's).
+Outs lpPoolOp(Node& c) {
+  ValueId x = c.in(0);
+  int64_t rank = c.type(x).rank();
+  requireSpatial(c, rank, "LpPool");
+  DType dt = c.type(x).dtype;
+  if (!isFloating(dt)) c.fail("LpPool: the input must be floating-point");
+  double p = c.opset() >= 2 ? static_cast<double>(c.i("p", 2)) : c.f("p", 2.0);
+  if (p <= 0) c.fail(cat("LpPool: p = ", p, " must be positive"));
+  if (c.i("ceil_mode", 0) != 0) c.fail("LpPool: ceil_mode=1 is not supported");
+  Ints sin(c.type(x).sizes.begin() + 2, c.type(x).sizes.end());
+  ConvGeom g = convGeom(c, sin, c.ints("kernel_shape"));
+  int64_t C = c.type(x).sizes[1];
+  ValueId v = c.op(OpKind::Pow, {c.op(OpKind::Abs, {x}), c.scalar(p, dt)});
+  Ints wshape{C, 1};
+  wshape.insert(wshape.end(), g.kernel.begin(), g.kernel.end());
+  ValueId w = c.full(1.0, TensorType::contiguous(dt, wshape));
+  bool oneD = rank == 3;
+  if (oneD) {
+    v = liftOneD(c, v, g);
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+  }
+  auto [vp, pad] = spatialPadding(c, v, g, g.begin == g.end, 0.0);
+  ValueId sum = rank == 5 ? conv3d(c, vp, w, g.stride, pad, g.dil, C)
+                          : c.op(OpKind::Conv2d, {vp, w}, Attrs{{"stride", g.stride}, {"padding", pad}, {"dilation", g.dil}, {"groups", C}});
+  if (oneD) sum = c.op(OpKind::Squeeze, {sum}, Attrs{{"dim", Ints{2}}});
+  return {c.op(OpKind::Pow, {sum, c.scalar(1.0 / p, dt)})};
+}
+
+/// Col2Im (18): the columns [N, C * prod(block), L] summed back into the
+/// image (PyTorch's fold): each column element scatter-added at its padded
+/// image position (block position * stride + kernel offset * dilation, a
+/// compile-time index map), the pads cut off.
+Outs col2ImOp(Node& c) {
+  ValueId x = c.in(0);
+  Ints img = c.knownInts(1, "image_shape"), blk = c.knownInts(2, "block_shape");
+  size_t k = img.size();
+  if (k == 0 || blk.size() != k) c.fail("Col2Im: image_shape and block_shape must have one value per spatial dim");
+  Ints stride = c.ints("strides", Ints(k, 1)), dil = c.ints("dilations", Ints(k, 1)), pads = c.ints("pads", Ints(2 * k, 0));
+  if (stride.size() != k || dil.size() != k || pads.size() != 2 * k) c.fail("Col2Im: strides, dilations and pads must match the spatial dims");
+  const Ints xs = c.type(x).sizes;
+  if (xs.size() != 3) c.fail("Col2Im: the input must be [N, C * prod(block_shape), L]");
+  int64_t K = 1, L = 1, P = 1;
+  Ints padded(k), blocks(k);
+  for (size_t d = 0; d < k; ++d) {
+    if (img[d] <= 0 || blk[d] <= 0 || stride[d] <= 0 || dil[d] <= 0 || pads[d] < 0 || pads[d + k] < 0) c.fail("Col2Im: sizes must be positive and pads not negative");
+    padded[d] = img[d] + pads[d] + pads[d + k];
+    int64_t span = dil[d] * (blk[d] - 1) + 1;
+    if (span > padded[d]) c.fail("Col2Im: the block is larger than the padded image");
+    blocks[d] = (padded[d] - span) / stride[d] + 1;
+    K *= blk[d];
+    L *= blocks[d];
+    P *= padded[d];
+  }
+  if (xs[1] % K || xs[2] != L) c.fail(cat("Col2Im: the input must be [N, C * ", K, ", ", L, "]"));
+  if (K * L > kMaxFoldElements) c.fail("Col2Im: the index map is too large");
+  int64_t N = xs[0], C = xs[1] / K;
+  HostTensor map = HostTensor::zeros(DType::I64, {K * L});
+  for (int64_t kk = 0; kk < K; ++kk)
+    for (int64_t l = 0; l < L; ++l) {
+      int64_t kr = kk, lr = l, pos = 0, scale = 1;
+      for (size_t d = k; d-- > 0;) {
+        int64_t off = kr % blk[d], b = lr % blocks[d];
+        kr /= blk[d];
+        lr /= blocks[d];
+        pos += (b * stride[d] + off * dil[d]) * scale;
+        scale *= padded[d];
+      }
+      map.data[static_cast<size_t>(kk * L + l)] = static_cast<double>(pos);
+    }
+  ValueId idx = c.contiguous(c.expand(c.reshape(c.constant(std::move(map)), {1, 1, K * L}), {N, C, K * L}));
+  ValueId zero = c.full(0.0, TensorType::contiguous(c.type(x).dtype, {N, C, P}));
+  ValueId y = c.op(OpKind::ScatterAdd, {zero, idx, c.reshape(x, {N, C, K * L})}, Attrs{{"dim", int64_t{2}}});
+  Ints shape{N, C};
+  shape.insert(shape.end(), padded.begin(), padded.end());
+  y = c.reshape(y, shape);
+  for (size_t d = 0; d < k; ++d)
+    if (pads[d] || pads[d + k])
+      y = c.op(OpKind::Slice, {y}, Attrs{{"dim", static_cast<int64_t>(d + 2)}, {"start", pads[d]}, {"end", pads[d] + img[d]}, {"step", int64_t{1}}});
+  return {y};
+}
+
 template <bool Max>
 Outs globalPoolOp(Node& c) {
   ValueId x = c.in(0);
@@ -307,10 +418,13 @@ Outs globalPoolOp(Node& c) {
 Entries windowsConverters() {
   return {
     {"AveragePool", poolOp<false>},
+    {"CenterCropPad", centerCropPadOp},
+    {"Col2Im", col2ImOp},
     {"Conv", convOp},
     {"ConvTranspose", convTransposeOp},
     {"GlobalAveragePool", globalPoolOp<false>},
     {"GlobalMaxPool", globalPoolOp<true>},
+    {"LpPool", lpPoolOp},
     {"MaxPool", poolOp<true>},
     {"Pad", padOp},
   };

@@ -56,13 +56,20 @@ UNARY = [
     ("pow_scalar", lambda x: torch.pow(x, 3)), ("pow_half", lambda x: torch.pow(x.abs() + 0.5, 0.5)),
     ("rpow", lambda x: torch.pow(2.5, x)), ("mul_scalar", lambda x: x * 0.1), ("div_scalar", lambda x: x / 3.0),
     ("add_alpha", lambda x: torch.add(x, 0.3, alpha=0.7)), ("rsub", lambda x: 1.7 - x),
+    ("erfc", torch.erfc), ("exp2", torch.exp2), ("frac", lambda x: torch.frac(x * 1.7)),
+    ("hardshrink", lambda x: F.hardshrink(x, 0.3)), ("softshrink", lambda x: F.softshrink(x, 0.3)),
+    ("threshold", lambda x: F.threshold(x, 0.2, -1.0)), ("nan_to_num", torch.nan_to_num),
+    ("lerp_small", lambda x: torch.lerp(x, x * x, 0.3)), ("lerp_large", lambda x: torch.lerp(x, x.sin(), 0.8)),
 ]
 POSITIVE = [
     ("log", torch.log), ("log2", torch.log2), ("log10", torch.log10), ("log1p", torch.log1p), ("sqrt", torch.sqrt),
     ("rsqrt", torch.rsqrt), ("reciprocal", torch.reciprocal),
     ("acosh", lambda x: torch.acosh(x + 1.0)), ("xlogy_self", lambda x: torch.xlogy(x, x)),
+    ("lgamma", torch.lgamma), ("digamma", torch.digamma), ("lgamma_neg", lambda x: torch.lgamma(-x - 0.5)),
+    ("digamma_neg", lambda x: torch.digamma(0.3 - x)),
 ]
-UNIT = [("asin", torch.asin), ("acos", torch.acos), ("atanh", torch.atanh)]
+UNIT = [("asin", torch.asin), ("acos", torch.acos), ("atanh", torch.atanh), ("erfinv", torch.erfinv),
+        ("erfinv_neg", lambda x: torch.erfinv(-x)), ("logit", torch.logit), ("logit_eps", lambda x: torch.logit(x, 0.1))]
 BINARY = [
     ("add", torch.add), ("sub", torch.sub), ("mul", torch.mul), ("div", torch.div), ("maximum", torch.maximum),
     ("minimum", torch.minimum), ("atan2", torch.atan2), ("fmod", torch.fmod),
@@ -72,10 +79,9 @@ BINARY = [
     ("where", lambda x, y: torch.where(x > y, x, y * 2.0)), ("xlogy", lambda x, y: torch.xlogy(x, y.abs() + 0.1)),
     ("prelu", lambda x, y: F.prelu(x, y[0, :1].abs() * 0.3)),
     ("masked_fill", lambda x, y: x.masked_fill(y > 0.3, 0.7)),
+    ("copysign", torch.copysign), ("hypot", torch.hypot), ("logaddexp2", torch.logaddexp2),
 ]
-# Not in the lists because aotc refuses them today (unsupported op, one line each): erfc, exp2,
-# frac, hardshrink, softshrink, threshold, lerp, nan_to_num, lgamma, digamma, erfinv, logit,
-# addcmul, addcdiv, copysign, hypot, logaddexp2, binary_cross_entropy, norm.ScalarOpt_dim.
+# Not in the lists because aotc refuses it today: norm.ScalarOpt_dim.
 # Decompositions (rows, norms, losses): (name, fn, input shapes, kind of input).
 DECOMP = [
     ("softmax", lambda x: F.softmax(x, -1), [(4, 7)]),
@@ -101,6 +107,12 @@ DECOMP = [
     ("upsample_bilinear", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False), [(1, 2, 3, 3)]),
     ("avg_pool", lambda x: F.avg_pool2d(x, 3, 2, 1), [(1, 2, 5, 5)]),
     ("adaptive_avg_pool", lambda x: F.adaptive_avg_pool2d(x, 2), [(1, 2, 5, 5)]),
+    ("lerp_tensor", lambda a, b, w: torch.lerp(a, b, w), [(4, 7), (4, 7), (4, 7)]),
+    ("addcmul", lambda a, b, c: torch.addcmul(a, b, c, value=0.7), [(4, 7), (4, 7), (4, 7)]),
+    ("addcdiv", lambda a, b, c: torch.addcdiv(a, b, c.abs() + 0.5, value=0.7), [(4, 7), (4, 7), (4, 7)]),
+    ("binary_cross_entropy", lambda x, t: F.binary_cross_entropy(x.sigmoid(), t.sigmoid()), [(4, 7), (4, 7)]),
+    ("binary_cross_entropy_weight", lambda x, t, w: F.binary_cross_entropy(x.sigmoid(), t.sigmoid(), weight=w.detach().abs(),
+                                                                            reduction="sum"), [(4, 7), (4, 7), (7,)]),
 ]
 
 if int(torch.__version__.split(".")[0]) >= 2:

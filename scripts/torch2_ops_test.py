@@ -41,7 +41,10 @@ from gen_util import write_fixture  # noqa: E402
 # What 2.x traces as one op, and the layers.
 DEFAULT = ["norms", "norm_overloads", "cumprod", "adaptive_max_pool", "new_empty_strided", "sdpa", "sdpa_flash_cpu", "safe_softmax",
            "layer_transformer", "layer_lstm", "layer_gru", "layer_unet", "layer_gpt_block", "layer_instancenorm_prelu",
-           "layer_losses", "backward_ops", "prod", "max_min_dim"]
+           "layer_losses", "backward_ops", "prod", "max_min_dim",
+           # special functions and composites users call (refused before)
+           "erfc_exp2", "gamma_fns", "erfinv", "logit", "copysign", "hypot", "logaddexp2", "shrinks", "nan_to_num", "lerp",
+           "addcmul_addcdiv", "binary_cross_entropy", "pointwise_backwards"]
 PARTITIONERS = ("min-cut", "default")
 BACKENDS = ("reference", "emulate")
 TOL = {"F16": 2e-3, "BF16": 2e-2, "F32": 1e-5, "F64": 1e-5}

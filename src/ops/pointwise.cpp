@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 
 #include "rule_util.h"
 
@@ -74,6 +75,90 @@ double divFloorOf(double a, double b) {
   return fl;
 }
 int64_t asInt(double v) { return static_cast<int64_t>(v); }
+
+// Special functions in double, as PyTorch's (ATen/native/Math.h, from
+// Cephes): the reference runtime's values (the prelude has the kernels').
+double digammaOf(double x) {
+  if (x == 0) return std::copysign(HUGE_VAL, -x);
+  if (x < 0) {
+    if (x == std::trunc(x)) return std::nan("");
+    double q;
+    double r = std::modf(x, &q);
+    return digammaOf(1 - x) - std::numbers::pi / std::tan(std::numbers::pi * r);
+  }
+  double result = 0;
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  if (x == 10) return result + 2.25175258906672110764;
+  static constexpr double A[] = {8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+                                 -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+                                 8.33333333333333333333E-2};
+  double y = 0;
+  if (x < 1.0e17) {
+    double z = 1.0 / (x * x), p = 0;
+    for (double a : A) p = p * z + a;
+    y = z * p;
+  }
+  return result + std::log(x) - (0.5 / x) - y;
+}
+double trigammaOf(double x) {
+  double sign = 1, result = 0;
+  if (x < 0.5) {
+    sign = -1;
+    const double s = std::sin(std::numbers::pi * x);
+    result -= (std::numbers::pi * std::numbers::pi) / (s * s);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (x * x);
+    x += 1;
+  }
+  const double ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x;
+  return sign * result;
+}
+/// calc_erfinv: a rational start, two Newton steps.
+double erfinvOf(double y) {
+  static constexpr double a[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+  static constexpr double b[4] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
+  static constexpr double c[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+  static constexpr double d[2] = {3.543889200, 1.637067800};
+  const double ya = std::abs(y);
+  if (ya > 1.0) return std::nan("");
+  if (ya == 1.0) return std::copysign(HUGE_VAL, y);
+  double x;
+  if (ya <= 0.7) {
+    const double z = y * y;
+    x = y * (((a[3] * z + a[2]) * z + a[1]) * z + a[0]) / ((((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0);
+  } else {
+    const double z = std::sqrt(-std::log((1.0 - ya) / 2.0));
+    x = std::copysign(((c[3] * z + c[2]) * z + c[1]) * z + c[0], y) / ((d[1] * z + d[0]) * z + 1.0);
+  }
+  const double k = 2.0 * 0.564189583547756286948079451560772586;  // 2 / sqrt(pi)
+  x = x - (std::erf(x) - y) / (k * std::exp(-x * x));
+  x = x - (std::erf(x) - y) / (k * std::exp(-x * x));
+  return x;
+}
+/// ATen's logaddexp2 and per-element binary_cross_entropy (std::max's NaN order).
+double logaddexp2Of(double a, double b) {
+  if (std::isinf(a) && a == b) return a;
+  const double m = a < b ? b : a;
+  return m + std::log1p(std::exp2(-std::abs(a - b))) * (1.0 / std::numbers::ln2);
+}
+double bceOf(double x, double t) {
+  double l1 = std::log1p(-x), l0 = std::log(x);
+  l1 = l1 < -100 ? -100 : l1;
+  l0 = l0 < -100 ? -100 : l0;
+  return (t - 1) * l1 - t * l0;
+}
+/// Floating operands only (ATen has no integer kernel: hypot, logaddexp2).
+std::vector<TensorType> floatOnly(const std::vector<TensorType>& in, const Attrs& a) {
+  for (const TensorType& t : in)
+    if (!isFloating(t.dtype)) shapeError("this op takes floating-point tensors, got " + std::string(dtypeName(t.dtype)));
+  return promoted(in, a);
+}
 
 // ---- gradient helpers
 /// A binary op's gradients, each summed back to its operand's shape.
@@ -264,6 +349,71 @@ const PointwiseRule kRows[] = {
      ValueId d = g.sub(g.scalarLike(1.0, g.O(0)), xx);
      return {g.div(g.GO(0), d)};
    }, {"aten.atanh.default"}, {-0.9, 0.9}},
+
+  // Special functions (issue 36): gradients as tools/autograd/derivatives.yaml.
+  {K::Erfc, floating, [](const double* a) { return std::erfc(a[0]); }, "aotc_erfc({0})",
+   [](GradCtx& g) -> R {
+     ValueId e = g.op(OpKind::Exp, {g.neg(g.mul(g.I(0), g.I(0)))});
+     return {g.mul(g.mul(g.scalarLike(-1.1283791670955126, g.O(0)), e), g.GO(0))};  // -2/sqrt(pi)
+   }, {"aten.erfc.default"}, {}},
+  {K::Exp2, floating, [](const double* a) { return std::exp2(a[0]); }, "aotc_exp2({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.mul(g.GO(0), g.O(0)), g.scalarLike(std::numbers::ln2, g.O(0)))}; },
+   {"aten.exp2.default"}, {}},
+  {K::Lgamma, floating, [](const double* a) { return std::lgamma(a[0]); }, "aotc_lgamma({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Digamma, {g.I(0)}))}; }, {"aten.lgamma.default"},
+   {0.3, 4}},
+  {K::Digamma, floating, [](const double* a) { return digammaOf(a[0]); }, "aotc_digamma({0})",
+   [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Trigamma, {g.I(0)}))}; },
+   {"aten.digamma.default"}, {0.3, 4}},
+  // polygamma(1, x); its own gradient (polygamma(2, x)) is not a row, so a
+  // third derivative of lgamma is refused (ops.def: NeverDiff).
+  {K::Trigamma, floating, [](const double* a) { return trigammaOf(a[0]); }, "aotc_trigamma({0})", kNoGrad, {}, {0.3, 4}},
+  // At +-1 the gradient is inf (NaN where the incoming gradient is 0), as eager's.
+  {K::Erfinv, floating, [](const double* a) { return erfinvOf(a[0]); }, "aotc_erfinv({0})",
+   [](GradCtx& g) -> R {
+     ValueId e = g.op(OpKind::Exp, {g.mul(g.O(0), g.O(0))});
+     return {g.mul(g.mul(g.scalarLike(0.88622692545275801, g.O(0)), e), g.GO(0))};  // sqrt(pi)/2
+   }, {"aten.erfinv.default"}, {-0.9, 0.9}},
+  // logit without eps (the FX converter clamps for eps): ATen's logit_backward,
+  // NaN outside [0, 1].
+  {K::Logit, floating, [](const double* a) { return std::log(a[0] / (1 - a[0])); }, "aotc_logit({0})",
+   [](GradCtx& g) -> R {
+     ValueId one = g.scalarLike(1.0, g.I(0));
+     ValueId out = g.op(OpKind::LogicalOr, {g.op(OpKind::Lt, {g.I(0), g.scalarLike(0.0, g.I(0))}), g.op(OpKind::Gt, {g.I(0), one})});
+     ValueId d = g.div(g.GO(0), g.mul(g.I(0), g.sub(one, g.I(0))));
+     return {g.op(OpKind::Where, {out, g.scalarLike(std::nan(""), d), d})};
+   }, {}, {0.1, 0.9}},
+  // copysign: d/da = result / a, 0 where a == 0 (copysign_tensor_self_backward); none for b.
+  {K::Copysign, floating, [](const double* a) { return std::copysign(a[0], a[1]); }, "aotc_copysign({0}, {1})",
+   [](GradCtx& g) -> R {
+     ValueId zero = g.scalarLike(0.0, g.O(0));
+     ValueId ratio = g.op(OpKind::Where, {g.op(OpKind::Eq, {g.I(0), zero}), zero, g.div(g.O(0), g.I(0))});
+     ValueId gb = g.zeros(g.type(g.I(1)));
+     return {g.sumTo(g.mul(g.GO(0), ratio), g.sizes(g.I(0))), gb};
+   }, {"aten.copysign.Tensor", "aten.copysign.Scalar"}, {-2, 2, true, Rhs::Full}},
+  {K::Hypot, floatOnly, [](const double* a) { return std::hypot(a[0], a[1]); }, "aotc_hypot({0}, {1})",
+   [](GradCtx& g) -> R {
+     ValueId ga = g.div(g.mul(g.GO(0), g.I(0)), g.O(0));
+     return toOperands(g, ga, g.div(g.mul(g.GO(0), g.I(1)), g.O(0)));
+   }, {"aten.hypot.default"}, {-2, 2, true}},
+  // d/da = g / (1 + 2^(b - a)) (derivatives.yaml; NaN where a == b is infinite).
+  {K::LogAddExp2, floatOnly, [](const double* a) { return logaddexp2Of(a[0], a[1]); }, "aotc_logaddexp2({0}, {1})",
+   [](GradCtx& g) -> R {
+     ValueId one = g.scalarLike(1.0, g.O(0));
+     ValueId ga = g.div(g.GO(0), g.add(one, g.op(OpKind::Exp2, {g.sub(g.I(1), g.I(0))})));
+     ValueId gb = g.div(g.GO(0), g.add(one, g.op(OpKind::Exp2, {g.sub(g.I(0), g.I(1))})));
+     return toOperands(g, ga, gb);
+   }, {"aten.logaddexp2.default"}, {-2, 2, false, Rhs::Full}},
+  // binary_cross_entropy(x, t) per element; weight and reduction are the FX
+  // converter's.  d/dx = g (x - t) / max((1 - x) x, 1e-12) (ATen's
+  // binary_cross_entropy_backward), d/dt = -g logit(x).
+  {K::BinaryCrossEntropy, promoted, [](const double* a) { return bceOf(a[0], a[1]); }, "aotc_bce({0}, {1})",
+   [](GradCtx& g) -> R {
+     ValueId num = g.mul(g.GO(0), g.sub(g.I(0), g.I(1)));
+     ValueId den = g.op(OpKind::Maximum, {g.mul(g.sub(g.scalarLike(1.0, g.I(0)), g.I(0)), g.I(0)), g.scalarLike(1e-12, g.I(0))});
+     ValueId ga = g.div(num, den);
+     return toOperands(g, ga, g.neg(g.mul(g.GO(0), g.op(OpKind::Logit, {g.I(0)}))));
+   }, {}, {0.1, 0.9, false, Rhs::Full}},
 
   // Rounding keeps integer dtypes (integers are already whole); round is half
   // to even.  Piecewise constant: zero gradient.

@@ -853,6 +853,93 @@ def windows(x):
 add("window_spellings", (windows, (rn3(2, 5, rg=True),)))
 
 
+# ------------------------------------------------ special functions and composites (issue 36)
+# What users' programs call that aotc refused: erfc, exp2, frac, the shrinks,
+# threshold, lerp, nan_to_num, lgamma/digamma/polygamma, erfinv, logit,
+# addcmul/addcdiv, copysign, hypot, logaddexp2, binary_cross_entropy, and the
+# backward spellings joint graphs hold.  Own seeds: the programs above keep theirs.
+rn4 = seeded_randn(1500)
+add("erfc_exp2", unary(lambda x: (torch.erfc(x), torch.exp2(x), torch.special.erfc(x * 0.5))))
+
+
+def gammas(x, neg):
+    # Negative arguments away from the poles; polygamma(1) (trigamma) without
+    # a gradient: its own (polygamma(2)) is refused by name.
+    return (torch.lgamma(x), torch.digamma(x), torch.lgamma(neg), torch.digamma(neg), torch.polygamma(0, x),
+            torch.polygamma(1, x.detach()) * x, torch.polygamma(1, neg.detach()))
+add("gamma_fns", (gammas, ((torch.rand(3, 4, generator=torch.Generator().manual_seed(1501)) * 4 + 0.2).requires_grad_(True),
+                            torch.tensor([-0.5, -1.3, -2.6, -3.5, -0.2, -4.75], requires_grad=True))))
+
+
+def erfinvs(x, edge):
+    return torch.erfinv(x), torch.erfinv(x.t()), torch.erfinv(edge)
+add("erfinv", (erfinvs, ((torch.rand(3, 4, generator=torch.Generator().manual_seed(1502)) * 1.9 - 0.95).requires_grad_(True),
+                         torch.tensor([-1.0, 1.0, 0.5, -0.25, 1.5], requires_grad=True))))
+
+
+def logits(x, edge):
+    return (torch.logit(x), torch.logit(x, eps=0.1), torch.logit(edge), torch.logit(edge, 1e-3), torch.logit(edge, 0.0),
+            torch.special.logit(x.t()))
+add("logit", (logits, ((torch.rand(3, 4, generator=torch.Generator().manual_seed(1503)) * 0.9 + 0.05).requires_grad_(True),
+                       torch.tensor([-0.5, 0.0, 1.0, 1.5, 0.3, 0.0005, 0.9999], requires_grad=True))))
+add("copysign", binary(lambda x, y: torch.copysign(x, y), away=0.1))
+add("hypot", binary(torch.hypot, away=0.1, scalar=False))
+add("logaddexp2", binary(torch.logaddexp2, scalar=False))
+
+
+def shrinks(x):
+    y = x * 1.5
+    return (torch.frac(y), F.hardshrink(y, 0.3), F.softshrink(y, 0.4), F.threshold(y, 0.1, -2.0), F.hardshrink(y),
+            F.softshrink(y.t()), F.threshold(y, -0.5, 7.0))
+add("shrinks", (shrinks, (rn4(3, 4, rg=True),)))
+
+
+def nan_to_nums(x):
+    y = torch.where(x > 1, x / 0.0, x)
+    y = torch.where(x < -1, -y / 0.0, y)
+    y = torch.where(x.abs() < 0.2, y * float("nan"), y)
+    return (torch.nan_to_num(y), torch.nan_to_num(y, nan=1.5, posinf=100.0, neginf=-7.0), torch.nan_to_num(y.double()),
+            torch.nan_to_num(y, posinf=2.0), torch.nan_to_num((x * 10).long()))
+add("nan_to_num", (nan_to_nums, (rn4(4, 5, rg=True),)))
+
+
+def lerps(a, b, w):
+    return (torch.lerp(a, b, 0.3), torch.lerp(a, b, 0.75), torch.lerp(a, b, w), torch.lerp(a, b[0], w.t().t()),
+            torch.lerp(a, b, -0.2))
+add("lerp", (lerps, (rn4(3, 4, rg=True), rn4(3, 4, rg=True),
+                     (torch.rand(3, 4, generator=torch.Generator().manual_seed(1504)) * 1.6 - 0.3).requires_grad_(True))))
+
+
+def addcs(x, a, b):
+    return (torch.addcmul(x, a, b), torch.addcmul(x, a, b[0], value=-0.5), torch.addcdiv(x, a, b.abs() + 0.5),
+            torch.addcdiv(x, a, b.abs() + 0.5, value=2.0), torch.addcmul(x.t(), a.t(), b.t(), value=3))
+add("addcmul_addcdiv", (addcs, (rn4(3, 4, rg=True), rn4(3, 4, rg=True), rn4(3, 4, rg=True))))
+
+
+def bces(x, t, w, edge, et):
+    # 1.13's kernel takes log(1 - x), 2.x's log1p(-x): inputs where both are
+    # within the suite's tolerance; edge holds exact 0s and 1s (a saturated
+    # sigmoid), where the gradient is ATen's clamped (x - t) / 1e-12.
+    return (F.binary_cross_entropy(x, t), F.binary_cross_entropy(x, t, reduction="sum"),
+            F.binary_cross_entropy(x, t, weight=w, reduction="none"), F.binary_cross_entropy(x, t, weight=w[0]),
+            F.binary_cross_entropy(edge, et, reduction="none"))
+add("binary_cross_entropy", (bces, ((torch.rand(3, 4, generator=torch.Generator().manual_seed(1505)) * 0.9 + 0.05).requires_grad_(True),
+                                    torch.rand(3, 4, generator=torch.Generator().manual_seed(1506)).requires_grad_(True),
+                                    torch.rand(3, 4, generator=torch.Generator().manual_seed(1507)) + 0.5,
+                                    torch.tensor([0.0, 1.0, 0.0, 1.0, 0.5], requires_grad=True),
+                                    torch.tensor([0.0, 1.0, 0.3, 0.8, 0.5]))))
+
+
+def pointwise_backwards(g, x, t, w):
+    return (A.threshold_backward(g, x, 0.0), A.threshold_backward(g, x, 0.5),
+            A.binary_cross_entropy_backward(g, x.sigmoid(), t, None, 0),
+            A.binary_cross_entropy_backward(g.sum(), x.sigmoid(), t, w, 1),
+            A.binary_cross_entropy_backward(g.sum(), x.sigmoid(), t, None, 2))
+add("pointwise_backwards", (pointwise_backwards, (rn4(3, 4, rg=True), rn4(3, 4, rg=True),
+                                                  torch.rand(3, 4, generator=torch.Generator().manual_seed(1508)),
+                                                  torch.rand(4, generator=torch.Generator().manual_seed(1509)))))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

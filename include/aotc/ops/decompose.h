@@ -263,3 +263,34 @@ struct Convolution {
 /// when there is none.
 ValueId convolution(Builder& c, ValueId x, ValueId w, ValueId bias, const Convolution& a);
 }  // namespace aotc::decomp
+
+namespace aotc::decomp {
+// Elementwise composites (src/ops/decompose_pointwise.cpp, issue 36): ATen's
+// CPU kernels in the table's rows, NaN and ties where ATen puts them.
+
+/// frac(x) = x - trunc(x) (floating x only, as eager).
+ValueId frac(Builder& c, ValueId x);
+/// hardshrink(x) = 0 where -lambd <= x <= lambd, else x.
+ValueId hardshrink(Builder& c, ValueId x, double lambd);
+/// softshrink(x) = x - lambd above lambd, x + lambd below -lambd, else 0;
+/// NaN stays NaN (PyTorch 2.x; 1.13's kernel gave 0).
+ValueId softshrink(Builder& c, ValueId x, double lambd);
+/// threshold(x) = value where x <= th, else x.
+ValueId threshold(Builder& c, ValueId x, double th, double value);
+/// threshold_backward(g, x) = 0 where x <= th, else g.
+ValueId thresholdBackward(Builder& c, ValueId g, ValueId x, double th);
+/// lerp(a, b, w) = a + w (b - a) where |w| < 0.5, else b - (b - a)(1 - w)
+/// (ATen's lerp); `scalarWeight`: w is that number (w its 0-dim constant).
+ValueId lerp(Builder& c, ValueId a, ValueId b, ValueId w, std::optional<double> scalarWeight);
+/// nan_to_num: NaN, +inf and -inf replaced (defaults 0 and the dtype's
+/// largest finite values); integer tensors are copied.
+ValueId nanToNum(Builder& c, ValueId x, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf);
+/// logit(x, eps): x clamped to [eps, 1 - eps] first when eps >= 0.
+ValueId logit(Builder& c, ValueId x, std::optional<double> eps);
+/// binary_cross_entropy(x, t, weight?, reduction) (ATen's reduction enum:
+/// 0 none, 1 mean, 2 sum); w is kNoValue without a weight.
+ValueId binaryCrossEntropy(Builder& c, ValueId x, ValueId t, ValueId w, int64_t reduction);
+/// binary_cross_entropy_backward: g (x - t) / max((1 - x) x, 1e-12), times
+/// the weight, over numel for mean.
+ValueId binaryCrossEntropyBackward(Builder& c, ValueId g, ValueId x, ValueId t, ValueId w, int64_t reduction);
+}  // namespace aotc::decomp

@@ -116,6 +116,125 @@ template <typename T> __device__ __forceinline__ T aotc_div_floor_fp(T a, T b) {
 }
 __device__ __forceinline__ float aotc_div_floor(float a, float b) { return aotc_div_floor_fp(a, b); }
 __device__ __forceinline__ double aotc_div_floor(double a, double b) { return aotc_div_floor_fp(a, b); }
+// Special functions (issue 36).  erfc, exp2, lgamma are the CUDA/C math
+// library's; digamma and trigamma are PyTorch's calc_digamma and trigamma
+// (ATen/native/Math.h, from Cephes), float in float as ATen's CPU kernels;
+// erfinv is CUDA's on the device and PyTorch's CPU calc_erfinv (a rational
+// start and two Newton steps) in the emulator, whose host has no erfinv.
+__device__ __forceinline__ float aotc_erfc(float x) { return erfcf(x); }
+__device__ __forceinline__ double aotc_erfc(double x) { return erfc(x); }
+__device__ __forceinline__ float aotc_exp2(float x) { return exp2f(x); }
+__device__ __forceinline__ double aotc_exp2(double x) { return exp2(x); }
+__device__ __forceinline__ float aotc_lgamma(float x) { return lgammaf(x); }
+__device__ __forceinline__ double aotc_lgamma(double x) { return lgamma(x); }
+// (ATen recurses once for x < 0, digamma(1 - x) - pi / tan(pi x); a device
+// function may not recurse, so the reflection is kept and subtracted last.)
+__device__ __forceinline__ double aotc_digamma(double x) {
+  if (x == 0) return copysign((double)AOTC_INF, -x);
+  double reflect = 0;
+  if (x < 0) {
+    if (x == trunc(x)) return (double)AOTC_INF - (double)AOTC_INF;
+    double q, r = modf(x, &q);
+    reflect = 3.14159265358979323846 / tan(3.14159265358979323846 * r);
+    x = 1 - x;
+  }
+  double result = 0;
+  while (x < 10) { result -= 1 / x; x += 1; }
+  if (x == 10) return (result + 2.25175258906672110764) - reflect;
+  double y = 0;
+  if (x < 1.0e17) {
+    double z = 1.0 / (x * x), p = 8.33333333333333333333E-2;
+    p = p * z - 2.10927960927960927961E-2; p = p * z + 7.57575757575757575758E-3; p = p * z - 4.16666666666666666667E-3;
+    p = p * z + 3.96825396825396825397E-3; p = p * z - 8.33333333333333333333E-3; p = p * z + 8.33333333333333333333E-2;
+    y = z * p;
+  }
+  return (result + log(x) - (0.5 / x) - y) - reflect;
+}
+__device__ __forceinline__ float aotc_digamma(float x) {
+  if (x == 0) return copysignf(AOTC_INF, -x);
+  float reflect = 0;
+  if (x < 0) {
+    if (x == truncf(x)) return AOTC_INF - AOTC_INF;
+    double q, r = modf((double)x, &q);
+    reflect = (float)(3.14159265358979323846 / tan(3.14159265358979323846 * r));
+    x = 1 - x;
+  }
+  float result = 0;
+  while (x < 10) { result -= 1 / x; x += 1; }
+  if (x == 10) return (result + 2.25175258906672110764f) - reflect;
+  float y = 0;
+  if (x < 1.0e17f) {
+    float z = 1 / (x * x), p = 8.33333333333333333333E-2f;
+    p = p * z + -2.10927960927960927961E-2f; p = p * z + 7.57575757575757575758E-3f; p = p * z + -4.16666666666666666667E-3f;
+    p = p * z + 3.96825396825396825397E-3f; p = p * z + -8.33333333333333333333E-3f; p = p * z + 8.33333333333333333333E-2f;
+    y = z * p;
+  }
+  return (result + logf(x) - (0.5f / x) - y) - reflect;
+}
+template <typename T> __device__ __forceinline__ T aotc_trigamma_t(T x, T pi) {
+  T sign = 1, result = 0;
+  if (x < T(0.5)) {
+    sign = -1;
+    const T s = aotc_sin(pi * x);
+    result -= (pi * pi) / (s * s);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) { result += 1 / (x * x); x += 1; }
+  const T ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (T(1) / 6 - ixx * (T(1) / 30 - ixx * (T(1) / 42)))) / x;
+  return sign * result;
+}
+__device__ __forceinline__ float aotc_trigamma(float x) { return aotc_trigamma_t(x, 3.14159265358979323846f); }
+__device__ __forceinline__ double aotc_trigamma(double x) { return aotc_trigamma_t(x, 3.14159265358979323846); }
+#ifdef AOTC_EMULATE
+template <typename T> T aotc_erfinv_t(T y) {
+  const T a[4] = {T(0.886226899), T(-1.645349621), T(0.914624893), T(-0.140543331)};
+  const T b[4] = {T(-2.118377725), T(1.442710462), T(-0.329097515), T(0.012229801)};
+  const T c[4] = {T(-1.970840454), T(-1.624906493), T(3.429567803), T(1.641345311)};
+  const T d[2] = {T(3.543889200), T(1.637067800)};
+  T x, z, num, dem, y_abs = std::abs(y);
+  if (y_abs > T(1)) return T(std::nan(""));
+  if (y_abs == T(1)) return std::copysign(T(AOTC_INF), y);
+  if (y_abs <= static_cast<T>(0.7)) {
+    z = y * y;
+    num = (((a[3] * z + a[2]) * z + a[1]) * z + a[0]);
+    dem = ((((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + T(1));
+    x = y * num / dem;
+  } else {
+    z = std::sqrt(-std::log((T(1) - y_abs) / T(2)));
+    num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
+    dem = (d[1] * z + d[0]) * z + T(1);
+    x = std::copysign(num, y) / dem;
+  }
+  const T two_over_sqrt_pi = T(2) * T(0.564189583547756286948079451560772586);
+  x = x - (std::erf(x) - y) / (two_over_sqrt_pi * std::exp(-x * x));
+  x = x - (std::erf(x) - y) / (two_over_sqrt_pi * std::exp(-x * x));
+  return x;
+}
+inline float aotc_erfinv(float x) { return aotc_erfinv_t(x); }
+inline double aotc_erfinv(double x) { return aotc_erfinv_t(x); }
+#else
+__device__ __forceinline__ float aotc_erfinv(float x) { return erfinvf(x); }
+__device__ __forceinline__ double aotc_erfinv(double x) { return erfinv(x); }
+#endif
+// logit(x) = log(x / (1 - x)) (eps is a clamp before it, in the graph).
+template <typename T> __device__ __forceinline__ T aotc_logit(T x) { return aotc_log(x / (T(1) - x)); }
+__device__ __forceinline__ float aotc_copysign(float a, float b) { return copysignf(a, b); }
+__device__ __forceinline__ double aotc_copysign(double a, double b) { return copysign(a, b); }
+__device__ __forceinline__ float aotc_hypot(float a, float b) { return hypotf(a, b); }
+__device__ __forceinline__ double aotc_hypot(double a, double b) { return hypot(a, b); }
+// ATen's logaddexp2 and binary_cross_entropy (std::max's NaN order).
+template <typename T> __device__ __forceinline__ T aotc_logaddexp2(T a, T b) {
+  if (aotc_isinf(a) && a == b) return a;
+  T m = a < b ? b : a;
+  return m + aotc_log1p(aotc_exp2(-aotc_abs(a - b))) * T(1.44269504088896340736);
+}
+template <typename T> __device__ __forceinline__ T aotc_bce(T x, T t) {
+  T l1 = aotc_log1p(-x), l0 = aotc_log(x);
+  l1 = l1 < T(-100) ? T(-100) : l1;
+  l0 = l0 < T(-100) ? T(-100) : l0;
+  return (t - T(1)) * l1 - t * l0;
+}
 // Note [Index errors]: an index outside its dim (after Python's wrap of
 // negatives) is an error in eager; a kernel cannot raise, so it records the
 // first failing step's tag (its last argument, aotc_step) in

@@ -1,6 +1,6 @@
 //===- fx/losses.cpp - Losses -----------------------------------------------===//
 //
-// nll_loss, mse_loss, binary_cross_entropy_with_logits, smooth_l1 and huber, with
+// nll_loss, mse_loss, binary_cross_entropy (and with logits), smooth_l1 and huber, with
 // ATen's reduction enum (0 none, 1 mean, 2 sum).
 //
 // Note [FX converter tables] (converter.h) says how to add a spelling.
@@ -84,6 +84,11 @@ Entries lossesConverters() {
        return {reduceOp(c, red == 1 ? OpKind::Mean : OpKind::Sum, sq, {}, false)};
      }},
     {"aten.binary_cross_entropy_with_logits.default", bceWithLogits},
+    {"aten.binary_cross_entropy.default",
+     [](Converter& c) -> V {
+       ValueId w = c.has(2, "weight") ? c.tensor(2, "weight") : kNoValue;
+       return {binaryCrossEntropy(c, c.tensor(0, "self"), c.tensor(1, "target"), w, c.integer(3, "reduction", 1))};
+     }},
     {"aten.smooth_l1_loss.default", [](Converter& c) { return smoothL1(c, false); }},
     {"aten.huber_loss.default", [](Converter& c) { return smoothL1(c, true); }},
   };

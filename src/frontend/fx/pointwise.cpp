@@ -100,6 +100,26 @@ ValueId maskedFill(Converter& c) {
   return r;
 }
 
+/// addcmul / addcdiv(self, tensor1, tensor2, value): self + value * t1 * t2
+/// (or / t2), in ATen's order; integer division is refused, as eager does.
+V addcOp(Converter& c, OpKind k) {
+  ValueId x = c.tensor(0, "self"), t1 = c.tensor(1, "tensor1"), t2 = c.tensor(2, "tensor2");
+  if (k == OpKind::Div && !isFloating(c.type(t1).dtype) && !isFloating(c.type(t2).dtype))
+    c.fail("addcdiv: integer division is not supported (eager refuses it too)");
+  double v = c.number(3, "value", 1.0);
+  ValueId vt1 = v == 1.0 ? t1 : bin(c, OpKind::Mul, {c.operand(3, "value", t1), t1});
+  return {bin(c, OpKind::Add, {x, bin(c, k, {vt1, t2})})};
+}
+
+/// polygamma(n, x): digamma and trigamma (n = 0, 1); higher orders refused.
+V polygamma(Converter& c) {
+  int64_t n = c.integer(0, "n");
+  ValueId x = c.tensor(1, "self");
+  if (n == 0) return {c.op(OpKind::Digamma, {x})};
+  if (n == 1) return {c.op(OpKind::Trigamma, {x})};
+  c.fail(cat("polygamma of order ", n, " is not supported (orders 0 and 1 are)"));
+}
+
 }  // namespace
 
 Entries pointwiseConverters() {
@@ -194,6 +214,26 @@ Entries pointwiseConverters() {
     {"aten.xlogy.Scalar_Other", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {xlogy(c, x, c.operand(1, "other", x))}; }},
     {"aten.prelu.default", [](Converter& c) -> V { return {prelu(c, c.tensor(0, "self"), c.tensor(1, "weight"))}; }},
     {"aten._prelu_kernel.default", [](Converter& c) -> V { return {prelu(c, c.tensor(0, "self"), c.tensor(1, "weight"))}; }},
+    {"aten.frac.default", [](Converter& c) -> V { return {frac(c, c.tensor(0, "self"))}; }},
+    {"aten.hardshrink.default", [](Converter& c) -> V { return {hardshrink(c, c.tensor(0, "self"), c.number(1, "lambd", 0.5))}; }},
+    {"aten.softshrink.default", [](Converter& c) -> V { return {softshrink(c, c.tensor(0, "self"), c.number(1, "lambd", 0.5))}; }},
+    {"aten.threshold.default",
+     [](Converter& c) -> V { return {threshold(c, c.tensor(0, "self"), c.number(1, "threshold"), c.number(2, "value"))}; }},
+    {"aten.lerp.Scalar",
+     [](Converter& c) -> V {
+       ValueId a = c.tensor(0, "self");
+       double w = c.number(2, "weight");
+       return {lerp(c, a, c.tensor(1, "end"), c.operand(2, "weight", a), w)};
+     }},
+    {"aten.lerp.Tensor", [](Converter& c) -> V { return {lerp(c, c.tensor(0, "self"), c.tensor(1, "end"), c.tensor(2, "weight"), std::nullopt)}; }},
+    {"aten.nan_to_num.default",
+     [](Converter& c) -> V {
+       return {nanToNum(c, c.tensor(0, "self"), optNumber(c, 1, "nan"), optNumber(c, 2, "posinf"), optNumber(c, 3, "neginf"))};
+     }},
+    {"aten.logit.default", [](Converter& c) -> V { return {logit(c, c.tensor(0, "self"), optNumber(c, 1, "eps"))}; }},
+    {"aten.addcmul.default", [](Converter& c) { return addcOp(c, OpKind::Mul); }},
+    {"aten.addcdiv.default", [](Converter& c) { return addcOp(c, OpKind::Div); }},
+    {"aten.polygamma.default", polygamma},
   };
 }
 

@@ -187,6 +187,14 @@ Entries trainingConverters() {
     {"aten.adaptive_max_pool2d_backward.default", adaptiveMaxPoolBackward},
     {"aten.convolution_backward.default", convolutionBackward},
     {"aten.mse_loss_backward.default", mseLossBackward},
+    {"aten.binary_cross_entropy_backward.default",
+     [](Converter& c) -> V {
+       ValueId w = c.has(3, "weight") ? c.tensor(3, "weight") : kNoValue;
+       return {binaryCrossEntropyBackward(c, c.tensor(0, "grad_output"), c.tensor(1, "self"), c.tensor(2, "target"), w,
+                                          c.integer(4, "reduction", 1))};
+     }},
+    {"aten.threshold_backward.default",
+     [](Converter& c) -> V { return {thresholdBackward(c, c.tensor(0, "grad_output"), c.tensor(1, "self"), c.number(2, "threshold"))}; }},
     {"aten.embedding_dense_backward.default", embeddingBackward},
     {"aten.native_layer_norm_backward.default", layerNormBackward},
     {"aten.native_group_norm_backward.default", groupNormBackward},

@@ -349,7 +349,9 @@ TEST(RowKernels, SoftmaxRowsAreWarpsReadOnce) {
 /// elements (4 x float4) in registers, warps combined through shared memory
 /// one partial per warp; rows of 4002 (not a multiple of 4) keep the cache
 /// but read scalars and skip the slots past the row's end; rows longer than
-/// 16 x 256 re-read (no cache).
+/// 16 x 256 re-read (no cache), their max and sum of exponentials taken in
+/// one online pass whose (max, sum) pairs combine through shared memory
+/// (Note [Online softmax]).
 TEST(RowKernels, LongRowsAreBlocks) {
   for (int64_t n : {4096, 4002, 8192}) {
     Partition p = forwardOnly({512, n}, softmaxRows);
@@ -359,7 +361,10 @@ TEST(RowKernels, LongRowsAreBlocks) {
     ASSERT_EQ(ls.size(), 1u) << n;
     EXPECT_EQ(ls[0].launch.grid[0], 512) << n;
     const std::string& k = ls[0].source;
-    EXPECT_NE(k.find("part[lane & 7]"), std::string::npos) << k;
+    EXPECT_NE(k.find(n == 8192 ? "om = opm[lane & 7]; os = ops[lane & 7];" : "part[lane & 7]"), std::string::npos) << k;
+    if (n == 8192) {
+      EXPECT_EQ(k.find("part[lane & 7]"), std::string::npos) << "one pass, no second reduction: " << k;
+    }
     if (n == 4096) {
       EXPECT_NE(k.find("float4 rc0[4];"), std::string::npos) << k;
     } else if (n == 4002) {

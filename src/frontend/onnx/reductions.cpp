@@ -44,6 +44,32 @@ Outs reduceOnnx(Node& c) {
   ReduceSpec sp = reduceSpec(c, rank, c.opset() >= (R == Red::Sum ? 13 : 18));
   if (sp.noop) return {x};
   if (rank == 0) sp.dims.clear();
+  // Over an empty set (a reduced dim of extent 0) Max, Min and LogSumExp give
+  // their identity (18: the type's lowest / highest value, -inf / +inf,
+  // False / True); the sums give 0 and LogSum log(0) on their own.
+  if (R == Red::Max || R == Red::Min || R == Red::LogSumExp) {
+    const TensorType& t = c.type(x);
+    Ints out;
+    bool empty = false;
+    for (int64_t k = 0; k < rank; ++k) {
+      bool reduced = std::binary_search(sp.dims.begin(), sp.dims.end(), k);
+      empty = empty || (reduced && t.sizes[static_cast<size_t>(k)] == 0);
+      if (!reduced || sp.keep) out.push_back(reduced ? 1 : t.sizes[static_cast<size_t>(k)]);
+    }
+    if (empty) {
+      bool low = R != Red::Min;
+      double v = low ? -HUGE_VAL : HUGE_VAL;
+      if (t.dtype == DType::Bool) {
+        v = low ? 0.0 : 1.0;
+      } else if (!isFloating(t.dtype)) {
+        int bits = static_cast<int>(dtypeSize(t.dtype) * 8);
+        if (bits > 32) c.fail("the identity of a 64-bit integer Max/Min over an empty set is beyond what aotc holds exactly");
+        bool u = isUnsigned(t.dtype);
+        v = low ? (u ? 0.0 : -std::ldexp(1.0, bits - 1)) : std::ldexp(1.0, u ? bits : bits - 1) - 1;
+      }
+      return {c.full(v, TensorType::contiguous(t.dtype, out))};
+    }
+  }
   auto red = [&](OpKind k, ValueId v) {
     if (c.type(v).rank() == 0) return v;
     return reduceOp(c, k, v, sp.dims, sp.keep);
@@ -118,7 +144,8 @@ Outs cumsumOp(Node& c) {
   ValueId x = c.in(0);
   int64_t a = c.axis(static_cast<int64_t>(c.knownScalar(1, "axis")), c.type(x).rank());
   bool reverse = c.i("reverse", 0) != 0, exclusive = c.i("exclusive", 0) != 0;
-  ValueId s = c.op(OpKind::Cumsum, {x}, Attrs{{"dim", a}, {"reverse", reverse}});
+  // The IR's cumsum of integers is int64 (PyTorch's); ONNX keeps the type.
+  ValueId s = c.cast(c.op(OpKind::Cumsum, {x}, Attrs{{"dim", a}, {"reverse", reverse}}), c.type(x).dtype);
   if (exclusive) s = c.sub(s, x);
   return {s};
 }

@@ -61,13 +61,16 @@ const std::map<std::string, int>& reviewedAfter17() {
     // new at 20.
     set(20, {"DFT", "IsInf", "IsNaN", "ReduceMax", "ReduceMin", "Gelu", "AffineGrid"});
     // 21: GroupNormalization's scale and bias per channel (18: per group),
-    // both implemented, and stash_type.
-    set(21, {"GroupNormalization"});
+    // both implemented, and stash_type; QLinearMatMul adds the FP8 types
+    // (refused by name).
+    set(21, {"GroupNormalization", "QLinearMatMul"});
     // 22: bfloat16 added (the ops' meaning unchanged; LpPool's 18 adds
     // ceil_mode, refused unless 0, and dilations); Dropout adds the FP8
     // types (refused by name).  AveragePool/MaxPool 22 also say that a
     // ceil_mode window starting in the right padding is dropped, which is
     // PyTorch's rule that aotc's pooling ops follow (windowOut, ops.cpp).
+    // GridSample 20 adds N-D inputs and names its modes linear and cubic
+    // (both spellings read).
     set(22, {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "Conv", "ConvTranspose", "Cos", "Cosh", "Dropout", "Elu",
              "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "GridSample", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
              "LpPool", "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "RNN", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
@@ -100,9 +103,7 @@ const std::map<std::string, int>& reviewedAfter17() {
     // QuantizeLinear/DequantizeLinear: 13 axis, 19 saturate and FP8, 21
     // block_size, output_dtype, 16-bit and 4-bit types, 23-25 FP4, E8M0
     // scales and 2-bit types (refused by name), 28 precision: implemented
-    // for the 8- and 16-bit integer types (quantize.cpp).  QLinearMatMul 21
-    // adds the FP8 types (refused by name).
-    set(21, {"QLinearMatMul"});
+    // for the 8- and 16-bit integer types (quantize.cpp).
     set(28, {"QuantizeLinear", "DequantizeLinear", "Cast", "Celu", "DepthToSpace", "Einsum", "OneHot", "ReverseSequence", "ReduceLogSum", "ReduceLogSumExp", "SpaceToDepth", "Mod",
              "BitShift"});
     return r;

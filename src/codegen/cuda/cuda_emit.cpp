@@ -183,6 +183,36 @@ std::string ProgramBuilder::addKernel(std::string body, const std::vector<std::s
 
 namespace {
 
+/// The launches of a reduction kernel `k` writing `outs`: one kernel, or
+/// (Note [Reduction schedules]) a split one writing `partials` partials per
+/// output to a workspace -- an owned buffer live from the first kernel to
+/// the second, which the memory plan places -- and the combine kernel that
+/// reads them and writes `outs`.
+void pushReduction(ProgramBuilder& b, const KernelEmitter::Kernel& k, const std::vector<ValueId>& outs, int64_t partials) {
+  const Graph& g = b.g;
+  std::vector<std::string> results, operands;
+  for (ValueId o : outs) results.push_back(b.root[o]);
+  for (ValueId v : k.leaves) operands.push_back(b.root[v]);
+  const int64_t outBytes = b.bytes(outs);
+  if (k.combine.empty()) {
+    results.insert(results.end(), operands.begin(), operands.end());
+    const int64_t blocks = std::max<int64_t>(1, (k.threads + k.per - 1) / k.per);
+    b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(results), plan::LaunchWork{b.bytes(k.leaves) + outBytes, blocks, k.serial, 1});
+    return;
+  }
+  const int64_t outputs = g.type(outs.at(0)).numel(), n = partials * k.split * outputs;
+  plan::Buffer ws{g.values[outs[0]].name + ".partials", plan::BufferKind::Alloc, plan::Layout{k.workspace, {n}, {1}, 0}, "", "",
+                  n * dtypeSize(k.workspace), -1};
+  const int64_t wsBytes = ws.bytes;
+  b.buffers.push_back(ws);
+  operands.insert(operands.begin(), ws.name);
+  b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(operands), plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
+  results.push_back(ws.name);
+  b.pushLaunch(k.combine, outputs, kBlock, kBlock, std::move(results),
+               plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
+  b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];  // the combine computes the same nodes
+}
+
 /// Gives every node of `g` its step, in program order.
 void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
   const Graph& g = b.g;
@@ -254,24 +284,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       // Note [Welford moments]: the mean and the variance, x read once.
       ValueId var = g.nodes[static_cast<size_t>(mo->second)].outputs.at(0);
       b.declare(var, plan::BufferKind::Alloc);
-      KernelEmitter::Kernel k = emit.moments(n, g.nodes[static_cast<size_t>(mo->second)]);
-      const int64_t outputs = ot.numel(), outBytes = b.bytes({out, var});
-      std::vector<std::string> a{b.root[out], b.root[var]};
-      for (ValueId v : k.leaves) a.push_back(b.root[v]);
-      if (k.combine.empty()) {
-        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(k.leaves) + outBytes, k.threads, k.serial, 1});
-        continue;
-      }
-      plan::Buffer ws{g.values[out].name + ".partials", plan::BufferKind::Alloc,
-                      plan::Layout{k.workspace, {2 * k.split * outputs}, {1}, 0}, "", "", 2 * k.split * outputs * dtypeSize(k.workspace), -1};
-      const int64_t wsBytes = ws.bytes;
-      b.buffers.push_back(ws);
-      a.erase(a.begin(), a.begin() + 2);
-      a.insert(a.begin(), ws.name);
-      b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
-      b.pushLaunch(k.combine, outputs, kBlock, kBlock, {b.root[out], b.root[var], ws.name},
-                   plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
-      b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];
+      pushReduction(b, emit.moments(n, g.nodes[static_cast<size_t>(mo->second)]), {out, var}, 2);
       continue;
     }
     if (auto sib = plan.siblings.find(static_cast<int32_t>(idx)); sib != plan.siblings.end() && !b.dynamic()) {
@@ -283,27 +296,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
         outs.push_back(g.nodes[static_cast<size_t>(m)].outputs.at(0));
         b.declare(outs.back(), plan::BufferKind::Alloc);
       }
-      KernelEmitter::Kernel k = emit.siblings(ns);
-      const int64_t outputs = ot.numel(), outBytes = b.bytes(outs);
-      std::vector<std::string> a;
-      for (ValueId o : outs) a.push_back(b.root[o]);
-      std::vector<std::string> operands;
-      for (ValueId v : k.leaves) operands.push_back(b.root[v]);
-      if (k.combine.empty()) {
-        a.insert(a.end(), operands.begin(), operands.end());
-        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(k.leaves) + outBytes, k.threads, k.serial, 1});
-        continue;
-      }
-      const int64_t P = static_cast<int64_t>(ns.size());
-      plan::Buffer ws{g.values[out].name + ".partials", plan::BufferKind::Alloc,
-                      plan::Layout{k.workspace, {P * k.split * outputs}, {1}, 0}, "", "", P * k.split * outputs * dtypeSize(k.workspace), -1};
-      const int64_t wsBytes = ws.bytes;
-      b.buffers.push_back(ws);
-      operands.insert(operands.begin(), ws.name);
-      b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(operands), plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
-      a.push_back(ws.name);
-      b.pushLaunch(k.combine, outputs, kBlock, kBlock, std::move(a), plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
-      b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];
+      pushReduction(b, emit.siblings(ns), outs, static_cast<int64_t>(ns.size()));
       continue;
     }
     if (info.category == OpCategory::Pointwise || isScatterExpr(n.op)) {  // Note [Scatter expressions]
@@ -312,30 +305,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       continue;
     }
     if (reductionRule(n.op)) {
-      KernelEmitter::Kernel k = emit.reduction(n);
-      std::vector<ValueId> touched = k.leaves;
-      touched.push_back(out);
-      std::vector<std::string> a{b.root[out]};
-      for (ValueId v : k.leaves) a.push_back(b.root[v]);
-      if (k.combine.empty()) {
-        const int64_t blocks = std::max<int64_t>(1, (k.threads + k.per - 1) / k.per);
-        b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a), plan::LaunchWork{b.bytes(touched), blocks, k.serial, 1});
-        continue;
-      }
-      // Note [Reduction schedules]: the partials' workspace, an owned buffer
-      // live from the first kernel to the second (the memory plan places it).
-      const int64_t outputs = ot.numel();
-      plan::Buffer ws{g.values[out].name + ".partials", plan::BufferKind::Alloc,
-                      plan::Layout{k.workspace, {k.split * outputs}, {1}, 0}, "", "", k.split * outputs * dtypeSize(k.workspace), -1};
-      const int64_t wsBytes = ws.bytes;
-      b.buffers.push_back(ws);
-      a[0] = ws.name;
-      b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(a),
-                   plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
-      const int64_t outBytes = b.bytes({out});
-      b.pushLaunch(k.combine, outputs, kBlock, kBlock, {b.root[out], ws.name},
-                   plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
-      b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];  // the combine computes the same nodes
+      pushReduction(b, emit.reduction(n), {out}, 1);
       continue;
     }
     // Every other op: as its row says (Note [Op rows]).

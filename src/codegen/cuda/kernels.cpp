@@ -92,6 +92,47 @@ std::string coordStep(const std::string& indent, const char* c, int64_t d, const
   return indent + cd + " = " + r + " % " + std::to_string(size) + "; " + r + " /= " + std::to_string(size) + ";\n";
 }
 
+Reduced reduced(const TensorType& it, const Ints& dims) {
+  Reduced r{it.sizes, {}, 1};
+  for (int64_t d = 0; d < it.rank(); ++d)
+    if (std::binary_search(dims.begin(), dims.end(), d)) {
+      r.kept[static_cast<size_t>(d)] = 1;
+      r.dims.push_back(d);
+      r.n *= it.sizes[static_cast<size_t>(d)];
+    }
+  return r;
+}
+
+/// A kernel's first line: "// aotc kernel: " and the ops it computes.
+std::string opsBanner(const std::vector<std::string>& ops) {
+  std::string b = "// aotc kernel:";
+  for (size_t k = 0; k < ops.size(); ++k) b += (k ? ", " : " ") + ops[k];
+  return b;
+}
+
+/// Note [Reduction schedules]: in a scheduled kernel (output i, chunk sp),
+/// the coordinates c[] of output i's kept dims, then the loop over the
+/// chunk's elements j (a block's threads, or a Column block's rows, apart)
+/// with c[] of the reduced dims, for the loop's body to follow.
+std::string scheduledLoopHead(const TensorType& it, const Reduced& r, const ReductionSchedule& s) {
+  const bool column = s.kind == ReductionSchedule::Column;
+  std::ostringstream os;
+  os << "    aotc_i64 c[" << std::max<int64_t>(it.rank(), 1) << "];\n    { aotc_i64 r = i;\n";
+  int64_t outerKept = 0;
+  while (outerKept < it.rank() && r.kept[static_cast<size_t>(outerKept)] == 1) ++outerKept;
+  for (int64_t d = it.rank(); d-- > 0;)
+    if (r.kept[static_cast<size_t>(d)] != 1) os << coordStep("      ", "c", d, "r", r.kept[static_cast<size_t>(d)], d == outerKept, false);
+    else if (!std::binary_search(r.dims.begin(), r.dims.end(), d)) os << "      c[" << d << "] = 0;\n";
+  os << "    }\n";
+  os << "    aotc_i64 j1 = sp * " << s.chunk << " + " << s.chunk << ";\n    if (j1 > " << r.n << ") j1 = " << r.n << ";\n";
+  os << "    for (aotc_i64 j = sp * " << s.chunk << " + " << (column ? "row" : "threadIdx.x") << "; j < j1; j += "
+     << (column ? s.block / 32 : s.block) << ") {\n";
+  os << "    aotc_i64 q = j;\n";
+  for (size_t k = r.dims.size(); k-- > 0;)
+    os << coordStep("    ", "c", r.dims[k], "q", it.sizes[static_cast<size_t>(r.dims[k])], k == 0, false);
+  return os.str();
+}
+
 /// Note [Row cache]: whether an operand with strides `st` (broadcast to a
 /// row group's shape) differs between rows and along them: the rows' data,
 /// not a weight broadcast over the rows nor a per-row statistic.
@@ -333,9 +374,7 @@ void KernelEmitter::noteNode(ExprCtx& x, const Node& n) {
 
 std::string KernelEmitter::kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves) {
   std::ostringstream os;
-  os << "// aotc kernel:";
-  for (size_t i = 0; i < ops.size(); ++i) os << (i ? ", " : " ") << ops[i];
-  os << "\nextern \"C\" __global__ void @KERNEL@(" << storageType(outType) << "* __restrict__ out";
+  os << opsBanner(ops) << "\nextern \"C\" __global__ void @KERNEL@(" << storageType(outType) << "* __restrict__ out";
   for (size_t i = 0; i < leaves.size(); ++i)
     os << ", const " << storageType(g.type(leaves[i]).dtype) << "* __restrict__ in" << i;
   os << ") {\n";
@@ -413,14 +452,10 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   const TensorType& it = g.type(n.inputs[0]);
   const TensorType& ot = g.type(n.outputs[0]);
   Ints dims = reductionDims(n.attrs, it.rank());
-  Ints keptSizes = it.sizes, redDims;
-  int64_t nred = 1;
-  for (int64_t d = 0; d < it.rank(); ++d)
-    if (std::binary_search(dims.begin(), dims.end(), d)) {
-      keptSizes[d] = 1;
-      redDims.push_back(d);
-      nred *= it.sizes[d];
-    }
+  const Reduced red = reduced(it, dims);
+  const Ints& keptSizes = red.kept;
+  const Ints& redDims = red.dims;
+  const int64_t nred = red.n;
   const char* acc = accumType(ot.dtype);
   const ReductionRule& rs = *reductionRule(n.op);
   ExprCtx x;
@@ -430,7 +465,7 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   std::string v = emitValue(n.inputs[0], it.sizes, c, x);
   const auto sched = plan_.schedules.find(static_cast<int32_t>(&n - g.nodes.data()));
   if (!b_.dynamic() && sched != plan_.schedules.end() && sched->second.kind != ReductionSchedule::Thread)
-    return scheduledReduction(n, sched->second, x, v, keptSizes, redDims, nred);
+    return scheduledReduction(n, sched->second, x, v, red);
   bool blockReduce = blockPerOutput(it, dims, nred, ot.numel());
   if (b_.dynamic()) {
     // Note [Dynamic codegen]: decided at the hints, the same at every probe.
@@ -486,10 +521,24 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   return k;
 }
 
+/// The first (or only) kernel of a scheduled reduction (Note [Reduction
+/// schedules]): a block per (output or column of outputs, chunk).
+KernelEmitter::Kernel KernelEmitter::scheduledKernel(const std::string& text, const ExprCtx& x, const ReductionSchedule& s) {
+  Kernel k;
+  k.name = b_.addKernel(text, x.nodes, x.ids);
+  k.leaves = x.leaves;
+  k.threads = s.blocks;
+  k.per = 1;
+  k.block = s.block;
+  k.serial = s.serial;
+  k.split = s.split;
+  return k;
+}
+
 /// Note [Reduction schedules]: a Row or Column reduction, split or not.
 /// `x` holds the input's expression (`v`) at coordinates c[], for the loop.
 KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const ReductionSchedule& s, ExprCtx& x, const std::string& v,
-                                                        const Ints& keptSizes, const Ints& redDims, int64_t nred) {
+                                                        const Reduced& r) {
   const TensorType& it = g.type(n.inputs[0]);
   const TensorType& ot = g.type(n.outputs[0]);
   const ReductionRule& rs = *reductionRule(n.op);
@@ -497,10 +546,10 @@ KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const Red
   const char* acc = accumType(ot.dtype);
   const DType accType = !floating ? DType::I64 : ot.dtype == DType::F64 ? DType::F64 : DType::F32;
   const std::string combine = rs.cudaCombine;
-  const int64_t K = ot.numel(), rank = std::max<int64_t>(it.rank(), 1);
+  const int64_t K = ot.numel(), nred = r.n;
   const bool split = s.split > 1;
   const bool column = s.kind == ReductionSchedule::Column;
-  const int64_t KB = (K + 31) / 32;  // Column: blocks across the outputs
+  const int64_t KB = (K + 31) / 32, lanes = column ? s.block / 32 : s.block;  // Column: blocks across the outputs
   auto both = [&](const std::string& a, const std::string& b) { return combine.empty() ? a + " + " + b : combine + "(" + a + ", " + b + ")"; };
   std::ostringstream os;
   os << kernelHeader(x.ops, split ? accType : ot.dtype, x.leaves);
@@ -513,21 +562,7 @@ KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const Red
     os << "  aotc_i64 sp = blockIdx.x / " << K << "u;\n";
   }
   os << "  " << acc << " acc = " << (floating ? rs.cudaInit : rs.cudaInitInt) << ";\n";
-  os << "  if (i < " << K << ") {\n";
-  os << "    aotc_i64 c[" << rank << "];\n    { aotc_i64 r = i;\n";
-  int64_t outerKept = 0;
-  while (outerKept < it.rank() && keptSizes[static_cast<size_t>(outerKept)] == 1) ++outerKept;
-  for (int64_t d = it.rank(); d-- > 0;)
-    if (keptSizes[static_cast<size_t>(d)] != 1) os << coordStep("      ", "c", d, "r", keptSizes[static_cast<size_t>(d)], d == outerKept, false);
-    else if (!std::binary_search(redDims.begin(), redDims.end(), d)) os << "      c[" << d << "] = 0;\n";
-  os << "    }\n";
-  const int64_t lanes = column ? s.block / 32 : s.block;
-  os << "    aotc_i64 j1 = sp * " << s.chunk << " + " << s.chunk << ";\n    if (j1 > " << nred << ") j1 = " << nred << ";\n";
-  os << "    for (aotc_i64 j = sp * " << s.chunk << " + " << (column ? "row" : "threadIdx.x") << "; j < j1; j += " << lanes << ") {\n";
-  os << "    aotc_i64 q = j;\n";
-  for (size_t k = redDims.size(); k-- > 0;)
-    os << coordStep("    ", "c", redDims[k], "q", it.sizes[static_cast<size_t>(redDims[k])], k == 0, false);
-  os << x.code.str();
+  os << "  if (i < " << K << ") {\n" << scheduledLoopHead(it, r, s) << x.code.str();
   if (!combine.empty()) os << "    acc = " << combine << "((" << acc << ")" << v << ", acc);\n    }\n  }\n";
   else os << "    acc += (" << acc << ")" << v << ";\n    }\n  }\n";
   // A fixed tree over the block's partial results (deterministic).
@@ -555,19 +590,11 @@ KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const Red
     if (rs.mean) os << "  acc = acc / (" << acc << ")" << nred << ";\n";
     os << "  out[" << outOffset << "i] = (" << storageType(ot.dtype) << ")acc;\n}\n";
   }
-  Kernel k;
-  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
-  k.leaves = x.leaves;
-  k.threads = s.blocks;
-  k.per = 1;
-  k.block = s.block;
-  k.serial = s.serial;
-  k.split = s.split;
+  Kernel k = scheduledKernel(os.str(), x, s);
   if (!split) return k;
   // The second kernel: each output's partials, combined in chunk order.
   std::ostringstream cs;
-  cs << "// aotc kernel:";
-  for (size_t o = 0; o < x.ops.size(); ++o) cs << (o ? ", " : " ") << x.ops[o];
+  cs << opsBanner(x.ops);
   cs << " (combine " << s.split << " partials)\n";
   cs << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, const " << acc
      << "* __restrict__ in0) {\n";
@@ -600,14 +627,8 @@ KernelEmitter::Kernel KernelEmitter::moments(const Node& a, const Node& bn) {
   const ReductionSchedule& s = plan_.schedules.at(static_cast<int32_t>(&a - g.nodes.data()));
   AOTC_CHECK(s.kind == ReductionSchedule::Row && !b_.dynamic(), "Welford moments need a static Row schedule");
   const Ints dims = reductionDims(a.attrs, it.rank());
-  Ints keptSizes = it.sizes, redDims;
-  int64_t nred = 1;
-  for (int64_t d = 0; d < it.rank(); ++d)
-    if (std::binary_search(dims.begin(), dims.end(), d)) {
-      keptSizes[static_cast<size_t>(d)] = 1;
-      redDims.push_back(d);
-      nred *= it.sizes[static_cast<size_t>(d)];
-    }
+  const Reduced r = reduced(it, dims);
+  const int64_t nred = r.n;
   const char* acc = accumType(ot.dtype);
   const DType accType = ot.dtype == DType::F64 ? DType::F64 : DType::F32;
   ExprCtx x;
@@ -616,12 +637,11 @@ KernelEmitter::Kernel KernelEmitter::moments(const Node& a, const Node& bn) {
   x.indent = "    ";
   std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
   const std::string v = emitValue(a.inputs[0], it.sizes, c, x);
-  const int64_t K = ot.numel(), rank = std::max<int64_t>(it.rank(), 1);
+  const int64_t K = ot.numel();
   const bool split = s.split > 1;
   auto offset = [](const TensorType& t) { return t.offset ? std::to_string(t.offset) + " + " : std::string(); };
   std::ostringstream os;
-  os << "// aotc kernel:";
-  for (size_t o = 0; o < x.ops.size(); ++o) os << (o ? ", " : " ") << x.ops[o];
+  os << opsBanner(x.ops);
   os << " (Welford moments)\nextern \"C\" __global__ void @KERNEL@(";
   if (split) os << acc << "* __restrict__ out";
   else os << storageType(ot.dtype) << "* __restrict__ out, " << storageType(bt.dtype) << "* __restrict__ out1";
@@ -629,19 +649,7 @@ KernelEmitter::Kernel KernelEmitter::moments(const Node& a, const Node& bn) {
   os << ") {\n";
   os << "  aotc_i64 i = blockIdx.x % " << K << "u;\n  aotc_i64 sp = blockIdx.x / " << K << "u;\n";
   os << "  " << acc << " wn = 0, wm = 0, wq = 0;\n";
-  os << "  {\n    aotc_i64 c[" << rank << "];\n    { aotc_i64 r = i;\n";
-  int64_t outerKept = 0;
-  while (outerKept < it.rank() && keptSizes[static_cast<size_t>(outerKept)] == 1) ++outerKept;
-  for (int64_t d = it.rank(); d-- > 0;)
-    if (keptSizes[static_cast<size_t>(d)] != 1) os << coordStep("      ", "c", d, "r", keptSizes[static_cast<size_t>(d)], d == outerKept, false);
-    else if (!std::binary_search(redDims.begin(), redDims.end(), d)) os << "      c[" << d << "] = 0;\n";
-  os << "    }\n";
-  os << "    aotc_i64 j1 = sp * " << s.chunk << " + " << s.chunk << ";\n    if (j1 > " << nred << ") j1 = " << nred << ";\n";
-  os << "    for (aotc_i64 j = sp * " << s.chunk << " + threadIdx.x; j < j1; j += " << s.block << ") {\n";
-  os << "    aotc_i64 q = j;\n";
-  for (size_t k = redDims.size(); k-- > 0;)
-    os << coordStep("    ", "c", redDims[k], "q", it.sizes[static_cast<size_t>(redDims[k])], k == 0, false);
-  os << x.code.str();
+  os << "  {\n" << scheduledLoopHead(it, r, s) << x.code.str();
   os << "    " << acc << " e = (" << acc << ")" << v << ";\n";
   os << "    wn += 1; " << acc << " d = e - wm; wm += d / wn; wq += d * (e - wm);\n    }\n  }\n";
   // The block's triples, halved in a fixed order (Chan et al.).
@@ -659,20 +667,11 @@ KernelEmitter::Kernel KernelEmitter::moments(const Node& a, const Node& bn) {
     os << "  out[" << offset(ot) << "i] = (" << storageType(ot.dtype) << ")pm[0];\n";
     os << "  out1[" << offset(bt) << "i] = (" << storageType(bt.dtype) << ")(pq[0] / (" << acc << ")" << nred << ");\n}\n";
   }
-  Kernel k;
-  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
-  k.leaves = x.leaves;
-  k.threads = s.blocks;
-  k.per = 1;
-  k.block = s.block;
-  k.serial = s.serial;
-  k.split = s.split;
-  k.moments = true;
+  Kernel k = scheduledKernel(os.str(), x, s);
   if (!split) return k;
   // The chunks' (mean, M2), combined in chunk order; every chunk has work.
   std::ostringstream cs;
-  cs << "// aotc kernel:";
-  for (size_t o = 0; o < x.ops.size(); ++o) cs << (o ? ", " : " ") << x.ops[o];
+  cs << opsBanner(x.ops);
   cs << " (combine " << s.split << " Welford partials)\n";
   cs << "extern \"C\" __global__ void @KERNEL@(" << storageType(ot.dtype) << "* __restrict__ out, " << storageType(bt.dtype)
      << "* __restrict__ out1, const " << acc << "* __restrict__ in0) {\n";
@@ -702,14 +701,8 @@ KernelEmitter::Kernel KernelEmitter::siblings(const std::vector<const Node*>& ns
              "sibling reductions need a static Row or Column schedule");
   const bool column = s.kind == ReductionSchedule::Column;
   const Ints dims = reductionDims(a.attrs, it.rank());
-  Ints keptSizes = it.sizes, redDims;
-  int64_t nred = 1;
-  for (int64_t d = 0; d < it.rank(); ++d)
-    if (std::binary_search(dims.begin(), dims.end(), d)) {
-      keptSizes[static_cast<size_t>(d)] = 1;
-      redDims.push_back(d);
-      nred *= it.sizes[static_cast<size_t>(d)];
-    }
+  const Reduced r = reduced(it, dims);
+  const int64_t nred = r.n;
   const char* acc = accumType(ot.dtype);
   const DType accType = ot.dtype == DType::F64 ? DType::F64 : DType::F32;
   const size_t P = ns.size();
@@ -719,15 +712,14 @@ KernelEmitter::Kernel KernelEmitter::siblings(const std::vector<const Node*>& ns
   std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
   std::vector<std::string> vs;
   for (const Node* n : ns) vs.push_back(emitValue(n->inputs[0], it.sizes, c, x));
-  const int64_t K = ot.numel(), rank = std::max<int64_t>(it.rank(), 1);
+  const int64_t K = ot.numel();
   const bool split = s.split > 1;
   auto both = [&](size_t p, const std::string& l, const std::string& r) {
     const std::string combine = reductionRule(ns[p]->op)->cudaCombine;
     return combine.empty() ? l + " + " + r : combine + "(" + l + ", " + r + ")";
   };
   std::ostringstream os;
-  os << "// aotc kernel:";
-  for (size_t o = 0; o < x.ops.size(); ++o) os << (o ? ", " : " ") << x.ops[o];
+  os << opsBanner(x.ops);
   os << " (" << P << " sibling reductions)\nextern \"C\" __global__ void @KERNEL@(";
   if (split) {
     os << acc << "* __restrict__ out";
@@ -744,19 +736,7 @@ KernelEmitter::Kernel KernelEmitter::siblings(const std::vector<const Node*>& ns
     os << "  aotc_i64 i = blockIdx.x % " << K << "u;\n  aotc_i64 sp = blockIdx.x / " << K << "u;\n";
   }
   for (size_t p = 0; p < P; ++p) os << "  " << acc << " acc" << p << " = " << reductionRule(ns[p]->op)->cudaInit << ";\n";
-  os << "  if (i < " << K << ") {\n    aotc_i64 c[" << rank << "];\n    { aotc_i64 r = i;\n";
-  int64_t outerKept = 0;
-  while (outerKept < it.rank() && keptSizes[static_cast<size_t>(outerKept)] == 1) ++outerKept;
-  for (int64_t d = it.rank(); d-- > 0;)
-    if (keptSizes[static_cast<size_t>(d)] != 1) os << coordStep("      ", "c", d, "r", keptSizes[static_cast<size_t>(d)], d == outerKept, false);
-    else if (!std::binary_search(redDims.begin(), redDims.end(), d)) os << "      c[" << d << "] = 0;\n";
-  os << "    }\n";
-  os << "    aotc_i64 j1 = sp * " << s.chunk << " + " << s.chunk << ";\n    if (j1 > " << nred << ") j1 = " << nred << ";\n";
-  os << "    for (aotc_i64 j = sp * " << s.chunk << " + " << (column ? "row" : "threadIdx.x") << "; j < j1; j += " << lanes << ") {\n";
-  os << "    aotc_i64 q = j;\n";
-  for (size_t k = redDims.size(); k-- > 0;)
-    os << coordStep("    ", "c", redDims[k], "q", it.sizes[static_cast<size_t>(redDims[k])], k == 0, false);
-  os << x.code.str();
+  os << "  if (i < " << K << ") {\n" << scheduledLoopHead(it, r, s) << x.code.str();
   for (size_t p = 0; p < P; ++p) {
     const std::string combine = reductionRule(ns[p]->op)->cudaCombine;
     if (combine.empty()) os << "    acc" << p << " += (" << acc << ")" << vs[p] << ";\n";
@@ -786,19 +766,11 @@ KernelEmitter::Kernel KernelEmitter::siblings(const std::vector<const Node*>& ns
     }
   }
   os << "}\n";
-  Kernel k;
-  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
-  k.leaves = x.leaves;
-  k.threads = s.blocks;
-  k.per = 1;
-  k.block = s.block;
-  k.serial = s.serial;
-  k.split = s.split;
+  Kernel k = scheduledKernel(os.str(), x, s);
   if (!split) return k;
   // Each output's partials, combined in chunk order.
   std::ostringstream cs;
-  cs << "// aotc kernel:";
-  for (size_t o = 0; o < x.ops.size(); ++o) cs << (o ? ", " : " ") << x.ops[o];
+  cs << opsBanner(x.ops);
   cs << " (combine " << s.split << " partials of " << P << " sibling reductions)\nextern \"C\" __global__ void @KERNEL@(";
   for (size_t p = 0; p < P; ++p) cs << storageType(g.type(ns[p]->outputs[0]).dtype) << "* __restrict__ out" << p << ", ";
   cs << "const " << acc << "* __restrict__ in0) {\n";
@@ -1104,8 +1076,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   std::string text = body.str();
   text.replace(text.find("@ROWCACHE@"), 10, x.cacheDecls);
   std::ostringstream os;
-  os << "// aotc kernel:";
-  for (size_t k = 0; k < x.ops.size(); ++k) os << (k ? ", " : " ") << x.ops[k];
+  os << opsBanner(x.ops);
   os << "\nextern \"C\" __global__ void @KERNEL@(";
   for (size_t o = 0; o < outs.size(); ++o) os << (o ? ", " : "") << storageType(g.type(outs[o]).dtype) << "* __restrict__ out" << o;
   for (size_t l = 0; l < x.leaves.size(); ++l) os << ", const " << storageType(g.type(x.leaves[l]).dtype) << "* __restrict__ in" << l;

@@ -110,6 +110,13 @@ struct ProgramBuilder {
 /// The user's name for a node (its op when it has none).
 std::string nodeName(const Node& n);
 
+/// A reduction of a tensor over some dims: the kept sizes (reduced dims 1),
+/// the reduced dims in order, and the elements each output reduces.
+struct Reduced {
+  Ints kept, dims;
+  int64_t n = 1;
+};
+
 /// Stage 2: kernel text.
 class KernelEmitter {
  public:
@@ -129,9 +136,6 @@ class KernelEmitter {
     /// their own; `combine`, one thread per output, reads them and writes out.
     std::string combine;
     DType workspace = DType::F64;
-    /// Note [Welford moments]: two outputs (the mean, the variance); a split
-    /// one's workspace holds two partials (mean, M2) per (chunk, output).
-    bool moments = false;
   };
   /// A (fused) elementwise kernel: out, with layout `ot`, = root's value.
   Kernel pointwise(const Node& root, const TensorType& ot);
@@ -160,8 +164,8 @@ class KernelEmitter {
 
  private:
   struct ExprCtx;
-  Kernel scheduledReduction(const Node& n, const ReductionSchedule& s, ExprCtx& x, const std::string& v, const Ints& keptSizes,
-                            const Ints& redDims, int64_t nred);
+  Kernel scheduledReduction(const Node& n, const ReductionSchedule& s, ExprCtx& x, const std::string& v, const Reduced& r);
+  Kernel scheduledKernel(const std::string& text, const ExprCtx& x, const ReductionSchedule& s);
   std::string emitValue(ValueId v, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x);
   std::string scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x);
   bool computedInline(int32_t node, const ExprCtx& x) const;

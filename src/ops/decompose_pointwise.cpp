@@ -15,6 +15,12 @@ namespace aotc::decomp {
 
 namespace {
 
+// Note [Sequenced operands]: every node is built in its own statement, never
+// inside another call's argument list, whose evaluation order C++ leaves to
+// the compiler (GCC builds right to left, clang left to right): the graph's
+// node order -- and so the artifact's bytes -- must not depend on which
+// compiler built aotc (compare_compilers checks it).  Braced lists are
+// sequenced left to right, so {x, c.op(...)} is safe.
 ValueId where(Builder& c, ValueId cond, ValueId a, ValueId b) { return c.op(OpKind::Where, {cond, a, b}); }
 
 /// The largest finite value of a floating dtype (torch.finfo(d).max).
@@ -36,23 +42,32 @@ ValueId frac(Builder& c, ValueId x) {
 
 ValueId hardshrink(Builder& c, ValueId x, double lambd) {
   ValueId inside = bin(c, OpKind::Le, {c.op(OpKind::Abs, {x}), sc(c, lambd, x)});
-  return where(c, inside, sc(c, 0.0, x), x);
+  ValueId zero = sc(c, 0.0, x);
+  return where(c, inside, zero, x);
 }
 
 ValueId softshrink(Builder& c, ValueId x, double lambd) {
   if (!(lambd >= 0)) c.fail(cat("softshrink: lambda must be at least 0, got ", lambd));
   ValueId l = sc(c, lambd, x);
   ValueId small = hardshrink(c, x, lambd);  // 0 inside [-lambd, lambd], NaN kept
-  ValueId below = where(c, bin(c, OpKind::Lt, {x, c.op(OpKind::Neg, {l})}), bin(c, OpKind::Add, {x, l}), small);
-  return where(c, bin(c, OpKind::Gt, {x, l}), bin(c, OpKind::Sub, {x, l}), below);
+  ValueId isBelow = bin(c, OpKind::Lt, {x, c.op(OpKind::Neg, {l})});
+  ValueId shiftedUp = bin(c, OpKind::Add, {x, l});
+  ValueId below = where(c, isBelow, shiftedUp, small);
+  ValueId isAbove = bin(c, OpKind::Gt, {x, l});
+  ValueId shiftedDown = bin(c, OpKind::Sub, {x, l});
+  return where(c, isAbove, shiftedDown, below);
 }
 
 ValueId threshold(Builder& c, ValueId x, double th, double value) {
-  return where(c, bin(c, OpKind::Le, {x, sc(c, th, x)}), sc(c, value, x), x);
+  ValueId at = bin(c, OpKind::Le, {x, sc(c, th, x)});
+  ValueId replaced = sc(c, value, x);
+  return where(c, at, replaced, x);
 }
 
 ValueId thresholdBackward(Builder& c, ValueId g, ValueId x, double th) {
-  return where(c, bin(c, OpKind::Le, {x, sc(c, th, x)}), sc(c, 0.0, g), g);
+  ValueId at = bin(c, OpKind::Le, {x, sc(c, th, x)});
+  ValueId zero = sc(c, 0.0, g);
+  return where(c, at, zero, g);
 }
 
 ValueId lerp(Builder& c, ValueId a, ValueId b, ValueId w, std::optional<double> scalarWeight) {
@@ -62,15 +77,22 @@ ValueId lerp(Builder& c, ValueId a, ValueId b, ValueId w, std::optional<double> 
   if (scalarWeight) return std::abs(*scalarWeight) < 0.5 ? small() : large();
   ValueId isSmall = bin(c, OpKind::Lt, {c.op(OpKind::Abs, {w}), sc(c, 0.5, w)});
   ValueId s = small();
-  return where(c, isSmall, s, large());
+  ValueId l = large();
+  return where(c, isSmall, s, l);
 }
 
 ValueId nanToNum(Builder& c, ValueId x, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
   DType d = c.type(x).dtype;
   if (!isFloating(d)) return c.op(OpKind::Clone, {x});
-  ValueId r = where(c, c.op(OpKind::IsNan, {x}), sc(c, nan.value_or(0.0), x), x);
-  r = where(c, bin(c, OpKind::Eq, {x, sc(c, -HUGE_VAL, x)}), sc(c, neginf.value_or(-finiteMax(d)), x), r);
-  return where(c, bin(c, OpKind::Eq, {x, sc(c, HUGE_VAL, x)}), sc(c, posinf.value_or(finiteMax(d)), x), r);
+  ValueId isNan = c.op(OpKind::IsNan, {x});
+  ValueId nanValue = sc(c, nan.value_or(0.0), x);
+  ValueId r = where(c, isNan, nanValue, x);
+  ValueId isNegInf = bin(c, OpKind::Eq, {x, sc(c, -HUGE_VAL, x)});
+  ValueId negValue = sc(c, neginf.value_or(-finiteMax(d)), x);
+  r = where(c, isNegInf, negValue, r);
+  ValueId isPosInf = bin(c, OpKind::Eq, {x, sc(c, HUGE_VAL, x)});
+  ValueId posValue = sc(c, posinf.value_or(finiteMax(d)), x);
+  return where(c, isPosInf, posValue, r);
 }
 
 ValueId logit(Builder& c, ValueId x, std::optional<double> eps) {
@@ -79,8 +101,10 @@ ValueId logit(Builder& c, ValueId x, std::optional<double> eps) {
     // ATen's lo = eps and hi = 1 - eps in the tensor's dtype; where keeps NaN.
     ValueId lo = sc(c, *eps, x);
     ValueId hi = bin(c, OpKind::Sub, {sc(c, 1.0, x), lo});
-    ValueId above = where(c, bin(c, OpKind::Gt, {x, hi}), hi, x);
-    x = where(c, bin(c, OpKind::Lt, {x, lo}), lo, above);
+    ValueId isAbove = bin(c, OpKind::Gt, {x, hi});
+    ValueId above = where(c, isAbove, hi, x);
+    ValueId isBelow = bin(c, OpKind::Lt, {x, lo});
+    x = where(c, isBelow, lo, above);
   }
   return c.op(OpKind::Logit, {x});
 }

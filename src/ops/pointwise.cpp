@@ -357,7 +357,10 @@ const PointwiseRule kRows[] = {
      return {g.mul(g.mul(g.scalarLike(-1.1283791670955126, g.O(0)), e), g.GO(0))};  // -2/sqrt(pi)
    }, {"aten.erfc.default"}, {}},
   {K::Exp2, floating, [](const double* a) { return std::exp2(a[0]); }, "aotc_exp2({0})",
-   [](GradCtx& g) -> R { return {g.mul(g.mul(g.GO(0), g.O(0)), g.scalarLike(std::numbers::ln2, g.O(0)))}; },
+   [](GradCtx& g) -> R {
+     ValueId d = g.mul(g.GO(0), g.O(0));  // Note [Sequenced operands] (decompose_pointwise.cpp)
+     return {g.mul(d, g.scalarLike(std::numbers::ln2, g.O(0)))};
+   },
    {"aten.exp2.default"}, {}},
   {K::Lgamma, floating, [](const double* a) { return std::lgamma(a[0]); }, "aotc_lgamma({0})",
    [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.op(OpKind::Digamma, {g.I(0)}))}; }, {"aten.lgamma.default"},

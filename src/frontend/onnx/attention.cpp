@@ -67,7 +67,10 @@ Outs attentionOp(Node& c) {
   ValueId kt = c.op(OpKind::Transpose, {c.mul(k, c.scalar(rs, dt))}, Attrs{{"dim0", int64_t{2}}, {"dim1", int64_t{3}}});
   ValueId qk = matmul(c, c.mul(q, c.scalar(rs, dt)), kt);  // [B, H, S, L]
   double softcap = c.f("softcap", 0.0);
-  if (softcap > 0) qk = c.mul(c.op(OpKind::Tanh, {c.div(qk, c.scalar(softcap, dt))}), c.scalar(softcap, dt));
+  if (softcap > 0) {
+    ValueId capped = c.op(OpKind::Tanh, {c.div(qk, c.scalar(softcap, dt))});
+    qk = c.mul(capped, c.scalar(softcap, dt));
+  }
 
   // The bias: mask, causal, window, padding.
   ValueId bias = kNoValue;
@@ -97,7 +100,11 @@ Outs attentionOp(Node& c) {
     for (int64_t i = 0; i < S; ++i)
       for (int64_t j = 0; j < L; ++j) d.data[static_cast<size_t>(i * L + j)] = static_cast<double>(i + (nonpad != kNoValue ? 0 : off) - j);
     ValueId D = c.constant(d);
-    if (nonpad != kNoValue) D = c.add(c.reshape(D, {1, 1, S, L}), c.reshape(c.sub(nonpad, c.scalar(static_cast<double>(S), DType::I64)), {B, 1, 1, 1}));
+    if (nonpad != kNoValue) {
+      ValueId d4 = c.reshape(D, {1, 1, S, L});
+      ValueId shift = c.reshape(c.sub(nonpad, c.scalar(static_cast<double>(S), DType::I64)), {B, 1, 1, 1});
+      D = c.add(d4, shift);
+    }
     ValueId zero = c.scalar(0, DType::I64);
     if (causal) addBias(biasOf(c, bin(c, OpKind::Ge, {D, zero}), dt));
     if (left >= 0) addBias(biasOf(c, bin(c, OpKind::Le, {D, c.scalar(static_cast<double>(left), DType::I64)}), dt));
@@ -175,8 +182,12 @@ Outs rotaryEmbeddingOp(Node& c) {
   bool inter = c.i("interleaved", 0) != 0;
   ValueId x1 = inter ? slice(xr, 3, 0, rd, 2) : slice(xr, 3, 0, half, 1);
   ValueId x2 = inter ? slice(xr, 3, 1, rd, 2) : slice(xr, 3, half, rd, 1);
-  ValueId re = c.sub(c.mul(cosv, x1), c.mul(sinv, x2));
-  ValueId im = c.add(c.mul(sinv, x1), c.mul(cosv, x2));
+  ValueId cx1 = c.mul(cosv, x1);
+  ValueId sx2 = c.mul(sinv, x2);
+  ValueId re = c.sub(cx1, sx2);
+  ValueId sx1 = c.mul(sinv, x1);
+  ValueId cx2 = c.mul(cosv, x2);
+  ValueId im = c.add(sx1, cx2);
   ValueId rot = inter ? c.reshape(c.op(OpKind::Cat, {c.op(OpKind::Unsqueeze, {re}, Attrs{{"dim", int64_t{4}}}),
                                                      c.op(OpKind::Unsqueeze, {im}, Attrs{{"dim", int64_t{4}}})},
                                        Attrs{{"dim", int64_t{4}}}),

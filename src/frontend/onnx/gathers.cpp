@@ -108,7 +108,10 @@ Outs scatterElementsOp(Node& c) {
     pos = pos == kNoValue ? term : c.add(pos, term);
   }
   int64_t P = c.type(x).numel(), M = c.type(upd).numel();
-  ValueId flat = scatterReduceRows(c, c.reshape(x, {P}), c.reshape(c.contiguous(pos), {M}), c.reshape(upd, {M}), red);
+  ValueId xFlat = c.reshape(x, {P});
+  ValueId posFlat = c.reshape(c.contiguous(pos), {M});
+  ValueId updFlat = c.reshape(upd, {M});
+  ValueId flat = scatterReduceRows(c, xFlat, posFlat, updFlat, red);
   return {c.reshape(flat, xs)};
 }
 
@@ -154,7 +157,8 @@ NdRows ndRows(Node& c, ValueId data, ValueId indices, int64_t batch) {
     // Each tuple's batch element, as an offset into the flattened table.
     Ints bshape(r.lead.size(), 1);
     for (int64_t b = 0; b < batch; ++b) bshape[static_cast<size_t>(b)] = r.lead[static_cast<size_t>(b)];
-    ValueId bi = c.reshape(c.mul(iota(c, B), c.scalar(static_cast<double>(rowsPerBatch), DType::I64)), bshape);
+    ValueId batchIndex = iota(c, B);
+    ValueId bi = c.reshape(c.mul(batchIndex, c.scalar(static_cast<double>(rowsPerBatch), DType::I64)), bshape);
     row = c.add(row, bi);
   }
   r.rows = c.reshape(c.contiguous(row), {M});

@@ -58,8 +58,12 @@ Outs batchNormOp(Node& c) {
   ValueId bm = c.reshape(mean, {C});
   ValueId bv = c.reshape(var, {C});
   ValueId inMean = c.in(3), inVar = c.in(4);
-  ValueId runMean = c.add(c.scaled(c.op(OpKind::Detach, {inMean}), momentum), c.scaled(c.op(OpKind::Detach, {bm}), 1 - momentum));
-  ValueId runVar = c.add(c.scaled(c.op(OpKind::Detach, {inVar}), momentum), c.scaled(c.op(OpKind::Detach, {bv}), 1 - momentum));
+  ValueId oldMean = c.scaled(c.op(OpKind::Detach, {inMean}), momentum);
+  ValueId newMean = c.scaled(c.op(OpKind::Detach, {bm}), 1 - momentum);
+  ValueId runMean = c.add(oldMean, newMean);
+  ValueId oldVar = c.scaled(c.op(OpKind::Detach, {inVar}), momentum);
+  ValueId newVar = c.scaled(c.op(OpKind::Detach, {bv}), 1 - momentum);
+  ValueId runVar = c.add(oldVar, newVar);
   // Running statistics held by initializers (buffers) are updated in place:
   // the forward epilogue writes them back (--train).
   for (auto [input, value] : {std::pair{inMean, runMean}, std::pair{inVar, runVar}}) {
@@ -116,11 +120,13 @@ Outs groupNormOp(Node& c) {
   ValueId xg = c.reshape(x, {s[0], g, s[0] == 0 ? 0 : c.type(x).numel() / std::max<int64_t>(s[0] * g, 1)});
   ValueId y = normalizeX(c, xg, {2}, c.f("epsilon", 1e-5)).first;
   if (perGroup) {
-    y = c.add(c.mul(y, c.reshape(c.in(1), {1, g, 1})), c.reshape(c.in(2), {1, g, 1}));
+    ValueId scaledY = c.mul(y, c.reshape(c.in(1), {1, g, 1}));
+    y = c.add(scaledY, c.reshape(c.in(2), {1, g, 1}));
     return {c.reshape(y, s)};
   }
   y = c.cast(c.reshape(y, s), c.type(x0).dtype);
-  return {c.add(c.mul(y, perChannel(c, c.in(1), r)), perChannel(c, c.in(2), r))};
+  ValueId scaledY = c.mul(y, perChannel(c, c.in(1), r));
+  return {c.add(scaledY, perChannel(c, c.in(2), r))};
 }
 
 /// RMSNormalization (23): x / sqrt(mean(x^2 over axis..) + epsilon) * scale.
@@ -144,7 +150,8 @@ Outs mvnOp(Node& c) {
   ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
   ValueId dlt = c.sub(x, mean);
   ValueId var = reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true);
-  return {c.div(dlt, c.add(c.op(OpKind::Sqrt, {var}), sc(c, 1e-9, x)))};
+  ValueId sd = c.op(OpKind::Sqrt, {var});
+  return {c.div(dlt, c.add(sd, sc(c, 1e-9, x)))};
 }
 
 Outs lrnOp(Node& c) {
@@ -163,7 +170,8 @@ Outs lrnOp(Node& c) {
   ValueId sum = c.op(OpKind::AvgPool2d, {padded}, Attrs{{"kernel", Ints{size, 1}}, {"stride", Ints{1, 1}}, {"padding", Ints{0, 0}},
                                                       {"count_include_pad", true}});
   sum = c.reshape(c.scaled(sum, static_cast<double>(size)), s);
-  ValueId base = c.add(c.scaled(sum, alpha / static_cast<double>(size)), sc(c, bias, x));
+  ValueId scaledSum = c.scaled(sum, alpha / static_cast<double>(size));
+  ValueId base = c.add(scaledSum, sc(c, bias, x));
   return {c.div(x, c.op(OpKind::Pow, {base, sc(c, beta, x)}))};
 }
 

@@ -153,13 +153,15 @@ Outs celuOp(Node& c) { return {celu(c, c.in(0), c.f("alpha", 1.0))}; }
 
 Outs hardSigmoidOp(Node& c) {
   ValueId x = c.in(0);
-  ValueId lin = c.add(c.scaled(x, c.f("alpha", 0.2)), sc(c, c.f("beta", 0.5), x));
+  ValueId ax = c.scaled(x, c.f("alpha", 0.2));
+  ValueId lin = c.add(ax, sc(c, c.f("beta", 0.5), x));
   return {clampOp(c, lin, 0.0, 1.0)};
 }
 
 Outs hardSwishOp(Node& c) {
   ValueId x = c.in(0);
-  ValueId lin = c.add(c.scaled(x, 1.0 / 6.0), sc(c, 0.5, x));
+  ValueId ax = c.scaled(x, 1.0 / 6.0);
+  ValueId lin = c.add(ax, sc(c, 0.5, x));
   return {c.mul(x, clampOp(c, lin, 0.0, 1.0))};
 }
 
@@ -193,7 +195,8 @@ Outs swishOp(Node& c) {
 
 Outs softsignOp(Node& c) {
   ValueId x = c.in(0);
-  return {c.div(x, c.add(c.op(OpKind::Abs, {x}), sc(c, 1.0, x)))};
+  ValueId ax = c.op(OpKind::Abs, {x});
+  return {c.div(x, c.add(ax, sc(c, 1.0, x)))};
 }
 
 Outs thresholdedReluOp(Node& c) {

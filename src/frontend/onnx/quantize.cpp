@@ -66,7 +66,8 @@ DType wider(DType a, DType b) {
 
 /// round_half_even(x / scale) + zp, saturated to `out`'s range.
 ValueId quantize(Node& c, ValueId x, ValueId scale, ValueId zp, DType out, DType precision) {
-  ValueId q = c.op(OpKind::Round, {c.div(c.cast(x, precision), c.cast(scale, precision))});
+  ValueId xp = c.cast(x, precision);
+  ValueId q = c.op(OpKind::Round, {c.div(xp, c.cast(scale, precision))});
   q = c.cast(q, DType::F64);
   if (zp != kNoValue) q = c.add(q, c.cast(zp, DType::F64));
   auto [lo, hi] = quantRange(out);
@@ -103,7 +104,9 @@ Outs quantizeLinearOp(Node& c) {
   }
   if (xs.empty()) {
     if (block) c.fail("QuantizeLinear: a scalar input cannot be blocked");
-    return {quantize(c, x, c.reshape(scale, {}), zp == kNoValue ? zp : c.reshape(zp, {}), out, precision)};
+    ValueId s0 = c.reshape(scale, {});
+    ValueId zp0 = zp == kNoValue ? zp : c.reshape(zp, {});
+    return {quantize(c, x, s0, zp0, out, precision)};
   }
   ValueId s = spread(c, scale, xs, axis, block);
   if (zp != kNoValue) zp = spread(c, zp, xs, axis, block);
@@ -133,7 +136,8 @@ Outs dequantizeLinearOp(Node& c) {
   }
   ValueId s = place(scale);
   DType mulType = wider(work, sd);
-  return {c.cast(c.mul(c.cast(dx, mulType), c.cast(s, mulType)), out)};
+  ValueId dxWide = c.cast(dx, mulType);
+  return {c.cast(c.mul(dxWide, c.cast(s, mulType)), out)};
 }
 
 /// DynamicQuantizeLinear: uint8 with the scale and zero point of x's range
@@ -146,7 +150,8 @@ Outs dynamicQuantizeLinearOp(Node& c) {
   auto extreme = [&](OpKind k) { return all.empty() ? x : reduceOp(c, k, x, all, false); };
   ValueId zero = c.scalar(0, DType::F32);
   ValueId mx = c.op(OpKind::Maximum, {extreme(OpKind::Amax), zero}), mn = c.op(OpKind::Minimum, {extreme(OpKind::Amin), zero});
-  ValueId scale = c.div(c.sub(mx, mn), c.scalar(255, DType::F32));
+  ValueId range = c.sub(mx, mn);
+  ValueId scale = c.div(range, c.scalar(255, DType::F32));
   ValueId zp = quantize(c, c.neg(mn), scale, kNoValue, DType::U8, DType::F32);  // saturate(round(-min / scale))
   return {quantize(c, x, scale, zp, DType::U8, DType::F32), scale, zp};
 }

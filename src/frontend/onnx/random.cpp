@@ -26,7 +26,8 @@ Outs dropoutOp(Node& c) {
   Ints shape = c.type(x).sizes;
   ValueId keep = randMask(c, 1.0 - ratio, shape);
   ValueId m = c.cast(keep, c.type(x).dtype);
-  Outs r{c.mul(c.mul(x, m), sc(c, 1.0 / (1.0 - ratio), x))};
+  ValueId xm = c.mul(x, m);
+  Outs r{c.mul(xm, sc(c, 1.0 / (1.0 - ratio), x))};
   if (c.wantsOutput(1)) r.push_back(keep);
   return r;
 }

@@ -96,7 +96,9 @@ Outs recurrentOp(Node& c) {
       if (K == Cell::RNN) {
         h = c.op(OpKind::Tanh, {c.add(xt, matmul(c, h, rt))});
       } else if (K == Cell::GRU) {
-        ValueId zr = c.op(OpKind::Sigmoid, {c.add(rows(c, xt, 1, 0, 2 * H), matmul(c, h, rows(c, rt, 1, 0, 2 * H)))});
+        ValueId xzr = rows(c, xt, 1, 0, 2 * H);
+        ValueId hzr = matmul(c, h, rows(c, rt, 1, 0, 2 * H));
+        ValueId zr = c.op(OpKind::Sigmoid, {c.add(xzr, hzr)});
         ValueId z = rows(c, zr, 1, 0, H), rg = rows(c, zr, 1, H, 2 * H);
         ValueId rh = rows(c, rt, 1, 2 * H, 3 * H), rbh = rb != kNoValue ? rows(c, rb, 0, 2 * H, 3 * H) : kNoValue;
         ValueId hr;
@@ -109,7 +111,8 @@ Outs recurrentOp(Node& c) {
           if (rbh != kNoValue) hr = c.add(hr, rbh);
         }
         ValueId ht = c.op(OpKind::Tanh, {c.add(rows(c, xt, 1, 2 * H, 3 * H), hr)});
-        h = c.add(c.mul(c.sub(c.scalarLike(1.0, z), z), ht), c.mul(z, h));
+        ValueId fresh = c.mul(c.sub(c.scalarLike(1.0, z), z), ht);
+        h = c.add(fresh, c.mul(z, h));
       } else {
         ValueId g = c.add(xt, matmul(c, h, rt));  // [B, 4H]: i, o, f, c
         // Peepholes P = [Pi, Po, Pf]: i and f see C_{t-1}, o sees C_t.
@@ -117,7 +120,8 @@ Outs recurrentOp(Node& c) {
         ValueId i = c.op(OpKind::Sigmoid, {peep(rows(c, g, 1, 0, H), 0, cell)});
         ValueId f = c.op(OpKind::Sigmoid, {peep(rows(c, g, 1, 2 * H, 3 * H), 2, cell)});
         ValueId z = c.op(OpKind::Tanh, {rows(c, g, 1, 3 * H, 4 * H)});
-        cell = c.add(c.mul(f, cell), c.mul(i, z));
+        ValueId kept = c.mul(f, cell);
+        cell = c.add(kept, c.mul(i, z));
         ValueId o = c.op(OpKind::Sigmoid, {peep(rows(c, g, 1, H, 2 * H), 1, cell)});
         h = c.mul(o, c.op(OpKind::Tanh, {cell}));
       }

@@ -261,8 +261,15 @@ Outs gridSampleOp(Node& c) {
     if (pad == "reflection" && hi <= lo) c.fail("GridSample: reflection over a dim of 1 with align_corners is undefined");
     ValueId n = c.op(OpKind::Select, {g}, Attrs{{"dim", int64_t{2}}, {"index", k - 1 - d}});  // the grid lists (x, y, z)
     ValueId one = c.scalar(1, f);
-    ValueId v = corners ? c.mul(c.div(c.add(n, one), c.scalar(2, f)), c.scalar(static_cast<double>(L - 1), f))
-                        : c.div(c.sub(c.mul(c.add(n, one), c.scalar(static_cast<double>(L), f)), one), c.scalar(2, f));
+    ValueId v = c.add(n, one);
+    if (corners) {
+      v = c.div(v, c.scalar(2, f));
+      v = c.mul(v, c.scalar(static_cast<double>(L - 1), f));
+    } else {
+      v = c.mul(v, c.scalar(static_cast<double>(L), f));
+      v = c.sub(v, one);
+      v = c.div(v, c.scalar(2, f));
+    }
     if (mode == "nearest") v = c.op(OpKind::Round, {v});
     ValueId outside = c.op(OpKind::LogicalOr, {bin(c, OpKind::Lt, {v, c.scalar(lo, f)}), bin(c, OpKind::Gt, {v, c.scalar(hi, f)})});
     if (pad == "border") {
@@ -284,7 +291,8 @@ Outs gridSampleOp(Node& c) {
     };
     auto& t = taps[static_cast<size_t>(d)];
     if (mode == "nearest") {
-      t.push_back(tap(c.op(OpKind::Trunc, {v}), c.full(1.0, c.type(v))));
+      ValueId at = c.op(OpKind::Trunc, {v});
+      t.push_back(tap(at, c.full(1.0, c.type(v))));
       continue;
     }
     ValueId x0 = c.op(OpKind::Floor, {v});
@@ -323,7 +331,8 @@ Outs gridSampleOp(Node& c) {
       stride *= xs[static_cast<size_t>(d + 2)];
     }
     ValueId idx = c.contiguous(c.expand(c.reshape(flat, {N, 1, P}), {N, C, P}));
-    ValueId term = c.mul(c.op(OpKind::Gather, {xf, idx}, Attrs{{"dim", int64_t{2}}}), c.reshape(c.cast(w, dt), {N, 1, P}));
+    ValueId gathered = c.op(OpKind::Gather, {xf, idx}, Attrs{{"dim", int64_t{2}}});
+    ValueId term = c.mul(gathered, c.reshape(c.cast(w, dt), {N, 1, P}));
     acc = acc == kNoValue ? term : c.add(acc, term);
     size_t d = static_cast<size_t>(k);
     while (d > 0 && ++pick[d - 1] == taps[d - 1].size()) pick[--d] = 0;

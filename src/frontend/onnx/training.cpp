@@ -27,9 +27,11 @@ Outs optimizerOp(Node& c) {
     ValueId Greg = c.add(c.scaled(X, c.f("norm_coefficient", 0.0)), G);
     if (Kind == 0) {
       ValueId H = c.in(2 + 2 * n + k);
-      ValueId r = c.div(R, c.add(sc(c, 1.0, T), c.scaled(T, c.f("decay_factor", 0.0))));
+      ValueId one = sc(c, 1.0, T);
+      ValueId r = c.div(R, c.add(one, c.scaled(T, c.f("decay_factor", 0.0))));
       ValueId Hn = c.add(H, c.mul(Greg, Greg));
-      ValueId Ha = c.add(c.op(OpKind::Sqrt, {Hn}), sc(c, c.f("epsilon", 0.0), Hn));
+      ValueId root = c.op(OpKind::Sqrt, {Hn});
+      ValueId Ha = c.add(root, sc(c, c.f("epsilon", 0.0), Hn));
       outs[k] = c.sub(X, c.mul(r, c.div(Greg, Ha)));
       outs[n + k] = Hn;
     } else if (Kind == 1) {
@@ -37,7 +39,8 @@ Outs optimizerOp(Node& c) {
       double alpha = c.f("alpha", 0), beta = c.f("beta", 0);
       ValueId first = bin(c, OpKind::Eq, {T, sc(c, 0.0, T)});
       ValueId betaAdj = c.op(OpKind::Where, {first, sc(c, 1.0, T), sc(c, beta, T)});
-      ValueId Vn = c.add(c.scaled(V, alpha), c.mul(betaAdj, Greg));
+      ValueId decayed = c.scaled(V, alpha);
+      ValueId Vn = c.add(decayed, c.mul(betaAdj, Greg));
       std::string mode = c.s("mode", "standard");
       if (mode == "standard") outs[k] = c.sub(X, c.mul(R, Vn));
       else if (mode == "nesterov") outs[k] = c.sub(X, c.mul(R, c.add(Greg, c.scaled(Vn, alpha))));
@@ -46,12 +49,16 @@ Outs optimizerOp(Node& c) {
     } else {
       ValueId V = c.in(2 + 2 * n + k), H = c.in(2 + 3 * n + k);
       double alpha = c.f("alpha", 0.9), beta = c.f("beta", 0.999), eps = c.f("epsilon", 1e-6);
-      ValueId Vn = c.add(c.scaled(V, alpha), c.scaled(Greg, 1 - alpha));
-      ValueId Hn = c.add(c.scaled(H, beta), c.scaled(c.mul(Greg, Greg), 1 - beta));
-      ValueId Hs = c.add(c.op(OpKind::Sqrt, {Hn}), sc(c, eps, Hn));
+      ValueId vOld = c.scaled(V, alpha);
+      ValueId Vn = c.add(vOld, c.scaled(Greg, 1 - alpha));
+      ValueId hOld = c.scaled(H, beta);
+      ValueId Hn = c.add(hOld, c.scaled(c.mul(Greg, Greg), 1 - beta));
+      ValueId root = c.op(OpKind::Sqrt, {Hn});
+      ValueId Hs = c.add(root, sc(c, eps, Hn));
       ValueId powA = c.op(OpKind::Pow, {sc(c, alpha, T), T});
       ValueId powB = c.op(OpKind::Pow, {sc(c, beta, T), T});
-      ValueId adj = c.div(c.mul(R, c.op(OpKind::Sqrt, {c.sub(sc(c, 1.0, T), powB)})), c.sub(sc(c, 1.0, T), powA));
+      ValueId num = c.mul(R, c.op(OpKind::Sqrt, {c.sub(sc(c, 1.0, T), powB)}));
+      ValueId adj = c.div(num, c.sub(sc(c, 1.0, T), powA));
       ValueId positive = bin(c, OpKind::Gt, {T, sc(c, 0.0, T)});
       ValueId Radj = c.op(OpKind::Where, {positive, adj, R});
       ValueId Xn = c.sub(X, c.mul(Radj, c.div(Vn, Hs)));

@@ -38,7 +38,7 @@ def conformance_module(root):
     return mod
 
 
-def conformance_jobs(root, work):
+def conformance_jobs(root, work, suite_root=None):
     """(name, model, extra args) for every backend-suite case: its inputs
     written as the --constant-inputs file scripts/onnx_conformance passes."""
     try:
@@ -46,11 +46,12 @@ def conformance_jobs(root, work):
     except ImportError as e:  # numpy/onnx missing
         print(f"compare_builds: no ONNX conformance models ({e})", file=sys.stderr)
         return []
-    if not os.path.isdir(oc.ROOT):
-        print(f"compare_builds: {oc.ROOT} is missing", file=sys.stderr)
+    suite_root = suite_root or oc.ROOT
+    if not os.path.isdir(suite_root):
+        print(f"compare_builds: {suite_root} is missing", file=sys.stderr)
         return []
     jobs = []
-    for name, path in oc.cases(None):
+    for name, path in oc.cases(suite_root, None):
         model = os.path.join(path, "model.onnx")
         data = os.path.join(path, "test_data_set_0")
         args = []
@@ -83,11 +84,13 @@ def main():
     ap.add_argument("root")
     ap.add_argument("--onnx-conformance", action="store_true", help="also every model of ONNX's backend test suite")
     ap.add_argument("--no-fx", action="store_true", help="ONNX models only")
+    ap.add_argument("--onnx-suite", help="with --onnx-conformance: another backend suite's root (the pinned wheel's, as scripts/onnx_conformance --suite pinned writes it)")
     ap.add_argument("-j", type=int, default=1)
+    ap.add_argument("--cache-dir", help="the kernel cache both share (default: a fresh one)")
     args = ap.parse_args()
     a, b, root = args.a, args.b, args.root
     work = tempfile.mkdtemp(prefix="aotc-compare-")
-    cache = os.path.join(work, "cache")
+    cache = args.cache_dir or os.path.join(work, "cache")
     jobs = []
     if not args.no_fx:
         for d in ("fx", "conformance", "exporter", "random", "ops"):
@@ -98,7 +101,7 @@ def main():
         jobs.append((name, m, []))
         jobs.append((name + "-train", m, ["--train"]))
     if args.onnx_conformance:
-        jobs += conformance_jobs(root, work)
+        jobs += conformance_jobs(root, work, args.onnx_suite)
 
     def one(job):
         name, m, extra = job

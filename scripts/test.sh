@@ -8,12 +8,23 @@
 # the GCC-vs-clang artifact comparison).  AOTC_SKIP_SANITIZED=1 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# How long each phase took, printed last (also when one fails): CI's budget is
+# 60 minutes on 2 cores, and its log shows only the tail.
+phases=""
+phase() { phases+="$(printf '%-34s %5ds' "$1" $((SECONDS - t0)))"$'\n'; t0=$SECONDS; }
+trap 'printf "\n== phases (seconds)\n%s%-34s %5ds\n" "$phases" total $SECONDS' EXIT
+t0=$SECONDS
 bash scripts/install-deps.sh
+phase "install Debian packages"
 # The pinned PyTorch 2.x environment (PyPI, cached outside the clone): the tests
 # labelled torch2 run the exporter, op and zoo checks under it.
 py2=$(bash scripts/setup-venv.sh | tail -1)
+phase "PyTorch 2.x venv (PyPI)"
 bash scripts/build.sh -DAOTC_TORCH2_PYTHON="$py2" > build.log 2>&1 || { tail -80 build.log; exit 1; }
+phase "build (GCC)"
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 1200)
+phase "tests (GCC build)"
 if [ "${AOTC_SKIP_SANITIZED:-0}" != 1 ]; then
   bash scripts/test-sanitized.sh
+  phase "build + tests (clang ASan+UBSan)"
 fi

@@ -98,6 +98,7 @@ void compileRunCompare(const fs::path& dir, const std::string& name, const std::
   o.out_dir = scratch(name + "." + partitioner).string();
   o.partitioner = partitioner;
   o.archs = archs;
+  o.cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "kernels").string();  // Note [Shared test cache] (CMakeLists.txt)
   CompileSummary s = compileModel(o, quietLogger());
   EXPECT_GT(s.kernels, 0u);
 
@@ -119,7 +120,7 @@ void compileRunCompare(const fs::path& dir, const std::string& name, const std::
 
   // The generated kernels and the manifest's steps, emulated on the CPU.
   r.backend = "emulate";
-  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  r.emulate_cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "emulate").string();
   auto emu = runArtifact(o.out_dir, r);
   for (auto& [k, v] : want) {
     ASSERT_TRUE(emu.count(k)) << "emulate: missing result " << k;
@@ -242,7 +243,7 @@ TEST(Random, DropoutIsSeededAndBackendsAgree) {
   EXPECT_NEAR(frac, 0.65, 0.03) << "4096 draws: 4 standard deviations";
   EXPECT_EQ(ref.at("grad.x").data, y.data) << "with unit grad_output, d y / d x is the scaled mask";
   r.backend = "emulate";
-  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  r.emulate_cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "emulate").string();
   auto emu = runArtifact(o.out_dir, r);
   EXPECT_EQ(emu.at("output.0").data, y.data) << "emulate draws the same numbers as the reference";
   // Another seed, another mask.
@@ -293,7 +294,7 @@ TEST(Random, RandRandnRandpermAreSeededAndDistributed) {
   // Every draw is its own stream: rand and randn_like do not repeat each other.
   EXPECT_NE(ref.at("output.0").data[0], ref.at("output.3").data[0]);
   r.backend = "emulate";
-  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  r.emulate_cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "emulate").string();
   auto emu = runArtifact(o.out_dir, r);
   for (int i : {0, 3, 4}) EXPECT_EQ(emu.at("output." + std::to_string(i)).data, ref.at("output." + std::to_string(i)).data) << i;
   for (int i : {1, 2}) expectClose("emulate randn", emu.at("output." + std::to_string(i)), ref.at("output." + std::to_string(i)), 1e-5);

@@ -62,6 +62,7 @@ TEST_P(Model, MatchesEager) {
   o.out_dir = (fs::path(AOTC_BINARY_DIR) / "e2e" / (name + "." + partitioner)).string();
   o.partitioner = partitioner;
   o.archs = {"sm_90"};
+  o.cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "kernels").string();  // Note [Shared test cache] (CMakeLists.txt)
   auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
   CompileSummary s = compileModel(o, log);
   EXPECT_GT(s.saved_bytes, 0);
@@ -93,7 +94,7 @@ TEST_P(Model, MatchesEager) {
   // alone put mobilenet_v2's gradients about 2e-4 from eager float32 (measured),
   // so its gradients are held to 1e-3; outputs and statistics to 1e-4.
   r.backend = "emulate";
-  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  r.emulate_cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "emulate").string();
   auto emu = runArtifact(o.out_dir, r);
   auto want32 = readSafetensors((kModels / (name + ".f32.expected.safetensors")).string());
   if (name == "resnet18") {
@@ -128,6 +129,7 @@ TEST_P(Model64, EmulateMatchesReference) {
   o.model = (kModels / (name + ".json")).string();
   o.out_dir = (fs::path(AOTC_BINARY_DIR) / "e2e" / name).string();
   o.archs = {"sm_90"};
+  o.cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "kernels").string();  // Note [Shared test cache] (CMakeLists.txt)
   auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
   compileModel(o, log);
   RunOptions r;
@@ -136,7 +138,7 @@ TEST_P(Model64, EmulateMatchesReference) {
   auto want = readSafetensors((kModels / (name + ".expected.safetensors")).string());
   auto ref = runArtifact(o.out_dir, r);
   r.backend = "emulate";
-  r.emulate_cache_dir = (fs::path(AOTC_BINARY_DIR) / "emulate-cache").string();
+  r.emulate_cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "emulate").string();
   auto emu = runArtifact(o.out_dir, r);
   EXPECT_EQ(emu.size(), want.size());
   expectMatches(name + " (emulate vs reference)", emu, ref, 1e-4, 1e-4);

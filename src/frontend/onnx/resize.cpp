@@ -305,11 +305,21 @@ Outs gridSampleOp(Node& c) {
     // Keys' cubic convolution, a = -0.75, at distances 1 + t, t, 1 - t, 2 - t.
     const double a = -0.75;
     auto sc2 = [&](double v2) { return c.scalar(v2, f); };
+    // One node per statement (Note [Sequenced operands], decompose_pointwise.cpp).
     auto outer = [&](ValueId z) {  // ((a z - 5a) z + 8a) z - 4a, for 1 <= z <= 2
-      return c.sub(c.mul(c.add(c.mul(c.sub(c.mul(sc2(a), z), sc2(5 * a)), z), sc2(8 * a)), z), sc2(4 * a));
+      ValueId p = c.mul(sc2(a), z);
+      p = c.sub(p, sc2(5 * a));
+      p = c.mul(p, z);
+      p = c.add(p, sc2(8 * a));
+      p = c.mul(p, z);
+      return c.sub(p, sc2(4 * a));
     };
     auto inner = [&](ValueId z) {  // ((a + 2) z - (a + 3)) z z + 1, for 0 <= z <= 1
-      return c.add(c.mul(c.mul(c.sub(c.mul(sc2(a + 2), z), sc2(a + 3)), z), z), one);
+      ValueId p = c.mul(sc2(a + 2), z);
+      p = c.sub(p, sc2(a + 3));
+      p = c.mul(p, z);
+      p = c.mul(p, z);
+      return c.add(p, one);
     };
     ValueId w0 = outer(c.add(fr, one)), w1 = inner(fr), w2 = inner(c.sub(one, fr)), w3 = outer(c.sub(sc2(2), fr));
     t.push_back(tap(c.sub(x0, one), w0));

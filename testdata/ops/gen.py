@@ -940,6 +940,20 @@ add("pointwise_backwards", (pointwise_backwards, (rn4(3, 4, rg=True), rn4(3, 4, 
                                                   torch.rand(4, generator=torch.Generator().manual_seed(1509)))))
 
 
+# Note [Float math on integers] (kernels.cpp): float ops on integer and bool
+# tensors compute in the result's type (true division, exp of an int), and a
+# float32 with a float64 operand in float64.
+def float_math_on_ints(x, d):
+    i = (x.detach() * 4).round().long()  # int64 in [-8, 8]
+    j = torch.arange(1, 13, dtype=torch.int32).reshape(3, 4)
+    b = i > 0
+    f = (torch.exp(i * 0.25) + torch.exp(j) * 1e-4 + torch.sqrt(j) + torch.sin(i) * torch.erf(j) + i / 3 + j / i.clamp(min=1)
+         + torch.atan2(i, j) + torch.sigmoid(i) + torch.exp(b) + torch.log1p(j) + torch.true_divide(j, 7) + torch.tanh(b))
+    return x * f, torch.atan2(x, d), x.double() * (i / 7)
+add("float_math_on_ints", (float_math_on_ints, ((torch.rand(3, 4, generator=torch.Generator().manual_seed(1510)) * 4 - 2).requires_grad_(True),
+                                                torch.rand(3, 4, generator=torch.Generator().manual_seed(1511), dtype=torch.float64) + 0.5)))
+
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

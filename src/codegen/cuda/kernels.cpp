@@ -48,6 +48,26 @@ std::string pointwiseExpr(OpKind k, const std::vector<std::string>& a) {
   return pointwiseCuda(*r, a);
 }
 
+/// Note [Float math on integers]: an op whose result is floating computes in
+/// the result's type, as ATen does (true division, exp of an int, atan2 of a
+/// float and a double): an operand of another compute type is converted
+/// first.  Without it `x / 3` over int64 was C++'s integer division (a wrong
+/// answer, no error) and exp of an int matched no one prelude overload.
+/// Where's condition stays bool.
+std::string pointwiseExpr(const Graph& g, const Node& n, std::vector<std::string> a) {
+  // A cast is that conversion itself.
+  if (n.op == OpKind::EpilogueCopy || n.op == OpKind::Cast || n.outputs.empty()) return pointwiseExpr(n.op, a);
+  const DType out = g.type(n.outputs[0]).dtype;
+  if (isFloating(out)) {
+    const std::string ct = computeType(out);
+    for (size_t i = 0; i < a.size() && i < n.inputs.size(); ++i) {
+      if (n.op == OpKind::Where && i == 0) continue;
+      if (computeType(g.type(n.inputs[i]).dtype) != ct) a[i] = "((" + ct + ")" + a[i] + ")";
+    }
+  }
+  return pointwiseExpr(n.op, a);
+}
+
 /// Strides of `in` seen from an output of shape `out` (broadcast dims get 0).
 Ints broadcastStrides(const TensorType& in, const Ints& out) {
   Ints st(out.size(), 0);
@@ -275,7 +295,7 @@ std::string KernelEmitter::emitValue(ValueId v, const Ints& shape, const std::ve
       std::vector<std::string> args;
       for (ValueId in : n.inputs) args.push_back(emitValue(in, shape, c, x));
       var = "t" + std::to_string(x.tmp++);
-      x.code << x.indent << ct << " " << var << " = " << valueCast(val.type.dtype) << pointwiseExpr(n.op, args) << ";\n";
+      x.code << x.indent << ct << " " << var << " = " << valueCast(val.type.dtype) << pointwiseExpr(g, n, args) << ";\n";
     }
   } else {
     size_t p = std::find(x.leaves.begin(), x.leaves.end(), v) - x.leaves.begin();
@@ -397,7 +417,8 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
     if (isScatterExpr(root.op)) return scatterExpr(root, ot.sizes, at, x);
     std::vector<std::string> args;
     for (ValueId in : root.inputs) args.push_back(emitValue(in, ot.sizes, at, x));
-    return pointwiseExpr(root.op == OpKind::EpilogueCopy ? OpKind::Clone : root.op, args);
+    if (root.op == OpKind::EpilogueCopy) return pointwiseExpr(OpKind::Clone, args);
+    return pointwiseExpr(g, root, args);
   };
   std::vector<std::string> e;
   if (vec)
@@ -1039,7 +1060,7 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
         rc.push_back(ts[d] == 1 ? std::string("0") : c[k++]);
       }
       for (ValueId in : n.inputs) args.push_back(emitValue(in, ts, rc, x));
-      body << takeCode() << "  const " << ct << " " << r << " = " << valueCast(g.type(v).dtype) << pointwiseExpr(n.op, args) << ";\n";
+      body << takeCode() << "  const " << ct << " " << r << " = " << valueCast(g.type(v).dtype) << pointwiseExpr(g, n, args) << ";\n";
       x.registers[v] = r;
     }
   }

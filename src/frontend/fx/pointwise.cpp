@@ -66,9 +66,12 @@ V divMode(Converter& c) {
   if (!isFloating(d)) {
     requireSafeIntDivisor(c, a, 1, "other", "division with rounding_mode");
     if (mode == "floor") return {c.op(OpKind::DivFloor, {a, b})};
-    // Integer truncating division: C++'s, through the remainder.
+    // Integer truncating division: C++'s, through the remainder.  a - r is a
+    // multiple of b, so its floor division is exact (a true division would
+    // go through float32 and lose integers past 2^24).
     ValueId r = c.op(OpKind::Fmod, {a, b});
-    ValueId q = bin(c, OpKind::Div, {bin(c, OpKind::Sub, {a, r}), b});
+    ValueId q = c.op(OpKind::DivFloor, {bin(c, OpKind::Sub, {a, r}), b});
+    if (c.type(q).dtype == d) return {q};
     return {c.op(OpKind::Cast, {q}, Attrs{{"dtype", std::string(dtypeName(d))}})};
   }
   if (mode == "floor") return {c.op(OpKind::DivFloor, {a, b})};

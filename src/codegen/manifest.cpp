@@ -30,6 +30,7 @@ plan::Manifest buildManifest(const Graph& functional, const Partition& partition
   m.archs = info.archs;
   m.weights = info.weights;
   m.precision = info.precision;
+  m.loss_scaling = info.loss_scaling;
 
   // Mutation phase of every input, from the epilogue copies of both programs.
   std::map<std::string, plan::Mutation> phase;

@@ -206,6 +206,9 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   PipelineOptions po;
   po.partitioner = opts.partitioner;
   po.precision = opts.precision;
+  if (opts.loss_scaling == "dynamic" || (opts.loss_scaling == "auto" && opts.precision == Precision::Fp16)) po.loss_scaling = LossScaling{};
+  else if (opts.loss_scaling != "auto" && opts.loss_scaling != "none")
+    throw UserError(SourceLoc{}, "--loss-scaling must be auto, dynamic or none, not '" + opts.loss_scaling + "'");
   if (!opts.print_ir_after.empty() || !opts.dump_dir.empty()) po.after_pass = dump;
   po.jobs = jobs;
   PipelineResult pr = runPipeline(fx.graph, po);
@@ -221,6 +224,23 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   // Recorded only when not fp32: fp32 artifacts stay the bytes they were.
   if (opts.precision != Precision::Fp32) mi.flags["precision"] = precisionName(opts.precision);
   mi.precision = precisionName(opts.precision);
+  // Note [Loss scaling]: the pass adds its state only to a program with gradients.
+  std::map<std::string, HostTensor> lossScalingState;
+  if (po.loss_scaling && pr.functional.inputNamed(kLossScaleInput)) {
+    const LossScaling& ls = *po.loss_scaling;
+    mi.flags["loss_scaling"] = "dynamic";
+    mi.loss_scaling = plan::LossScalingSpec{ls.init_scale, ls.growth_factor, ls.backoff_factor, ls.growth_interval,
+                                            kLossScaleInput, kGrowthTrackerInput, kFoundInfInput};
+    auto scalar = [](DType d, double v) {
+      HostTensor t;
+      t.dtype = d;
+      t.data = {v};
+      return t;
+    };
+    lossScalingState = {{kLossScaleInput, scalar(DType::F32, ls.init_scale)},
+                        {kGrowthTrackerInput, scalar(DType::I32, 0)},
+                        {kFoundInfInput, scalar(DType::F32, 0)}};
+  }
   const LaunchShapeRule shapeRule = launchShapeRuleFor(opts.archs, opts.sm_count);
   mi.nvrtc_version = nvrtcVersionCached(opts.cache_dir);
   mi.input_aliases = fx.input_aliases;
@@ -314,9 +334,10 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
       std::map<std::string, HostTensor> held;
       for (const plan::InputSpec& in : manifest.inputs)
         if (in.role != "user_input" && fx.weights.count(in.name)) held[in.name] = fx.weights.at(in.name);
+      held.insert(lossScalingState.begin(), lossScalingState.end());
       writeSafetensors((stage.path() / "weights.safetensors").string(), held);
-    } else if (initial.empty()) writeSafetensors((stage.path() / "weights.safetensors").string(), {});
-    else copySafetensors(fx.weights_path, (stage.path() / "weights.safetensors").string(), initial);
+    } else if (initial.empty()) writeSafetensors((stage.path() / "weights.safetensors").string(), lossScalingState);
+    else copySafetensors(fx.weights_path, (stage.path() / "weights.safetensors").string(), initial, lossScalingState);
   }
   writeFile(stage.path() / "manifest.json", manifestText);
   if (!opts.dump_dir.empty()) writeFile(fs::path(opts.dump_dir) / "manifest.json", manifestText);
@@ -439,6 +460,11 @@ std::string inspect(const std::string& path) {
       os << "  " << (prog == &m.forward ? "forward" : "backward") << " arena: " << prog->arena_bytes << " bytes for " << prog->alloc_bytes_unplanned
          << " bytes of intermediates (buffers reuse memory when their lifetimes do not overlap; each starts 256-byte aligned)\n";
     if (!m.weights.empty()) os << "  initial tensors: " << m.weights << "\n";
+    if (m.loss_scaling)
+      os << "  loss scaling: dynamic, as GradScaler (scale " << m.loss_scaling->init_scale << " at first, x" << m.loss_scaling->growth_factor
+         << " after " << m.loss_scaling->growth_interval << " clean steps, x" << m.loss_scaling->backoff_factor
+         << " after an overflow); state " << m.loss_scaling->scale << ", " << m.loss_scaling->growth_tracker << ", "
+         << m.loss_scaling->found_inf << "\n";
     return os.str();
   }
   Model fx = loadModel(path);
@@ -494,6 +520,23 @@ std::string inspect(const std::string& path) {
 void runAndWrite(const std::string& artifact, const RunOptions& opts, const std::string& out_file, const Logger& log) {
   auto res = runArtifact(artifact, opts);
   writeSafetensors(out_file, res);
+  // Note [Loss scaling]: whether the step overflowed, and the scale the next
+  // step starts from (pass the after_backward.aotc.* results back as inputs).
+  if (!opts.forward_only && opts.note) {
+    const plan::Manifest m = plan::readManifest(artifact, kMaxRunElements);
+    if (m.loss_scaling) {
+      auto at = [&](const std::string& name) {
+        auto it = res.find("after_backward." + name);
+        return it == res.end() || it->second.data.empty() ? std::nan("") : it->second.data[0];
+      };
+      const double found = at(m.loss_scaling->found_inf), scale = at(m.loss_scaling->scale);
+      const double tracker = at(m.loss_scaling->growth_tracker);
+      opts.note(found > 0 ? cat("loss scaling: the gradients overflowed (inf or NaN; ", m.loss_scaling->found_inf,
+                                " = 1): skip this optimizer step, as GradScaler does; the scale backs off to ", scale)
+                          : cat("loss scaling: no overflow; the gradients are unscaled; the next step's scale is ", scale, " (",
+                                tracker, " of ", m.loss_scaling->growth_interval, " clean steps before it grows)"));
+    }
+  }
   log->info("wrote {} tensors to {}", res.size(), out_file);
 }
 

@@ -202,7 +202,8 @@ void writeSafetensors(const std::string& path, const std::map<std::string, HostT
   if (!f) throw UserError(SourceLoc{path, "", ""}, "write failed");
 }
 
-void copySafetensors(const std::string& from, const std::string& to, const std::map<std::string, std::string>& names) {
+void copySafetensors(const std::string& from, const std::string& to, const std::map<std::string, std::string>& names,
+                     const std::map<std::string, HostTensor>& extra) {
   std::ifstream f(from, std::ios::binary);
   Parsed p = parseHeader(from, f);
   json hdr = json::object();
@@ -215,6 +216,12 @@ void copySafetensors(const std::string& from, const std::string& to, const std::
     hdr[dst] = {{"dtype", dtypeSafetensorsName(it->second.dtype)}, {"shape", it->second.shape}, {"data_offsets", {off, off + (e - b)}}};
     off += e - b;
   }
+  for (auto& [name, t] : extra) {
+    AOTC_CHECK(!hdr.contains(name), "copySafetensors: '", name, "' is both copied and extra");
+    uint64_t bytes = static_cast<uint64_t>(t.numel() * dtypeSize(t.dtype));
+    hdr[name] = {{"dtype", dtypeSafetensorsName(t.dtype)}, {"shape", t.sizes}, {"data_offsets", {off, off + bytes}}};
+    off += bytes;
+  }
   std::ofstream o = writeHeader(to, hdr);
   std::vector<char> buf(1 << 20);
   for (auto& [dst, src] : order) {
@@ -226,6 +233,12 @@ void copySafetensors(const std::string& from, const std::string& to, const std::
       o.write(buf.data(), k);
       left -= static_cast<uint64_t>(k);
     }
+  }
+  for (auto& [name, t] : extra) {
+    const int64_t es = dtypeSize(t.dtype);
+    std::vector<unsigned char> data(static_cast<size_t>(t.numel() * es));
+    for (size_t i = 0; i < t.data.size(); ++i) storeElement(t.dtype, data.data() + i * static_cast<size_t>(es), t.data[i]);
+    o.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
   }
   if (!o) throw UserError(SourceLoc{to, "", ""}, "write failed");
 }

@@ -1,7 +1,7 @@
 //===- pipeline.cpp - The engine pipeline, straight-line ------------------===//
 //
 // functionalize -> [autocast] -> dce -> autodiff -> strip-autograd-markers ->
-// functionalize-joint -> dce -> partition.
+// functionalize-joint -> dce -> [loss-scaling] -> partition.
 //  * functionalize first: autodiff rules are written for pure ops and the
 //    epilogue copies must exist before partitioning places them;
 //  * dce before autodiff so dead forward code (e.g. the detach() nodes make_fx
@@ -189,6 +189,11 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   r.joint = stage("strip-autograd-markers", [&] { return stripAutogradMarkers(r.joint); });
   r.joint = stage("functionalize-joint", [&] { return functionalizeJoint(r.joint); });
   r.joint = stage("dce-joint", [&] { return dce(r.joint); });
+  if (opts.loss_scaling) {
+    r.joint = stage("loss-scaling", [&] { return lossScaling(r.joint, *opts.loss_scaling); });
+    // The artifact's inputs are the functional graph's: its state too.
+    if (r.joint.inputNamed(kLossScaleInput)) r.functional = withLossScalingInputs(r.functional);
+  }
   if (opts.partitioner == "min-cut") r.partition = guarded("partition (min-cut)", [&] { return partitionMinCut(r.joint); });
   else if (opts.partitioner == "default") r.partition = guarded("partition (default)", [&] { return partitionDefault(r.joint); });
   else throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: min-cut, default)");

@@ -674,6 +674,31 @@ class Reader {
       if (r.precision != "fp32" && r.precision != "tf32" && r.precision != "bf16" && r.precision != "fp16")
         fail("precision", "must be fp32, tf32, bf16 or fp16, not '" + r.precision + "'");
     }
+    if (m.contains("loss_scaling")) {
+      const json& l = object(m, "", "loss_scaling");
+      LossScalingSpec s;
+      auto positive = [&](const char* key) {
+        const json& v = l.contains(key) ? l[key] : json();
+        if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+          fail(std::string("loss_scaling.") + key, "must be a positive finite number");
+        return v.get<double>();
+      };
+      s.init_scale = positive("init_scale");
+      s.growth_factor = positive("growth_factor");
+      s.backoff_factor = positive("backoff_factor");
+      s.growth_interval = integer(l, "loss_scaling", "growth_interval", 1, int64_t{1} << 31);
+      auto state = [&](const char* key, const char* dtype) {
+        std::string n = string(l, "loss_scaling", key);
+        auto in = std::find_if(r.inputs.begin(), r.inputs.end(), [&](const InputSpec& i) { return i.name == n; });
+        if (in == r.inputs.end() || in->mutation != Mutation::Backward || !in->layout.shape.empty() || dtypeName(in->layout.dtype) != std::string(dtype))
+          fail(std::string("loss_scaling.") + key, "'" + n + "' is not a 0-dim " + dtype + " input the backward writes");
+        return n;
+      };
+      s.scale = state("scale", "f32");
+      s.growth_tracker = state("growth_tracker", "i32");
+      s.found_inf = state("found_inf", "f32");
+      r.loss_scaling = std::move(s);
+    }
     return r;
   }
 
@@ -770,6 +795,12 @@ ojson toJson(const Manifest& m) {
   j["runtime_checks"] = {{"no_create_graph_inputs", m.runtime_checks.no_create_graph_inputs},
                          {"input_alignment_bytes", m.runtime_checks.input_alignment_bytes}};
   if (m.precision != "fp32") j["precision"] = m.precision;
+  if (m.loss_scaling) {
+    const LossScalingSpec& s = *m.loss_scaling;
+    j["loss_scaling"] = {{"init_scale", s.init_scale}, {"growth_factor", s.growth_factor}, {"backoff_factor", s.backoff_factor},
+                         {"growth_interval", s.growth_interval}, {"scale", s.scale}, {"growth_tracker", s.growth_tracker},
+                         {"found_inf", s.found_inf}};
+  }
   return j;
 }
 

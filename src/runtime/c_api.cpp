@@ -176,6 +176,24 @@ int aotc_input(aotc_runtime* rt, const char* name, aotc_tensor_view* out) {
     toC(rt->session->input(name), out);
   });
 }
+int aotc_loss_scaling(const aotc_runtime* rt) { return rt && rt->session && rt->session->manifest().loss_scaling ? 1 : 0; }
+int aotc_loss_scale(aotc_runtime* rt, float* scale, int* found_inf) {
+  return guarded(rt, [&] {
+    const auto& ls = rt->session->manifest().loss_scaling;
+    if (!ls)
+      throw aotc::UserError(aotc::SourceLoc{"", "", "loss scaling"},
+                            "the artifact does not scale its loss (compile it with --precision fp16, or --loss-scaling dynamic)");
+    rt->session->synchronize();
+    auto read = [&](const std::string& name) {
+      const aotc::DeviceTensor t = rt->session->input(name);
+      float v = 0;
+      rt->device->copyToHost(&v, t.data + static_cast<uintptr_t>(t.offset) * sizeof v, sizeof v);
+      return v;
+    };
+    if (scale) *scale = read(ls->scale);
+    if (found_inf) *found_inf = read(ls->found_inf) > 0 ? 1 : 0;
+  });
+}
 int aotc_alloc(aotc_runtime* rt, size_t bytes, void** out) {
   return guarded(rt, [&] { *out = reinterpret_cast<void*>(static_cast<uintptr_t>(rt->device->allocate(bytes))); });
 }

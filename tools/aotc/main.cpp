@@ -140,6 +140,12 @@ int main(int argc, char** argv) {
                   "torch.autocast(\"cuda\", dtype) runs it; parameters and their gradients stay float32)")
         ->capture_default_str()
         ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
+    c->add_option("--loss-scaling", copts.loss_scaling,
+                  "dynamic loss scaling as torch.cuda.amp.GradScaler does it, on the device (scale 2^16, x2 after 2000 clean steps, "
+                  "x0.5 after an overflow; the state is the inputs aotc.loss_scale, aotc.growth_tracker, aotc.found_inf): auto "
+                  "(for --precision fp16 training), dynamic or none")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "dynamic", "none"}));
     c->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
         ->capture_default_str()
         ->check(CLI::IsMember({"min-cut", "default"}));

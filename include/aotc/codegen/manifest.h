@@ -22,6 +22,7 @@ struct ManifestInfo {
   nlohmann::ordered_json arguments = nlohmann::ordered_json::array();  ///< the exporter's record of the arguments
   std::string weights;  ///< the artifact's initial-tensors file, "" if none
   std::string precision = "fp32";  ///< aotc compile --precision (plan::Manifest::precision)
+  std::optional<plan::LossScalingSpec> loss_scaling;  ///< Note [Loss scaling]
 };
 
 /// Builds the artifact's plan (Note [Typed plan]): inputs (roles, layouts,
@@ -32,7 +33,7 @@ plan::Manifest buildManifest(const Graph& functional, const Partition& partition
                              const ManifestInfo& info);
 
 /// A dynamic-shape artifact's code (Note [Dynamic codegen], dynamic.cpp):
-/// the unified kernels and their modules, the version-7 manifest (Note
+/// the unified kernels and their modules, the version-9 manifest (Note
 /// [Symbolic manifest]) and that manifest read at the hints.
 struct DynamicCodegen {
   CodegenResult cg;  ///< unified kernels; the programs at the hints

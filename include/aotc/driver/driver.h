@@ -31,6 +31,9 @@ struct CompileOptions {
   bool check_launch_shapes = false;
   /// --precision: fp32 (default), tf32, bf16, fp16 (Note [Autocast pass]).
   Precision precision = Precision::Fp32;
+  /// --loss-scaling: auto (dynamic for an fp16 training program, else none),
+  /// dynamic or none (Note [Loss scaling]).
+  std::string loss_scaling = "auto";
 };
 
 struct CompileSummary {

@@ -32,6 +32,8 @@ std::map<std::string, HostTensor> readSafetensors(const std::string& path);
 void writeSafetensors(const std::string& path, const std::map<std::string, HostTensor>& tensors);
 /// Writes `to` holding tensors of `from` byte for byte, renamed: names maps
 /// each new name to its name in `from` (no conversion, streamed).
-void copySafetensors(const std::string& from, const std::string& to, const std::map<std::string, std::string>& names);
+/// `extra` are written after them (names must differ).
+void copySafetensors(const std::string& from, const std::string& to, const std::map<std::string, std::string>& names,
+                     const std::map<std::string, HostTensor>& extra = {});
 
 }  // namespace aotc

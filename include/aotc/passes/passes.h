@@ -43,6 +43,26 @@ Graph autocast(const Graph& functional, DType low);
 Graph autocastBf16(const Graph& functional);
 Graph autocastFp16(const Graph& functional);
 
+/// Note [Loss scaling] (loss_scaling.cpp): torch.cuda.amp.GradScaler's
+/// constants, and the names of the three state buffers the pass adds.
+struct LossScaling {
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  bool operator==(const LossScaling&) const = default;
+};
+inline constexpr const char* kLossScaleInput = "aotc.loss_scale";          ///< f32[]: the scale S
+inline constexpr const char* kGrowthTrackerInput = "aotc.growth_tracker";  ///< i32[]: clean steps in a row
+inline constexpr const char* kFoundInfInput = "aotc.found_inf";            ///< f32[]: 1 when the step overflowed
+/// The joint graph with dynamic loss scaling: tangents times S, every
+/// gradient checked for inf/NaN and times 1/S, S updated in the backward
+/// epilogue.  A graph without gradients comes back unchanged.
+Graph lossScaling(const Graph& joint, const LossScaling& ls);
+Graph lossScalingGradScaler(const Graph& joint);  ///< GradScaler's defaults
+/// The functional graph with the three state inputs appended (unread there).
+Graph withLossScalingInputs(const Graph& functional);
+
 /// Removes nodes whose results nothing uses (epilogue copies are kept).
 Graph dce(const Graph& g);
 
@@ -75,6 +95,8 @@ struct PipelineOptions {
   std::string partitioner = "min-cut";
   /// bf16 / fp16 run the autocast pass after functionalize.
   Precision precision = Precision::Fp32;
+  /// Note [Loss scaling]: set, the joint graph scales its loss (after autodiff).
+  std::optional<LossScaling> loss_scaling;
   /// Called after every stage with its name and result (dumps, --print-ir-after).
   std::function<void(const std::string&, const Graph&)> after_pass;
   /// Threads for the probes of a symbolic graph (Note [Symbolic pipeline]);

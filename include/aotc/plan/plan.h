@@ -33,7 +33,7 @@ namespace aotc::plan {
 
 /// Version 3: the artifact carries its initial tensors (`weights`); outputs
 /// name their tangent from the program's own record, never from a name.
-inline constexpr int kManifestVersion = 6;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument), launches' work (Note [Launch shape])
+inline constexpr int kManifestVersion = 8;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument), launches' work (Note [Launch shape]); 8: loss_scaling (Note [Loss scaling])
 inline constexpr const char* kCompilerVersion = "0.2.0";
 
 /// A tensor's place in a buffer: sizes, strides and offset in elements.
@@ -247,6 +247,17 @@ struct RuntimeChecks {
 
 struct SymbolicManifest;
 
+/// Note [Loss scaling] (src/passes/loss_scaling.cpp): the artifact scales its
+/// loss as torch.cuda.amp.GradScaler does.  The state is three inputs (role
+/// buffer, written by the backward epilogue; their initial values are in the
+/// artifact's weights); these are GradScaler's constants and their names.
+struct LossScalingSpec {
+  double init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  std::string scale, growth_tracker, found_inf;
+  bool operator==(const LossScalingSpec&) const = default;
+};
+
 struct Manifest {
   std::string compiler_version = kCompilerVersion;
   std::string nvrtc_version;
@@ -270,6 +281,8 @@ struct Manifest {
   /// programs' dtypes.  Written only when not fp32, so that fp32 artifacts
   /// are the bytes they were before the field existed.
   std::string precision = "fp32";
+  /// Written only when the artifact scales its loss (--precision fp16 training).
+  std::optional<LossScalingSpec> loss_scaling;
   /// A dynamic-shape artifact (Note [Symbolic manifest]): its template, and
   /// the symbol values this manifest was instantiated at.  Null: static.
   std::shared_ptr<const SymbolicManifest> symbolic;
@@ -302,7 +315,7 @@ Manifest readManifest(const std::string& dir, int64_t maxElements);
 /// the bound sizes (the memory planner is deterministic and cheap, and the
 /// best placement of buffers depends on their sizes), so a template's
 /// arena_offset fields are 0 and its arena_bytes an upper bound.
-inline constexpr int kSymbolicManifestVersion = 7;  // the dynamic-shape form of version 6
+inline constexpr int kSymbolicManifestVersion = 9;  // the dynamic-shape form of version 8 (7: of 6)
 struct SymbolicManifest {
   nlohmann::ordered_json templ;
   std::vector<SymbolDecl> symbols;
@@ -331,7 +344,7 @@ struct JsonPath {
   std::string str() const;
 };
 
-/// Reads and checks a version-7 manifest's template and declarations
+/// Reads and checks a version-9 manifest's template and declarations
 /// (every expression parsed; a malformed one names its field).
 std::shared_ptr<const SymbolicManifest> symbolicManifestFromJson(const nlohmann::json& j, const std::string& file);
 /// The symbols' values that `shapes` (input name -> its dims, for the inputs

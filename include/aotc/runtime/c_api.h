@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define AOTC_C_API_VERSION 2  /* 2: aotc_set_stream, aotc_synchronize, aotc_set_graphs, "cuda:<n>" */
+#define AOTC_C_API_VERSION 3  /* 2: aotc_set_stream, aotc_synchronize, aotc_set_graphs, "cuda:<n>"; 3: aotc_loss_scale */
 #define AOTC_MAX_DIMS 16
 
 typedef enum aotc_dtype {
@@ -90,7 +90,7 @@ size_t aotc_num_outputs(const aotc_runtime* rt);
 
 /** Binds an input by signature name; checked against the manifest (dtype, shape, strides, alignment).
  *  Parameters, buffers and constants not bound come from the artifact's weights.  A dynamic-shape
- *  artifact (manifest version 7) takes any size its symbols' ranges and guards allow: a tensor of a
+ *  artifact (manifest version 9) takes any size its symbols' ranges and guards allow: a tensor of a
  *  new size rebinds the symbols (the inputs bound before must agree with it, and a size outside a
  *  range or guard is refused naming the input and dim); outputs and grads then have that size. */
 int aotc_bind(aotc_runtime* rt, const char* name, const aotc_tensor* t);
@@ -115,6 +115,17 @@ int aotc_output(aotc_runtime* rt, size_t index, aotc_tensor_view* out);
 int aotc_grad(aotc_runtime* rt, const char* input, aotc_tensor_view* out);
 /** The caller's input as it is now (mutations applied, metadata changed by the forward). */
 int aotc_input(aotc_runtime* rt, const char* name, aotc_tensor_view* out);
+
+/** Loss scaling (an artifact compiled with --precision fp16 for training, or --loss-scaling dynamic; see
+ *  aotc_loss_scaling): the backward scales the incoming gradient, unscales every gradient and updates the
+ *  scale on the device, as torch.cuda.amp.GradScaler does, with no host synchronization.  The state lives in
+ *  the inputs "aotc.loss_scale", "aotc.growth_tracker" and "aotc.found_inf" (the runtime's own from the
+ *  artifact's initial values unless bound, kept from step to step).  aotc_loss_scale waits for the
+ *  runtime's work and reads them: *found_inf = 1 when the last backward's gradients held an inf or NaN
+ *  (skip that optimizer step), *scale = the scale the next backward uses.  Either pointer may be NULL.
+ *  aotc_loss_scaling returns 1 when the artifact scales its loss, 0 when not (aotc_loss_scale then fails). */
+int aotc_loss_scaling(const aotc_runtime* rt);
+int aotc_loss_scale(aotc_runtime* rt, float* scale, int* found_inf);
 
 /** Device memory helpers (256-byte aligned, zeroed). */
 int aotc_alloc(aotc_runtime* rt, size_t bytes, void** out);

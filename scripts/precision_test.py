@@ -321,13 +321,14 @@ YARDSTICK, FLOOR, EXPLICIT_TOL = 4.0, 2e-2, 2e-2
 BF16_FLOOR = 5e-2
 
 
-def precision_bf16(aotc, tmp):
+def precision_bf16(aotc, tmp, models=None):
     torch.manual_seed(0)
-    models = {
-        "mlp_cross_entropy": (MLPLoss(), (torch.randn(16, 32), torch.randint(0, 10, (16,)))),
-        "cnn_batchnorm": (SmallCNN().train(), (torch.randn(4, 3, 16, 16),)),
-        "transformer_layer": (Encoder(), (torch.randn(2, 8, 32),)),
-    }
+    if models is None:
+        models = {
+            "mlp_cross_entropy": (MLPLoss(), (torch.randn(16, 32), torch.randint(0, 10, (16,)))),
+            "cnn_batchnorm": (SmallCNN().train(), (torch.randn(4, 3, 16, 16),)),
+            "transformer_layer": (Encoder(), (torch.randn(2, 8, 32),)),
+        }
     for name, (m, args) in models.items():
         p = os.path.join(tmp, name)
         export(m, args, p)
@@ -362,13 +363,31 @@ def precision_bf16(aotc, tmp):
             fail(f"bf16 {name}")
 
 
+class Zoo:
+    """zoo_check.py's models, built one at a time (each after manual_seed(0))."""
+    def __init__(self, names):
+        import zoo_check
+        self.zoo, self.names = zoo_check, names
+
+    def items(self):
+        for n in self.names:
+            torch.manual_seed(0)
+            m, args = self.zoo.MODELS[n]()
+            yield n, (m.train(), args if isinstance(args, tuple) else (args,))
+
+
 def main():
+    # precision_test.py AOTC [--zoo MODEL...]: with --zoo, `--precision bf16` of
+    # scripts/zoo_check.py's models (issue 37's per-model figures), nothing else.
     aotc = sys.argv[1]
     warnings.simplefilter("ignore")
     print(f"torch {torch.__version__}")
     with tempfile.TemporaryDirectory() as tmp:
-        mixed_graphs(aotc, tmp)
-        precision_bf16(aotc, tmp)
+        if len(sys.argv) > 2 and sys.argv[2] == "--zoo":
+            precision_bf16(aotc, tmp, Zoo(sys.argv[3:]))
+        else:
+            mixed_graphs(aotc, tmp)
+            precision_bf16(aotc, tmp)
     if FAILS:
         print(f"{len(FAILS)} failure(s)")
         return 1

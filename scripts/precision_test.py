@@ -333,7 +333,11 @@ def precision_bf16(aotc, tmp, models=None):
         p = os.path.join(tmp, name)
         export(m, args, p)
         reference(name, m, args, tmp)                          # eager float32
-        reference(name + "_amp", Under(m, cpu_bf16, widen=True), args, tmp)  # eager CPU bf16 autocast
+        try:
+            reference(name + "_amp", Under(m, cpu_bf16, widen=True), args, tmp)  # eager CPU bf16 autocast
+        except RuntimeError as e:  # a CPU kernel without bf16 (e.g. hardshrink_backward on 1.13)
+            print(f"     {name}: eager CPU bf16 autocast fails ({str(e).splitlines()[0]}): no yardstick, FLOOR only")
+            reference(name + "_amp", m, args, tmp)  # float32: a distance of 0, so the yardstick is FLOOR
         reference(name + "_explicit", Under(m, lambda: ExplicitCasts(torch.bfloat16)), args, tmp)
         res, art = compile_run(aotc, tmp, p, ("emulate",), ("--precision", "bf16"))
         if res is None:

@@ -70,6 +70,31 @@ ValueId thresholdBackward(Builder& c, ValueId g, ValueId x, double th) {
   return where(c, at, zero, g);
 }
 
+ValueId shrinkBackward(Builder& c, ValueId g, ValueId x, double lambd) {
+  ValueId aboveLow = bin(c, OpKind::Ge, {x, sc(c, -lambd, x)});
+  ValueId belowHigh = bin(c, OpKind::Le, {x, sc(c, lambd, x)});
+  ValueId inside = c.op(OpKind::LogicalAnd, {aboveLow, belowHigh});
+  ValueId zero = sc(c, 0.0, g);
+  return where(c, inside, zero, g);
+}
+
+ValueId logitBackward(Builder& c, ValueId g, ValueId x, std::optional<double> eps) {
+  if (!isFloating(c.type(x).dtype)) c.fail("logit_backward: the input must be a floating-point tensor");
+  ValueId one = sc(c, 1.0, x);
+  ValueId rest = bin(c, OpKind::Sub, {one, x});
+  ValueId den = bin(c, OpKind::Mul, {x, rest});
+  ValueId d = bin(c, OpKind::Div, {g, den});
+  // ATen: eps < 0 (or none) gives NaN outside [0, 1]; eps >= 0 gives 0 outside [eps, 1 - eps].
+  const bool clamped = eps && *eps >= 0;
+  ValueId lo = sc(c, clamped ? *eps : 0.0, x);
+  ValueId hi = clamped ? bin(c, OpKind::Sub, {sc(c, 1.0, x), lo}) : sc(c, 1.0, x);
+  ValueId below = bin(c, OpKind::Lt, {x, lo});
+  ValueId above = bin(c, OpKind::Gt, {x, hi});
+  ValueId outside = c.op(OpKind::LogicalOr, {below, above});
+  ValueId fill = sc(c, clamped ? 0.0 : std::nan(""), d);
+  return where(c, outside, fill, d);
+}
+
 ValueId lerp(Builder& c, ValueId a, ValueId b, ValueId w, std::optional<double> scalarWeight) {
   ValueId d = bin(c, OpKind::Sub, {b, a});
   auto small = [&] { return bin(c, OpKind::Add, {a, bin(c, OpKind::Mul, {w, d})}); };

@@ -940,6 +940,24 @@ add("pointwise_backwards", (pointwise_backwards, (rn4(3, 4, rg=True), rn4(3, 4, 
                                                   torch.rand(4, generator=torch.Generator().manual_seed(1509)))))
 
 
+# The backward spellings a joint graph holds for hardshrink, softshrink and
+# logit: values at, inside and outside the bounds (and NaN), logit's with and
+# without eps.
+def shrink_logit_backwards(g, x, p):
+    # NaN in self passes g; built off the graph of x (eager's 0 * NaN through
+    # the where would make x's whole gradient NaN, a rule aotc does not copy).
+    nan = torch.where(x.detach() > 1.5, x.detach() * float("nan"), x.detach())
+    edge = torch.tensor([-0.5, 0.5, 0.0, 0.25, -0.25, 1.0])
+    return (A.hardshrink_backward(g, x, 0.5), A.softshrink_backward(g, x, 0.5),
+            A.hardshrink_backward(g, nan, 0.5), A.softshrink_backward(g, nan, 0.5),
+            A.hardshrink_backward(g[:, :1], edge.reshape(6, 1)[:3], 0.25), A.softshrink_backward(g[:, 0], edge[:3], 0.5),
+            # logit_backward has no derivative in eager: no gradient flows through it.
+            A.logit_backward(g.detach(), p), A.logit_backward(g.detach(), p, 0.1), A.logit_backward(g.detach(), p * 1.4 - 0.2),
+            A.logit_backward(g.detach(), p * 1.4 - 0.2, 0.05))
+add("shrink_logit_backwards", (shrink_logit_backwards, (rn4(3, 4, rg=True), rn4(3, 4, rg=True) * 1.2,
+                                                        torch.rand(3, 4, generator=torch.Generator().manual_seed(1512)) * 0.9
+                                                        + 0.05)))
+
 # Note [Float math on integers] (kernels.cpp): float ops on integer and bool
 # tensors compute in the result's type (true division, exp of an int), and a
 # float32 with a float64 operand in float64.

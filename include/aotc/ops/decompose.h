@@ -279,6 +279,12 @@ ValueId softshrink(Builder& c, ValueId x, double lambd);
 ValueId threshold(Builder& c, ValueId x, double th, double value);
 /// threshold_backward(g, x) = 0 where x <= th, else g.
 ValueId thresholdBackward(Builder& c, ValueId g, ValueId x, double th);
+/// hardshrink_backward and softshrink_backward (one formula in ATen):
+/// 0 where -lambd <= x <= lambd, else g (NaN x passes g).
+ValueId shrinkBackward(Builder& c, ValueId g, ValueId x, double lambd);
+/// logit_backward(g, x, eps): g / (x (1 - x)); outside [eps, 1 - eps] 0
+/// with eps, NaN outside [0, 1] without (ATen's logit_backward).
+ValueId logitBackward(Builder& c, ValueId g, ValueId x, std::optional<double> eps);
 /// lerp(a, b, w) = a + w (b - a) where |w| < 0.5, else b - (b - a)(1 - w)
 /// (ATen's lerp); `scalarWeight`: w is that number (w its 0-dim constant).
 ValueId lerp(Builder& c, ValueId a, ValueId b, ValueId w, std::optional<double> scalarWeight);

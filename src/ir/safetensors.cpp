@@ -180,23 +180,34 @@ std::map<std::string, HostTensor> readSafetensors(const std::string& path) {
   return out;
 }
 
-void writeSafetensors(const std::string& path, const std::map<std::string, HostTensor>& tensors) {
-  json hdr = json::object();
-  uint64_t off = 0;
+namespace {
+/// Appends in-memory tensors to a header being built (data after `off`).
+void addEntries(json& hdr, uint64_t& off, const std::map<std::string, HostTensor>& tensors) {
   for (auto& [name, t] : tensors) {
+    AOTC_CHECK(!hdr.contains(name), "safetensors: '", name, "' written twice");
     uint64_t bytes = static_cast<uint64_t>(t.numel() * dtypeSize(t.dtype));
     hdr[name] = {{"dtype", dtypeSafetensorsName(t.dtype)}, {"shape", t.sizes}, {"data_offsets", {off, off + bytes}}};
     off += bytes;
   }
-  std::vector<unsigned char> data(off);
-  uint64_t pos = 0;
+}
+
+/// The tensors' bytes, in map order (as addEntries laid them out).
+std::vector<unsigned char> encode(const std::map<std::string, HostTensor>& tensors) {
+  std::vector<unsigned char> data;
   for (auto& [name, t] : tensors) {
-    int64_t es = dtypeSize(t.dtype);
-    for (double x : t.data) {
-      storeElement(t.dtype, data.data() + pos, x);
-      pos += static_cast<uint64_t>(es);
-    }
+    const size_t es = static_cast<size_t>(dtypeSize(t.dtype)), at = data.size();
+    data.resize(at + t.data.size() * es);
+    for (size_t i = 0; i < t.data.size(); ++i) storeElement(t.dtype, data.data() + at + i * es, t.data[i]);
   }
+  return data;
+}
+}  // namespace
+
+void writeSafetensors(const std::string& path, const std::map<std::string, HostTensor>& tensors) {
+  json hdr = json::object();
+  uint64_t off = 0;
+  addEntries(hdr, off, tensors);
+  const std::vector<unsigned char> data = encode(tensors);
   std::ofstream f = writeHeader(path, hdr);
   f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
   if (!f) throw UserError(SourceLoc{path, "", ""}, "write failed");
@@ -216,12 +227,7 @@ void copySafetensors(const std::string& from, const std::string& to, const std::
     hdr[dst] = {{"dtype", dtypeSafetensorsName(it->second.dtype)}, {"shape", it->second.shape}, {"data_offsets", {off, off + (e - b)}}};
     off += e - b;
   }
-  for (auto& [name, t] : extra) {
-    AOTC_CHECK(!hdr.contains(name), "copySafetensors: '", name, "' is both copied and extra");
-    uint64_t bytes = static_cast<uint64_t>(t.numel() * dtypeSize(t.dtype));
-    hdr[name] = {{"dtype", dtypeSafetensorsName(t.dtype)}, {"shape", t.sizes}, {"data_offsets", {off, off + bytes}}};
-    off += bytes;
-  }
+  addEntries(hdr, off, extra);
   std::ofstream o = writeHeader(to, hdr);
   std::vector<char> buf(1 << 20);
   for (auto& [dst, src] : order) {
@@ -234,12 +240,8 @@ void copySafetensors(const std::string& from, const std::string& to, const std::
       left -= static_cast<uint64_t>(k);
     }
   }
-  for (auto& [name, t] : extra) {
-    const int64_t es = dtypeSize(t.dtype);
-    std::vector<unsigned char> data(static_cast<size_t>(t.numel() * es));
-    for (size_t i = 0; i < t.data.size(); ++i) storeElement(t.dtype, data.data() + i * static_cast<size_t>(es), t.data[i]);
-    o.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  }
+  const std::vector<unsigned char> data = encode(extra);
+  o.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
   if (!o) throw UserError(SourceLoc{to, "", ""}, "write failed");
 }
 

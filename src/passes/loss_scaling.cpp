@@ -44,6 +44,17 @@ namespace {
 
 TensorType scalarType(DType d) { return TensorType::contiguous(d, {}); }
 
+struct State {
+  ValueId scale, tracker, found;
+};
+
+/// The three state buffers, appended to `g`'s inputs.
+State addStateInputs(Graph& g) {
+  return {g.addInput(kLossScaleInput, scalarType(DType::F32), InputRole::Buffer, false),
+          g.addInput(kGrowthTrackerInput, scalarType(DType::I32), InputRole::Buffer, false),
+          g.addInput(kFoundInfInput, scalarType(DType::F32), InputRole::Buffer, false)};
+}
+
 }  // namespace
 
 Graph lossScaling(const Graph& g, const LossScaling& ls) {
@@ -69,11 +80,10 @@ Graph lossScaling(const Graph& g, const LossScaling& ls) {
   std::vector<ValueId> vmap(g.values.size(), kNoValue);
   for (const GraphInput& gi : g.inputs)
     vmap[gi.value] = out.addInput(g.values[gi.value].name, g.type(gi.value), gi.role, gi.requires_grad);
-  const ValueId scale = out.addInput(kLossScaleInput, scalarType(DType::F32), InputRole::Buffer, false);
-  const ValueId tracker = out.addInput(kGrowthTrackerInput, scalarType(DType::I32), InputRole::Buffer, false);
-  const ValueId foundIn = out.addInput(kFoundInfInput, scalarType(DType::F32), InputRole::Buffer, false);
+  const auto [scale, tracker, foundIn] = addStateInputs(out);
 
-  Builder b(out, SourceLoc{"", "loss_scaling", "GradScaler"}, Phase::Backward);
+  const SourceLoc loc{"", "loss_scaling", "GradScaler"};
+  Builder b(out, loc, Phase::Backward);
   // scaler.scale(outputs): the tangents, in float32, rounded to their dtype.
   for (const GraphInput& gi : g.inputs) {
     if (gi.role != InputRole::Tangent || !isFloating(g.type(gi.value).dtype)) continue;
@@ -127,7 +137,6 @@ Graph lossScaling(const Graph& g, const LossScaling& ls) {
   ValueId zero = b.scalar(0.0, DType::I32);
   ValueId counted = b.op(OpKind::Where, {atInterval, zero, successful});
   ValueId newTracker = b.op(OpKind::Where, {overflowed, zero, counted});
-  const SourceLoc loc{"", "loss_scaling", "GradScaler"};
   addNode(out, OpKind::EpilogueCopy, {scale, newScale}, {}, loc, Phase::Backward, kMustBeInBackward);
   addNode(out, OpKind::EpilogueCopy, {tracker, newTracker}, {}, loc, Phase::Backward, kMustBeInBackward);
   addNode(out, OpKind::EpilogueCopy, {foundIn, found}, {}, loc, Phase::Backward, kMustBeInBackward);
@@ -139,9 +148,7 @@ Graph lossScalingGradScaler(const Graph& g) { return lossScaling(g, LossScaling{
 
 Graph withLossScalingInputs(const Graph& functional) {
   Graph out = functional;
-  out.addInput(kLossScaleInput, scalarType(DType::F32), InputRole::Buffer, false);
-  out.addInput(kGrowthTrackerInput, scalarType(DType::I32), InputRole::Buffer, false);
-  out.addInput(kFoundInfInput, scalarType(DType::F32), InputRole::Buffer, false);
+  addStateInputs(out);
   return out;
 }
 

@@ -449,6 +449,41 @@ export(m, (torch.randn(4, 8),), {dyn!r}, dynamic={{"input": {{0: "batch"}}}})
     print(f"{'ok' if ok else 'FAIL'} benchmark: {finds[0]} timed searches in the first session ({convs} convolutions, "
           f"{entries} distinct problems cached), {finds[1]} in the second", flush=True)
     failures += not ok
+    # Issue 37: what --precision asks of the libraries.  GEMMs compute in
+    # float32 (CUBLAS_COMPUTE_32F = 68) on float32 operands, in TF32 tensor
+    # cores (CUBLAS_COMPUTE_32F_FAST_TF32 = 77) under tf32, and on bfloat16
+    # operands (CUDA_R_16BF = 14) with float32 accumulation and scale
+    # (CUDA_R_32F = 0) under bf16; convolutions use FMA math
+    # (CUDNN_FMA_MATH = 3) in float32, tensor ops (CUDNN_TENSOR_OP_MATH = 1)
+    # under tf32 and on bfloat16 data (CUDNN_DATA_BFLOAT16 = 9).
+    want_prec = {"fp32": ({68}, {0}, {3}, {0}), "tf32": ({77}, {0}, {1}, {0}), "bf16": ({68}, {14}, {1}, {9})}
+    for prec, (computes, ltypes, maths, dtypes) in want_prec.items():
+        seen = {"compute": set(), "layout": set(), "math": set(), "dtype": set()}
+        for name in ("resnet18", "mlp_cross_entropy"):
+            art = os.path.join(work, f"{name}.{prec}.aotc")
+            r = subprocess.run([aotc, "compile", os.path.join(models, name + ".json"), "-o", art, "--arch", "sm_90", "-q",
+                                "--precision", prec], capture_output=True, text=True)
+            if r.returncode:
+                sys.exit(f"FAIL compile {name} --precision {prec}: {r.stderr}")
+            log = os.path.join(work, f"{name}.{prec}.log")
+            run_child(["default", libpath, art, json.dumps([{}])], log, fake_dir)
+            for _, calls in segments(log):
+                for c in calls:
+                    f = dict(kv.split("=", 1) for kv in c.split()[1:] if "=" in kv)
+                    if c.startswith("cublasLtMatmulDescCreate"):
+                        seen["compute"].add(int(f["compute"]))
+                    elif c.startswith("cublasLtMatrixLayoutCreate"):
+                        seen["layout"].add(int(f["type"]))
+                    elif c.startswith("cudnnSetConvolutionMathType"):
+                        seen["math"].add(int(f["math"]))
+                    elif c.startswith("cudnnSetFilterNdDescriptor"):
+                        seen["dtype"].add(int(f["type"]))
+        got = (seen["compute"], seen["layout"], seen["math"], seen["dtype"])
+        ok = got == (computes, ltypes, maths, dtypes)
+        print(f"{'ok' if ok else 'FAIL'} precision {prec}: GEMM compute types {sorted(got[0])}, operand types {sorted(got[1])}; "
+              f"convolution math {sorted(got[2])}, filter types {sorted(got[3])}"
+              + ("" if ok else f" (want {[sorted(w) for w in (computes, ltypes, maths, dtypes)]})"), flush=True)
+        failures += not ok
     # Threads on the fake.
     run_child(["threads", libpath, arts["transformer"]], os.path.join(work, "threads.log"), fake_dir)
     print("ok fake: two runtimes in two threads, one runtime used from another thread", flush=True)

@@ -818,8 +818,13 @@ class CudaPhase final : public PreparedPhase {
             "cudnnSetConvolution2dDescriptor");
     n.check(n.setGroups(p.cd, static_cast<int>(c.groups)), "cudnnSetConvolutionGroupCount");
     // FMA math for float32: no TF32, so results match the reference; tensor
-    // ops (TF32) under --precision tf32.
-    const cudnnMathType_t math = c.dtype != DType::F32 ? CUDNN_DEFAULT_MATH : tf32_ ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+    // ops (TF32) under --precision tf32.  float16 and bfloat16 ask for tensor
+    // ops (accumulating in float32, computeType CUDNN_DATA_FLOAT); float64
+    // has none.
+    const cudnnMathType_t math = c.dtype == DType::F16 || c.dtype == DType::BF16 ? CUDNN_TENSOR_OP_MATH
+                                 : c.dtype != DType::F32                         ? CUDNN_DEFAULT_MATH
+                                 : tf32_                                         ? CUDNN_TENSOR_OP_MATH
+                                                                                 : CUDNN_FMA_MATH;
     n.check(n.setMath(p.cd, math), "cudnnSetConvolutionMathType");
     // The algorithm: the heuristic's best deterministic one (the same
     // results run to run), unless nondeterministic ones are allowed.

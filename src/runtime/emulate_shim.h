@@ -101,3 +101,27 @@ struct __nv_bfloat16 {
   }
   operator float() const { uint32_t u = static_cast<uint32_t>(bits) << 16; float f; std::memcpy(&f, &u, 4); return f; }
 };
+// Note [Vectorized access]: four float16 / bfloat16 values in one 8-byte
+// access (two __half2 / __nv_bfloat162 on the device), which must be 8-byte
+// aligned; converted as the scalar accesses convert them.
+inline void aotc_check_align8(const void* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 8 != 0) {
+    std::fprintf(stderr, "aotc emulate: misaligned 4 x 16-bit access at %p\n", p);
+    std::abort();
+  }
+}
+template <typename H> inline float4 aotc_ld4_16(const H* p) {
+  aotc_check_align8(p);
+  H h[4];
+  std::memcpy(h, p, 8);
+  return float4{float(h[0]), float(h[1]), float(h[2]), float(h[3])};
+}
+template <typename H> inline void aotc_st4_16(H* p, float4 v) {
+  aotc_check_align8(p);
+  const H h[4] = {H(v.x), H(v.y), H(v.z), H(v.w)};
+  std::memcpy(p, h, 8);
+}
+inline float4 aotc_ld4(const __half* p) { return aotc_ld4_16(p); }
+inline float4 aotc_ld4(const __nv_bfloat16* p) { return aotc_ld4_16(p); }
+inline void aotc_st4(__half* p, float4 v) { aotc_st4_16(p, v); }
+inline void aotc_st4(__nv_bfloat16* p, float4 v) { aotc_st4_16(p, v); }

@@ -403,6 +403,44 @@ TEST(PointwiseGrids, LargeKernelsStrideOverAMachineSizedGrid) {
   EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_90"}, 2));
 }
 
+/// Note [Vectorized access] for float16 and bfloat16: four elements per
+/// thread, read and written as two __half2 / __nv_bfloat162 (one 8-byte
+/// access), widened to float; a float32 operand of the same kernel is read
+/// with one 16-byte load, a broadcast row with one load, and an operand
+/// that starts at an odd offset with four scalar loads.  NVRTC compiles it.
+TEST(PointwiseGrids, HalfTypesAreReadAndWrittenFourAtATime) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    Graph g;
+    g.name = "halves";
+    ValueId x = g.addInput("x", TensorType::contiguous(dt, {64, 256}), InputRole::UserInput, false);
+    ValueId b = g.addInput("b", TensorType::contiguous(dt, {256}), InputRole::UserInput, false);
+    ValueId f = g.addInput("f", TensorType::contiguous(DType::F32, {64, 256}), InputRole::UserInput, false);
+    ValueId s = g.addInput("s", TensorType::contiguous(dt, {64, 257}), InputRole::UserInput, false);
+    ValueId odd = addOp(g, OpKind::Slice, {s}, Attrs{{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{257}}, {"step", int64_t{1}}});
+    ValueId fc = addOp(g, OpKind::Cast, {f}, Attrs{{"dtype", std::string(dtypeName(dt))}});
+    ValueId r = addOp(g, OpKind::Relu, {x});
+    ValueId m = addOp(g, OpKind::Mul, {r, b});
+    ValueId a = addOp(g, OpKind::Add, {m, fc});
+    ValueId y = addOp(g, OpKind::Add, {a, odd});
+    g.outputs.push_back(GraphOutput{y, OutputRole::User, "", std::nullopt, {}});
+    Partition p{g, Graph{}, {}};
+    p.backward.name = "empty";
+    CodegenResult cg = generateCuda(p);
+    std::vector<OneLaunch> ls = launches(cg);
+    ASSERT_EQ(ls.size(), 1u) << dtypeName(dt);
+    ASSERT_TRUE(ls[0].launch.work);
+    EXPECT_EQ(ls[0].launch.work->vector, 4) << dtypeName(dt);
+    const std::string& k = ls[0].source;
+    size_t loads = 0;
+    for (size_t q = 0; (q = k.find("= aotc_ld4(in", q)) != std::string::npos; ++q) ++loads;
+    EXPECT_EQ(loads, 3u) << "x, b and f four at a time; s (odd offset) element by element\n" << k;
+    EXPECT_NE(k.find("aotc_st4(out"), std::string::npos) << k;
+    EXPECT_NE(k.find(dt == DType::F16 ? "__half* __restrict__ out" : "__nv_bfloat16* __restrict__ out"), std::string::npos) << k;
+    std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+    EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_80", "sm_90"}, 2)) << dtypeName(dt);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CodegenCompiles, ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtypeName(info.param)); });
 

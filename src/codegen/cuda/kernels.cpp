@@ -172,21 +172,26 @@ std::string joinCoords(const std::vector<std::string>& c) {
   return k;
 }
 
-/// Note [Vectorized access]: a float32 elementwise kernel whose output is
-/// dense, starts at a multiple of four elements and whose innermost size is
-/// a multiple of four computes four consecutive elements per thread and
-/// stores them with one 16-byte store.  An operand whose four elements are
-/// consecutive and 16-byte aligned (innermost stride 1, every other stride
-/// and the offset multiples of four; buffers start 256-byte aligned) is
-/// read with one 16-byte load; a broadcast operand with one load; any
-/// other with four.
+/// Note [Vectorized access]: an elementwise kernel whose output is float32,
+/// float16 or bfloat16, dense, starts at a multiple of four elements and
+/// whose innermost size is a multiple of four computes four consecutive
+/// elements per thread and stores them with one store: 16 bytes (float4)
+/// for float32, 8 bytes (two __half2 / __nv_bfloat162) for the 16-bit types.
+/// An operand of those dtypes whose four elements are consecutive and
+/// aligned (innermost stride 1, every other stride and the offset multiples
+/// of four; buffers start 256-byte aligned) is read with one such load,
+/// widened to float4; a broadcast operand with one load; any other with
+/// four.  The kernels compute in float either way (Note [Half precision
+/// values]), and a store rounds to nearest even as the scalar store does, so
+/// the vector path and the scalar path compute the same bits.
 constexpr int64_t kVec = 4;
+bool vectorDtype(DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; }
 bool vectorStore(const TensorType& ot) {
-  return ot.dtype == DType::F32 && ot.rank() >= 1 && ot.isContiguous() && ot.offset % kVec == 0 && ot.sizes.back() % kVec == 0 &&
+  return vectorDtype(ot.dtype) && ot.rank() >= 1 && ot.isContiguous() && ot.offset % kVec == 0 && ot.sizes.back() % kVec == 0 &&
          ot.numel() >= kVec;
 }
 bool vectorLoadable(const TensorType& b) {
-  if (b.dtype != DType::F32 || b.strides.back() != 1 || b.offset % kVec != 0) return false;
+  if (!vectorDtype(b.dtype) || b.strides.back() != 1 || b.offset % kVec != 0) return false;
   for (size_t d = 0; d + 1 < b.sizes.size(); ++d)
     if (b.sizes[d] != 1 && b.strides[d] % kVec != 0) return false;
   return true;
@@ -908,14 +913,14 @@ KernelEmitter::GroupKernel KernelEmitter::rowGroup(const RowGroup& G) {
   if (!perThread && warps > 1) body << "  __shared__ " << acct << " part[" << warps << "];\n";
   // Note [Row cache]: the arrays are declared here, once the passes are written.
   body << "@ROWCACHE@";
-  // Note [Row vectors]: a cached float32 row whose reduced dims end with
-  // the innermost dim, of a size that is a multiple of four, is visited four
-  // consecutive elements at a time: each operand whose four elements are
-  // consecutive and 16-byte aligned is read with one 16-byte load (Note
+  // Note [Row vectors]: a cached row (float32, float16 or bfloat16) whose
+  // reduced dims end with the innermost dim, of a size that is a multiple of
+  // four, is visited four consecutive elements at a time: each operand whose
+  // four elements are consecutive and aligned is read with one load (Note
   // [Vectorized access]), any other with four; a reduction adds the four
   // in order, then the threads combine as in Note [Row kernels].
   const bool vec4 = shape.cache > 0 && G.dims.back() == rank - 1 && G.shape.back() % kVec == 0 &&
-                    g.type(g.nodes[static_cast<size_t>(G.seed)].inputs[0]).dtype == DType::F32;
+                    vectorDtype(g.type(g.nodes[static_cast<size_t>(G.seed)].inputs[0]).dtype);
   const int64_t width = vec4 ? kVec : 1, unroll = (G.nred + lanes * width - 1) / (lanes * width);
   if (vec4)
     for (int64_t k = 0; k < kVec; ++k) {

@@ -14,6 +14,31 @@ typedef long long aotc_i64;
 // Note [Vectorized access]: 16-byte loads and stores of four floats.
 __device__ __forceinline__ float4 aotc_ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 __device__ __forceinline__ void aotc_st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+#ifndef AOTC_NO_HALF
+// Four float16 / bfloat16 values: one 8-byte access as two __half2 /
+// __nv_bfloat162, widened to (or rounded from, to nearest even) float, in
+// which the kernels compute: the same values as four scalar accesses.
+__device__ __forceinline__ float4 aotc_ld4(const __half* p) {
+  const uint2 r = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&r.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&r.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ void aotc_st4(__half* p, float4 v) {
+  __half2 h[2] = {__floats2half2_rn(v.x, v.y), __floats2half2_rn(v.z, v.w)};
+  *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(h);
+}
+__device__ __forceinline__ float4 aotc_ld4(const __nv_bfloat16* p) {
+  const uint2 r = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ void aotc_st4(__nv_bfloat16* p, float4 v) {
+  __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
+  *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(h);
+}
+#endif
 #endif
 #define AOTC_INF (__int_as_float(0x7f800000))
 

@@ -3,13 +3,15 @@
 # environment with the exact versions of scripts/requirements/torch2.txt, from
 # PyPI, in a cache directory outside the clone (PyPI's Linux torch brings about
 # 3 GB of CUDA wheels, so it is made once per machine and reused).
-#   AOTC_VENV   where it lives (default ${XDG_CACHE_HOME:-~/.cache}/aotc/venv-torch2)
+#   AOTC_VENV          where it lives (default ${XDG_CACHE_HOME:-~/.cache}/aotc/venv-torch2)
+#   AOTC_REQUIREMENTS  the requirements file (default scripts/requirements/torch2.txt;
+#                      scripts/oldest_torch2.sh uses torch2-oldest.txt)
 # Prints the environment's python on its last line. Reused when its stamp (the
 # requirements file's SHA-256) matches; otherwise built beside it and renamed into
 # place, so an interrupted install never leaves a half environment behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-req=scripts/requirements/torch2.txt
+req=${AOTC_REQUIREMENTS:-scripts/requirements/torch2.txt}
 venv=${AOTC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/aotc/venv-torch2}
 want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.aotc-stamp" 2>/dev/null)" = "$want" ]; then
@@ -35,5 +37,5 @@ rm -rf "$venv.old"
 # pip wrote absolute paths of the temporary directory into the entry scripts;
 # the tests only use bin/python (python -m ...), which is a symlink and moves fine.
 echo "$want" > "$venv/.aotc-stamp"
-"$venv/bin/python" -c "import torch, torchvision, onnx, onnxruntime; print('setup-venv: torch', torch.__version__, 'torchvision', torchvision.__version__, 'onnx', onnx.__version__, 'onnxruntime', onnxruntime.__version__)" >&2
+"$venv/bin/python" -c "import torch, torchvision; print('setup-venv: torch', torch.__version__, 'torchvision', torchvision.__version__)" >&2
 echo "$venv/bin/python"

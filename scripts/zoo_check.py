@@ -199,6 +199,16 @@ def deterministic(m):
     return m
 
 
+def mvit_tiny():
+    from torchvision.models.video.mvit import MViT, MSBlockConfig
+    blocks = [MSBlockConfig(num_heads=1, input_channels=16, output_channels=16, kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3],
+                            stride_q=[1, 1, 1], stride_kv=[1, 2, 2]),
+              MSBlockConfig(num_heads=2, input_channels=16, output_channels=32, kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3],
+                            stride_q=[1, 2, 2], stride_kv=[1, 1, 1])]
+    return MViT(spatial_size=(32, 32), temporal_size=4, block_setting=blocks, residual_pool=True, residual_with_cls_embed=False,
+                rel_pos_embed=True, proj_after_attn=True, dropout=0.0, num_classes=10)
+
+
 # name -> () -> (model, example args); each built right after torch.manual_seed(0).
 MODELS = {name: (lambda name=name: (getattr(torchvision.models, name)(num_classes=10, **TORCHVISION[name]),
                                       image(SIDE.get(name, 96)))) for name in TORCHVISION}
@@ -216,6 +226,12 @@ MODELS.update({
     "r3d_18": lambda: (torchvision.models.video.r3d_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
     "mc3_18": lambda: (torchvision.models.video.mc3_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
     "r2plus1d_18": lambda: (torchvision.models.video.r2plus1d_18(num_classes=10), (torch.randn(1, 3, 4, 32, 32),)),
+    # MViT v2 (torchvision's mvit_v2_s design: pooling attention, relative
+    # position embeddings, residual pooling) at a size that fits: mvit_v2_s
+    # itself fixes its input at 16 x 224 x 224.  s3d is not here: its head's
+    # fixed AvgPool3d((2, 7, 7)) needs 16 x 224 x 224 clips (17 GFLOP a
+    # forward), beyond this script's 2-core budget.
+    "mvit_v2_tiny": lambda: (mvit_tiny(), (torch.randn(1, 3, 4, 32, 32),)),
     "fcn_resnet50": lambda: (Segmentation("fcn_resnet50"), image(64)),
     "deeplabv3_mobilenet_v3_large": lambda: (Segmentation("deeplabv3_mobilenet_v3_large"), image(64)),
     "lraspp_mobilenet_v3_large": lambda: (Segmentation("lraspp_mobilenet_v3_large"), image(64)),

@@ -363,7 +363,8 @@ Normalized normalize(Builder& c, ValueId x, const Ints& dims, double eps) {
 // one is its adjoint: each tap's conv2d_backward_input of every input depth
 // slice, added at depths id*sd + kd*dd of the full output.  Both are exact up
 // to the order of the sum, and their gradients are autodiff's through ops
-// whose rules (shape, reference, CUDA, gradient) exist.
+// whose rules (shape, reference, CUDA, gradient) exist.  The result is
+// contiguous, as eager's.
 
 namespace {
 /// The depth taps are unrolled: a bound keeps a hostile weight shape from
@@ -413,7 +414,10 @@ ValueId conv3d(Builder& c, ValueId x, ValueId w, const Ints& stride, const Ints&
     ValueId y = c.op(OpKind::Conv2d, {in, wk}, a);
     sum = sum == kNoValue ? y : c.add(sum, y);
   }
-  return batchIntoDepth(c, sum, n, dout);
+  // Contiguous, as eager's convolution output: a permuted view here made a
+  // later view that is valid in eager (MViT's x.reshape(B, N, C, -1) after its
+  // pooling conv) fail.
+  return c.contiguous(batchIntoDepth(c, sum, n, dout));
 }
 
 ValueId convTranspose3d(Builder& c, ValueId x, ValueId w, const Ints& stride, const Ints& dilation, const Ints& outputPadding,

@@ -584,6 +584,22 @@ for dt, tag in ((torch.float64, "f64"), (torch.bfloat16, "bf16")):
 add("dtype_f16", (half_ops, (rn2(3, 4).half().requires_grad_(True), rn2(3, 4).half().requires_grad_(True))))
 
 
+def half_vectors(x, y, r, s, h):
+    # Note [Vectorized access] for the 16-bit types: innermost sizes that are
+    # multiples of four give kernels that read and write four bfloat16 /
+    # float16 values per access, beside a broadcast row, an operand sliced at
+    # an odd offset (scalar loads), a float32 operand in a bfloat16 kernel,
+    # and a bfloat16 softmax row group (Note [Row vectors]).
+    a = x * y + torch.tanh(x) * r
+    b = a + s[:, 1:9].to(torch.bfloat16)
+    sm = torch.softmax(b, -1) * y
+    hh = torch.where(h > 0, h, h * 0.25) + (h - 1.5) * h.abs()
+    return sm, b.float().sum(0), hh, hh.sum(1)
+add("half_vectors", (half_vectors, (rn2(4, 8).bfloat16().requires_grad_(True), rn2(4, 8).bfloat16().requires_grad_(True),
+                                    rn2(8).bfloat16().requires_grad_(True), rn2(4, 9, rg=True),
+                                    rn2(2, 12).half().requires_grad_(True))))
+
+
 def convs3d(x, w, b, wg, wt, wtg):
     return (F.conv3d(x, w, b), F.conv3d(x, w, stride=(2, 1, 2), padding=(1, 2, 0), dilation=(2, 1, 1)),
             F.conv3d(x, wg, groups=2, padding=1),
@@ -766,6 +782,12 @@ add("norm_overloads", (norm_overloads, (rn3(3, 4, rg=True), rn3(2, 3, 7, rg=True
 # (scripts/torch2_ops_test.py --write-fixtures testdata/ops).
 TORCH2_ONLY = ["sdpa", "sdpa_flash_cpu", "safe_softmax", "layer_transformer"]
 if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x
+    import inspect
+    try:
+        SDPA_GQA = "enable_gqa" in inspect.signature(F.scaled_dot_product_attention).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: the docstring tells
+        SDPA_GQA = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
     def attentions(q, k, v, kg, vg, m, kl, vl):
         # A value head size unlike the query's takes PyTorch's math path
         # (_safe_softmax), an equal one the fused CPU kernel: both.
@@ -775,8 +797,10 @@ if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x
         outs = []
         for vv, vgg, vll in ((v, vg, vl), (v[..., :6], vg[..., :6], vl[..., :6])):
             outs += [sdpa(q, k, vv), sdpa(q, k, vv, is_causal=True, scale=0.3), sdpa(q, k, vv, attn_mask=m),
-                     sdpa(q, k, vv, attn_mask=bm), sdpa(q, kg, vgg, enable_gqa=True), sdpa(q, kl, vll, is_causal=True),
+                     sdpa(q, k, vv, attn_mask=bm), sdpa(q, kl, vll, is_causal=True),
                      sdpa(q[0], k[0], vv[0]), sdpa(q.double(), k.double(), vv.double(), attn_mask=m.double())]
+            if SDPA_GQA:  # grouped-query heads: PyTorch >= 2.5
+                outs.insert(len(outs) - 3, sdpa(q, kg, vgg, enable_gqa=True))
         return outs
     add("sdpa", (attentions, (rn3(2, 4, 4, 8, rg=True), rn3(2, 4, 4, 8, rg=True), rn3(2, 4, 4, 8, rg=True), rn3(2, 2, 4, 8, rg=True),
                               rn3(2, 2, 4, 8, rg=True), rn3(4, 4), rn3(2, 4, 6, 8, rg=True), rn3(2, 4, 6, 8, rg=True))))
@@ -789,7 +813,8 @@ if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x
     def safe_softmax(x):
         y = x.masked_fill(torch.tensor([False, True, False]).view(3, 1), float("-inf"))
         return torch.ops.aten._safe_softmax(y, -1), torch.ops.aten._safe_softmax(x, 0)
-    add("safe_softmax", (safe_softmax, (rn3(3, 4, rg=True),)))
+    if hasattr(torch.ops.aten, "_safe_softmax"):  # PyTorch >= 2.5
+        add("safe_softmax", (safe_softmax, (rn3(3, 4, rg=True),)))
 
     class Transformer(torch.nn.Module):
         """nn.MultiheadAttention without weights (2.x: the fused kernel), an encoder layer, a causal decoder layer."""

@@ -52,8 +52,8 @@ const std::map<std::string, int>& reviewedAfter17() {
              "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad", "Col2Im"});
     // 19: Resize's half_pixel_symmetric (18: axes, keep_aspect_ratio_policy;
     // antialias refused where it changes the result); Equal adds strings
-    // (refused: no string dtype); AveragePool adds dilations (refused by the
-    // converter unless all 1).
+    // (refused: no string dtype); AveragePool adds dilations (implemented: window
+    // sums as a depthwise convolution with ones, over compile-time counts).
     set(19, {"Resize", "Equal"});
     // 20: DFT's axis becomes an input (implemented); IsInf adds float16 and
     // bfloat16, IsNaN the FP8 types (refused by name); ReduceMax/ReduceMin

@@ -281,6 +281,78 @@ Outs convTransposeOp(Node& c) {
   return {y};
 }
 
+/// AveragePool with dilations (19): the window sums are a depthwise
+/// convolution of the zero-padded input with ones (the dilations Conv's),
+/// divided by each window's count of the elements it averages, computed at
+/// compile time: the input's (count_include_pad=0) or the padded input's
+/// (count_include_pad=1), never the part of a ceil_mode window past the end
+/// padding (ONNX's reference and PyTorch alike).  A window's count is the
+/// product of its counts per dim, so the divisor is an outer product of one
+/// constant vector per dim.  `g` is the geometry of the un-lifted input.
+ValueId dilatedAvgPool(Node& c, ValueId x, ConvGeom g, bool ceil, bool includePad) {
+  const Ints xs = c.type(x).sizes;
+  DType dt = c.type(x).dtype;
+  if (!isFloating(dt)) c.fail("AveragePool: the input must be floating-point");
+  const size_t n = g.kernel.size();
+  const int64_t rank = c.type(x).rank(), C = xs[1];
+  Ints out(n), extra(n);
+  std::vector<Ints> counts(n);
+  for (size_t k = 0; k < n; ++k) {
+    int64_t in = xs[2 + k], b = g.begin[k], e = g.end[k], s = g.stride[k], d = g.dil[k];
+    int64_t span = in + b + e - d * (g.kernel[k] - 1) - 1;
+    if (span < 0) c.fail("AveragePool: the dilated window is larger than the padded input");
+    int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (o - 1) * s >= in + b) --o;  // the last window starts inside the input or the begin padding
+    out[k] = o;
+    // The padded length the convolution reads: the windows' end, past or short of in + b + e.
+    extra[k] = (o - 1) * s + d * (g.kernel[k] - 1) + 1 - (in + b);
+    int64_t lo = includePad ? -b : 0, hi = includePad ? in + e : in;
+    for (int64_t i = 0; i < o; ++i) {
+      int64_t cnt = 0;
+      for (int64_t j = 0; j < g.kernel[k]; ++j) {
+        int64_t pos = i * s - b + j * d;
+        cnt += pos >= lo && pos < hi;
+      }
+      counts[k].push_back(cnt);
+    }
+  }
+  // Zero padding to the windows' extent: begin pads, and at the end what the
+  // last window reads (a shorter input is cut).
+  for (size_t k = 0; k < n; ++k)
+    if (extra[k] < 0)
+      x = c.op(OpKind::Slice, {x}, Attrs{{"dim", static_cast<int64_t>(2 + k)}, {"start", int64_t{0}}, {"end", xs[2 + k] + extra[k]}, {"step", int64_t{1}}});
+  Ints endPad(n);
+  for (size_t k = 0; k < n; ++k) endPad[k] = std::max<int64_t>(extra[k], 0);
+  ValueId xp = padSpatial(c, x, g.begin, endPad, 0.0);
+  Ints wshape{C, 1};
+  wshape.insert(wshape.end(), g.kernel.begin(), g.kernel.end());
+  ValueId w = c.full(1.0, TensorType::contiguous(dt, wshape));
+  bool oneD = rank == 3;
+  Ints stride = g.stride, dil = g.dil;
+  if (oneD) {
+    xp = c.op(OpKind::Unsqueeze, {xp}, Attrs{{"dim", int64_t{2}}});
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+    stride.insert(stride.begin(), 1);
+    dil.insert(dil.begin(), 1);
+  }
+  ValueId sum = rank == 5 ? conv3d(c, xp, w, stride, Ints(3, 0), dil, C)
+                          : c.op(OpKind::Conv2d, {xp, w}, Attrs{{"stride", stride}, {"padding", Ints(2, 0)}, {"dilation", dil}, {"groups", C}});
+  if (oneD) sum = c.op(OpKind::Squeeze, {sum}, Attrs{{"dim", Ints{2}}});
+  const Ints ss = c.type(sum).sizes;
+  for (size_t k = 0; k < n; ++k)
+    if (ss[2 + k] != out[k]) c.fail(cat("AveragePool: internal error: the window sums have ", ss[2 + k], " positions along spatial dim ", k, ", not ", out[k]));
+  ValueId divisor = kNoValue;
+  for (size_t k = 0; k < n; ++k) {
+    Ints shape(static_cast<size_t>(rank), 1);
+    shape[2 + k] = out[k];
+    HostTensor t = HostTensor::zeros(dt, shape);
+    for (int64_t i = 0; i < out[k]; ++i) t.data[static_cast<size_t>(i)] = static_cast<double>(counts[k][static_cast<size_t>(i)]);
+    ValueId v = c.constant(std::move(t));
+    divisor = divisor == kNoValue ? v : c.mul(divisor, v);
+  }
+  return c.div(sum, divisor);
+}
+
 /// MaxPool / AveragePool: pads that are symmetric and at most half the
 /// window go to the pool; others are explicit (-inf for max; for an average
 /// without count_include_pad, the padded sum over the padded count of ones,
@@ -296,7 +368,7 @@ Outs poolOp(Node& c) {
   bool ceil = c.i("ceil_mode", 0) != 0;
   bool includePad = !Max && c.i("count_include_pad", 0) != 0;
   if (Max && c.i("storage_order", 0) != 0) c.fail("MaxPool: storage_order=1 is not supported");
-  if (!Max && g.dil != Ints(g.dil.size(), 1)) c.fail("AveragePool: dilations are not supported");
+  if (!Max && g.dil != Ints(g.dil.size(), 1)) return {dilatedAvgPool(c, x, g, ceil, includePad)};
   bool oneD = rank == 3;
   if (oneD) x = liftOneD(c, x, g);
   auto pool = [&](ValueId in, const Ints& pad, bool countPad) -> ValueId {

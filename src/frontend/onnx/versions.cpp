@@ -74,6 +74,9 @@ const std::map<std::string, int>& reviewedAfter17() {
     set(22, {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "Conv", "ConvTranspose", "Cos", "Cosh", "Dropout", "Elu",
              "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "GridSample", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
              "LpPool", "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "RNN", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
+    // DeformConv is new at 19; 22 adds bfloat16 (the meaning unchanged).
+    // Implemented for 2-D inputs, the rank ONNX's reference defines.
+    set(22, {"DeformConv"});
     // 23: RMSNormalization and RotaryEmbedding are new.
     set(23, {"RMSNormalization", "RotaryEmbedding"});
     // 24: TopK adds bfloat16.  Swish is new.

@@ -1,7 +1,8 @@
 //===- onnx/windows.cpp - Convolution, pooling and padding ------------------===//
 //
-// Conv, ConvTranspose, MaxPool/AveragePool and their global forms, Pad;
-// auto_pad and explicit pads as ONNX defines them.
+// Conv, ConvTranspose, DeformConv, MaxPool/AveragePool (with dilations)
+// and their global forms, LpPool, Col2Im, Pad; auto_pad and explicit pads as
+// ONNX defines them.
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
 //===----------------------------------------------------------------------===//
@@ -476,6 +477,124 @@ Outs col2ImOp(Node& c) {
   return {y};
 }
 
+/// DeformConv (19, 22), 2-D as ONNX's reference (which defines no other
+/// rank): the kernel tap (a, b) of output (i, j) reads the input at
+/// (i * stride - pad + a * dilation + offset_y, j * stride - pad + b *
+/// dilation + offset_x), the offsets of its offset group's channels,
+/// bilinearly (the reference's GridSample with align_corners, zeros padding:
+/// a tap outside the input reads 0), times the mask's value; the samples
+/// [N, C * K, P] then meet the weight as a grouped matrix product.
+/// Coordinates are computed in float32 (float64 for a float64 input).
+Outs deformConvOp(Node& c) {
+  ValueId x = c.in(0), w = c.in(1), off = c.in(2);
+  const Ints xs = c.type(x).sizes, ws = c.type(w).sizes, os = c.type(off).sizes;
+  if (xs.size() != 4) c.fail("DeformConv: only 2-D convolution (a 4-D input) is supported; ONNX's reference defines no other");
+  const DType dt = c.type(x).dtype;
+  if (!isFloating(dt)) c.fail("DeformConv: the input must be floating-point");
+  if (ws.size() != 4 || os.size() != 4) c.fail("DeformConv: the weight and the offsets must be 4-D");
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], OC = ws[0], kh = ws[2], kw = ws[3], K = kh * kw;
+  if (c.ints("kernel_shape", Ints{kh, kw}) != Ints{kh, kw}) c.fail("DeformConv: kernel_shape differs from the weight's");
+  const Ints stride = c.ints("strides", Ints{1, 1}), dil = c.ints("dilations", Ints{1, 1}), pads = c.ints("pads", Ints{0, 0, 0, 0});
+  if (stride.size() != 2 || dil.size() != 2 || pads.size() != 4) c.fail("DeformConv: strides, dilations and pads must match the 2 spatial dims");
+  for (size_t k = 0; k < 2; ++k)
+    if (stride[k] <= 0 || dil[k] <= 0) c.fail("DeformConv: strides and dilations must be positive");
+  for (int64_t p : pads)
+    if (p < 0) c.fail("DeformConv: negative pads are not supported");
+  const int64_t G = c.i("group", 1), OG = c.i("offset_group", 1);
+  if (G <= 0 || OG <= 0) c.fail("DeformConv: group and offset_group must be positive");
+  if (C != ws[1] * G || OC % G != 0) c.fail(cat("DeformConv: the weight [", OC, ", ", ws[1], ", ...] does not fit ", C, " input channels in ", G, " groups"));
+  if (C % OG != 0) c.fail(cat("DeformConv: ", C, " input channels do not divide into ", OG, " offset groups"));
+  const int64_t oh = os[2], ow = os[3], P = oh * ow, Cg = C / OG, Cig = C / G, OCg = OC / G;
+  if (os[0] != N || os[1] != OG * K * 2) c.fail(cat("DeformConv: the offsets must be [", N, ", ", OG * K * 2, ", oH, oW]"));
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t span = xs[2 + k] + pads[k] + pads[k + 2] - ((ws[2 + k] - 1) * dil[k] + 1);
+    if (span < 0 || span / stride[k] + 1 != os[2 + k]) c.fail("DeformConv: the offsets' spatial sizes differ from the convolution's output");
+  }
+  // The reference normalizes coordinates by (size - 1) for its GridSample.
+  if (H == 1 || W == 1) c.fail("DeformConv: an input of height or width 1 is not supported (ONNX's reference divides by size - 1 there)");
+  if (c.has(4) && c.type(c.in(4)).sizes != Ints{N, OG * K, oh, ow}) c.fail(cat("DeformConv: the mask must be [", N, ", ", OG * K, ", ", oh, ", ", ow, "]"));
+  if (c.has(3) && c.type(c.in(3)).sizes != Ints{OC}) c.fail(cat("DeformConv: the bias must be [", OC, "]"));
+  if (K * P > kMaxFoldElements) c.fail("DeformConv: the sampling grid is too large");
+  const DType f = dt == DType::F64 ? DType::F64 : DType::F32;
+  // Each tap's position before its offset, [1, 1, K, P] per dim.
+  HostTensor baseY = HostTensor::zeros(f, {1, 1, K, P}), baseX = HostTensor::zeros(f, {1, 1, K, P});
+  for (int64_t a = 0; a < kh; ++a)
+    for (int64_t b = 0; b < kw; ++b)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          size_t e = static_cast<size_t>(((a * kw + b) * oh + i) * ow + j);
+          baseY.data[e] = static_cast<double>(i * stride[0] - pads[0] + a * dil[0]);
+          baseX.data[e] = static_cast<double>(j * stride[1] - pads[1] + b * dil[1]);
+        }
+  ValueId o5 = c.cast(off, f);
+  o5 = c.reshape(o5, {N, OG, K, 2, P});
+  ValueId mask = kNoValue;
+  if (c.has(4)) {
+    mask = c.cast(c.in(4), f);
+    mask = c.reshape(mask, {N, OG, K, P});
+  }
+  // The two taps of one dim: [N, OG, K, P] indices (0 where outside) and
+  // weights (0 where outside), and whether each is inside.
+  struct Tap {
+    ValueId index, weight, inside;
+  };
+  auto taps = [&](int64_t dim, HostTensor base, int64_t L) {
+    ValueId o = c.op(OpKind::Select, {o5}, Attrs{{"dim", int64_t{3}}, {"index", dim}});
+    ValueId b = c.constant(std::move(base));
+    ValueId v = c.add(o, b);
+    ValueId lo = c.op(OpKind::Floor, {v});
+    ValueId fr = c.sub(v, lo);
+    ValueId one = c.scalar(1, f);
+    ValueId hi = c.add(lo, one);
+    ValueId wlo = c.sub(one, fr);
+    std::vector<Tap> t;
+    for (auto [at, wt] : {std::pair{lo, wlo}, std::pair{hi, fr}}) {
+      ValueId ge = c.op(OpKind::Ge, {at, c.scalar(0, f)});
+      ValueId le = c.op(OpKind::Le, {at, c.scalar(static_cast<double>(L - 1), f)});
+      ValueId inside = c.op(OpKind::LogicalAnd, {ge, le});
+      ValueId zero = c.scalar(0, f);
+      ValueId idx = c.op(OpKind::Where, {inside, at, zero});
+      idx = c.cast(idx, DType::I64);
+      ValueId weight = c.op(OpKind::Where, {inside, wt, zero});
+      t.push_back(Tap{idx, weight, inside});
+    }
+    return t;
+  };
+  std::vector<Tap> ty = taps(0, std::move(baseY), H), tx = taps(1, std::move(baseX), W);
+  ValueId xg = c.reshape(x, {N, OG, Cg, H * W});
+  ValueId sampled = kNoValue;
+  for (const Tap& a : ty)
+    for (const Tap& b : tx) {
+      ValueId row = c.mul(a.index, c.scalar(static_cast<double>(W), DType::I64));
+      ValueId flat = c.add(row, b.index);
+      flat = c.reshape(flat, {N, OG, 1, K * P});
+      flat = c.expand(flat, {N, OG, Cg, K * P});
+      flat = c.contiguous(flat);
+      ValueId got = c.op(OpKind::Gather, {xg, flat}, Attrs{{"dim", int64_t{3}}});
+      // A tap outside reads 0, whatever the clamped element holds (inf, NaN).
+      ValueId inside = c.op(OpKind::LogicalAnd, {a.inside, b.inside});
+      inside = c.reshape(inside, {N, OG, 1, K * P});
+      ValueId zero = c.scalar(0, dt);
+      got = c.op(OpKind::Where, {inside, got, zero});
+      ValueId wt = c.mul(a.weight, b.weight);
+      if (mask != kNoValue) wt = c.mul(wt, mask);
+      wt = c.cast(wt, dt);
+      wt = c.reshape(wt, {N, OG, 1, K * P});
+      ValueId term = c.mul(got, wt);
+      sampled = sampled == kNoValue ? term : c.add(sampled, term);
+    }
+  // [N, OG, Cg, K * P] is [N, C, K, P]: per group, rows (channel, tap).
+  ValueId cols = c.reshape(sampled, {N, G, Cig * K, P});
+  ValueId wm = c.reshape(w, {1, G, OCg, Cig * K});
+  ValueId y = matmul(c, wm, cols);
+  y = c.reshape(y, {N, OC, oh, ow});
+  if (c.has(3)) {
+    ValueId bias = c.reshape(c.in(3), {1, OC, 1, 1});
+    y = c.add(y, bias);
+  }
+  return {y};
+}
+
 template <bool Max>
 Outs globalPoolOp(Node& c) {
   ValueId x = c.in(0);
@@ -494,6 +613,7 @@ Entries windowsConverters() {
     {"Col2Im", col2ImOp},
     {"Conv", convOp},
     {"ConvTranspose", convTransposeOp},
+    {"DeformConv", deformConvOp},
     {"GlobalAveragePool", globalPoolOp<false>},
     {"GlobalMaxPool", globalPoolOp<true>},
     {"LpPool", lpPoolOp},

@@ -94,7 +94,9 @@ const std::map<std::string, int>& reviewedAfter17() {
     set(26, {"CumProd", "BitCast"});
     // 27: Range adds float16/bfloat16 accumulated in stash_type's precision
     // (implemented, as numpy.arange in that type); the others are unchanged.
-    set(27, {"Range"});
+    // CausalConvWithState and LinearAttention are new at 27 (implemented as
+    // the reference: attention.cpp).
+    set(27, {"Range", "CausalConvWithState", "LinearAttention"});
     // 28: Cast adds the FP6 types (refused by name); Celu, Einsum, OneHot and
     // ReverseSequence add element types; ReduceLogSum(Exp) drop the integer
     // ones; DepthToSpace 28's schema (doc, attributes, types) is 13's;

@@ -9,7 +9,9 @@
 // sliding window (left/right_window_size), nonpad_kv_seqlen's padding mask,
 // and a softmax that gives 0 on fully masked rows.  qk_matmul_output_mode
 // picks the fourth output.  RotaryEmbedding (23) rotates features by cos/sin
-// caches.
+// caches.  CausalConvWithState and LinearAttention (27) are the reference's
+// recurrences: a depthwise causal convolution after a carried state, and a
+// linear attention state updated token by token (unrolled).
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
 //===----------------------------------------------------------------------===//
@@ -198,11 +200,162 @@ Outs rotaryEmbeddingOp(Node& c) {
   return {c.reshape(y, in)};
 }
 
+/// CausalConvWithState (27), as ONNX's reference: the past state (zeros
+/// without one) [B, C, k-1] before the input along the length, a depthwise
+/// valid convolution with the weight [C, 1, k] (and the bias), SiLU on the
+/// result when `activation` is silu or swish (computed in float32 from the
+/// rounded convolution, as the reference); present_state is the last k-1
+/// positions of the padded input.
+Outs causalConvWithStateOp(Node& c) {
+  ValueId x = c.in(0), w = c.in(1);
+  const Ints xs = c.type(x).sizes, ws = c.type(w).sizes;
+  const DType dt = c.type(x).dtype;
+  if (!isFloating(dt)) c.fail("CausalConvWithState: the input must be floating-point");
+  if (xs.size() != 3) c.fail("CausalConvWithState: the input must be rank 3 (batch, channels, length)");
+  const int64_t B = xs[0], C = xs[1], L = xs[2];
+  if (ws.size() != 3 || ws[0] != C || ws[1] != 1 || ws[2] < 1) c.fail(cat("CausalConvWithState: the weight must be [", C, ", 1, k]"));
+  const int64_t k = ws[2];
+  if (c.dtypeIn(1) != dt) c.fail("CausalConvWithState: the weight's type differs from the input's");
+  std::string act = c.s("activation", "none");
+  if (act != "none" && act != "silu" && act != "swish") c.fail(cat("CausalConvWithState: activation '", act, "' is not one of none, silu, swish"));
+  ValueId past = kNoValue;
+  if (c.has(3)) {
+    past = c.in(3);
+    if (c.type(past).sizes != Ints{B, C, k - 1}) c.fail(cat("CausalConvWithState: past_state must be [", B, ", ", C, ", ", k - 1, "]"));
+    if (c.type(past).dtype != dt) c.fail("CausalConvWithState: past_state's type differs from the input's");
+  } else {
+    past = c.full(0.0, TensorType::contiguous(dt, {B, C, k - 1}));
+  }
+  ValueId padded = k > 1 ? c.op(OpKind::Cat, {past, x}, Attrs{{"dim", int64_t{2}}}) : x;
+  // Depthwise: a 2-D convolution over a unit height, C groups.
+  ValueId p4 = c.op(OpKind::Unsqueeze, {padded}, Attrs{{"dim", int64_t{2}}});
+  ValueId w4 = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+  ValueId y = c.op(OpKind::Conv2d, {p4, w4}, Attrs{{"stride", Ints{1, 1}}, {"padding", Ints{0, 0}}, {"dilation", Ints{1, 1}}, {"groups", C}});
+  y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
+  if (c.has(2)) {
+    if (c.type(c.in(2)).sizes != Ints{C}) c.fail(cat("CausalConvWithState: the bias must be [", C, "]"));
+    ValueId b = c.reshape(c.in(2), {1, C, 1});
+    y = c.add(y, b);
+  }
+  if (act != "none") {
+    ValueId yf = c.cast(y, dt == DType::F64 ? DType::F64 : DType::F32);
+    yf = silu(c, yf);
+    y = c.cast(yf, dt);
+  }
+  ValueId present = c.op(OpKind::Slice, {padded}, Attrs{{"dim", int64_t{2}}, {"start", L}, {"end", L + k - 1}, {"step", int64_t{1}}});
+  return {y, present};
+}
+
+/// LinearAttention (27), as ONNX's reference: the recurrence run token by
+/// token (unrolled: the length is static) in float32 over the state S [B,
+/// H_kv, d_k, d_v] -- decayed by exp(decay) (gated rules), the value
+/// corrected by beta * (v - S^T k) (delta rules), S += k (x) v -- and each
+/// token's output scale * q^T S, query head h reading KV head h / (H_q /
+/// H_kv).  chunk_size is a tuning hint without effect.  The output is in the
+/// query's type, present_state in past_state's (the query's without one).
+Outs linearAttentionOp(Node& c) {
+  ValueId q = c.in(0), k = c.in(1), v = c.in(2);
+  const DType dt = c.type(q).dtype;
+  if (!isFloating(dt) || dt == DType::F64) c.fail("LinearAttention: the query must be float16, bfloat16 or float32");
+  for (size_t i = 0; i < 3; ++i)
+    if (c.type(c.in(i)).rank() != 3) c.fail("LinearAttention: query, key and value must be rank 3 (B, T, H*D)");
+  const std::string rule = c.s("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    c.fail(cat("LinearAttention: update_rule '", rule, "' is not one of linear, gated, delta, gated_delta"));
+  const bool gating = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  if (!c.hasAttr("q_num_heads") || !c.hasAttr("kv_num_heads")) c.fail("LinearAttention: q_num_heads and kv_num_heads are required");
+  const int64_t Hq = c.i("q_num_heads"), Hkv = c.i("kv_num_heads");
+  if (Hq <= 0 || Hkv <= 0 || Hq % Hkv) c.fail(cat("LinearAttention: q_num_heads (", Hq, ") must be a positive multiple of kv_num_heads (", Hkv, ")"));
+  if (gating != c.has(4)) c.fail(cat("LinearAttention: update_rule '", rule, "' ", gating ? "requires" : "forbids", " the decay input"));
+  if (delta != c.has(5)) c.fail(cat("LinearAttention: update_rule '", rule, "' ", delta ? "requires" : "forbids", " the beta input"));
+  const Ints qs = c.type(q).sizes, ks = c.type(k).sizes, vs = c.type(v).sizes;
+  const int64_t B = qs[0], T = qs[1];
+  if (ks[0] != B || ks[1] != T || vs[0] != B || vs[1] != T) c.fail("LinearAttention: query, key and value differ in batch or length");
+  if (qs[2] % Hq || vs[2] % Hkv) c.fail("LinearAttention: the hidden sizes do not split into the heads");
+  const int64_t dk = qs[2] / Hq, dv = vs[2] / Hkv, G = Hq / Hkv;
+  if (ks[2] != Hkv * dk) c.fail(cat("LinearAttention: the key's hidden size must be kv_num_heads * d_k = ", Hkv * dk));
+  if (T > 4096) c.fail(cat("LinearAttention: a length of ", T, " tokens is not supported (the recurrence is unrolled; at most 4096)"));
+  const DType f = DType::F32;
+  auto split = [&](ValueId x, int64_t n) {  // [B, T, n*D] -> [B, n, T, D] in float32
+    ValueId y = c.cast(x, f);
+    return heads(c, y, n);
+  };
+  ValueId q4 = split(q, Hq), k4 = split(k, Hkv), v4 = split(v, Hkv);
+  ValueId decay = kNoValue, beta = kNoValue;  // exp(decay) [B, Hkv, T, 1 or dk]; beta [B, Hkv or 1, T, 1]
+  if (gating) {
+    ValueId g = c.in(4);
+    const Ints gs = c.type(g).sizes;
+    if (gs.size() != 3 || gs[0] != B || gs[1] != T || (gs[2] != Hkv && gs[2] != Hkv * dk))
+      c.fail(cat("LinearAttention: decay must be [", B, ", ", T, ", ", Hkv, " or ", Hkv * dk, "]"));
+    decay = gs[2] == Hkv ? c.reshape(g, {B, T, Hkv, 1}) : c.reshape(g, {B, T, Hkv, dk});
+    decay = c.op(OpKind::Transpose, {decay}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}});
+    decay = c.cast(decay, f);
+    decay = c.op(OpKind::Exp, {decay});
+  }
+  if (delta) {
+    ValueId b = c.in(5);
+    const Ints bs = c.type(b).sizes;
+    if (bs.size() != 3 || bs[0] != B || bs[1] != T || (bs[2] != Hkv && bs[2] != 1))
+      c.fail(cat("LinearAttention: beta must be [", B, ", ", T, ", ", Hkv, " or 1]"));
+    beta = c.reshape(b, {B, T, bs[2], 1});
+    beta = c.op(OpKind::Transpose, {beta}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}});
+    beta = c.cast(beta, f);
+  }
+  DType stateType = dt;
+  ValueId S = kNoValue;
+  if (c.has(3)) {
+    if (c.type(c.in(3)).sizes != Ints{B, Hkv, dk, dv}) c.fail(cat("LinearAttention: past_state must be [", B, ", ", Hkv, ", ", dk, ", ", dv, "]"));
+    stateType = c.dtypeIn(3);
+    if (!isFloating(stateType) || stateType == DType::F64) c.fail("LinearAttention: past_state must be float16, bfloat16 or float32");
+    S = c.cast(c.in(3), f);
+  } else {
+    S = c.full(0.0, TensorType::contiguous(f, {B, Hkv, dk, dv}));
+  }
+  double scale = c.f("scale", 0.0);
+  if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  auto at = [&](ValueId x, int64_t t) { return c.op(OpKind::Select, {x}, Attrs{{"dim", int64_t{2}}, {"index", t}}); };
+  V outs;
+  for (int64_t t = 0; t < T; ++t) {
+    ValueId kt = at(k4, t), vt = at(v4, t);  // [B, Hkv, dk], [B, Hkv, dv]
+    if (gating) {
+      ValueId e = at(decay, t);  // [B, Hkv, 1 or dk]
+      e = c.op(OpKind::Unsqueeze, {e}, Attrs{{"dim", int64_t{3}}});
+      S = c.mul(S, e);
+    }
+    ValueId kcol = c.reshape(kt, {B, Hkv, dk, 1});
+    if (delta) {
+      ValueId krow = c.reshape(kt, {B, Hkv, 1, dk});
+      ValueId got = matmul(c, krow, S);  // [B, Hkv, 1, dv]: S^T k
+      got = c.reshape(got, {B, Hkv, dv});
+      ValueId diff = c.sub(vt, got);
+      ValueId bt = at(beta, t);  // [B, Hkv or 1, 1]
+      vt = c.mul(bt, diff);
+    }
+    ValueId vrow = c.reshape(vt, {B, Hkv, 1, dv});
+    ValueId outer = c.mul(kcol, vrow);
+    S = c.add(S, outer);
+    ValueId qt = at(q4, t);  // [B, Hq, dk]: query head h reads KV head h / G
+    qt = c.reshape(qt, {B, Hkv, G, dk});
+    ValueId o = matmul(c, qt, S);  // [B, Hkv, G, dv]
+    o = c.reshape(o, {B, Hq, 1, dv});
+    outs.push_back(o);
+  }
+  ValueId y = outs.size() == 1 ? outs[0] : c.op(OpKind::Cat, outs, Attrs{{"dim", int64_t{2}}});  // [B, Hq, T, dv]
+  y = c.scaled(y, scale);
+  y = c.op(OpKind::Transpose, {y}, Attrs{{"dim0", int64_t{1}}, {"dim1", int64_t{2}}});
+  y = c.reshape(y, {B, T, Hq * dv});
+  y = c.cast(y, dt);
+  ValueId present = c.cast(S, stateType);
+  return {y, present};
+}
+
 }  // namespace
 
 Entries attentionConverters() {
   return {
     {"Attention", attentionOp},
+    {"CausalConvWithState", causalConvWithStateOp},
+    {"LinearAttention", linearAttentionOp},
     {"RotaryEmbedding", rotaryEmbeddingOp},
   };
 }

@@ -117,6 +117,47 @@ Outs castOp(Node& c) {
   return {c.cast(c.in(0), *d)};
 }
 
+/// BitCast (26): the input's bits read as another element type of the same
+/// width.  aotc's IR has no bit reinterpretation op, so only what its value
+/// arithmetic gives exactly is compiled: between integer types (and from
+/// bool) of at most 32 bits, where reinterpreting is adding or taking 2^bits
+/// (two's complement), computed in int64 where every such value is exact.
+/// Floating-point types are refused by name (no arithmetic gives a NaN's
+/// payload), so are the 64-bit integers (the reference interpreter holds
+/// values as doubles, inexact past 2^53) and bool as the target (a byte
+/// other than 0 or 1 is no bool aotc can hold).
+Outs bitCastOp(Node& c) {
+  ValueId x = c.in(0);
+  const DType from = c.dtypeIn(0);
+  const int to = static_cast<int>(c.i("to"));
+  auto d = dtypeOfOnnx(to);
+  if (!d) c.fail(cat("BitCast to ", onnxTypeName(to), " is not supported"));
+  if (dtypeSize(from) != dtypeSize(*d))
+    c.fail(cat("BitCast: ", dtypeName(from), " (", 8 * dtypeSize(from), " bits) and ", dtypeName(*d), " (", 8 * dtypeSize(*d), " bits) differ in width"));
+  if (from == *d) return {x};
+  if (isFloating(from) || isFloating(*d))
+    c.fail(cat("BitCast from ", dtypeName(from), " to ", dtypeName(*d), " is not supported: reinterpreting floating-point bits needs a bit "
+               "reinterpretation op, which aotc's IR does not have (no arithmetic gives a NaN's payload)"));
+  if (*d == DType::Bool) c.fail(cat("BitCast from ", dtypeName(from), " to bool is not supported: a byte other than 0 or 1 is no bool aotc can hold"));
+  if (dtypeSize(from) > 4)
+    c.fail(cat("BitCast from ", dtypeName(from), " to ", dtypeName(*d), " is not supported: aotc's reference interpreter holds 64-bit integers "
+               "as doubles, inexact past 2^53"));
+  const double span = std::ldexp(1.0, static_cast<int>(8 * dtypeSize(from)));
+  ValueId v = c.cast(x, DType::I64);
+  ValueId zero = c.scalar(0.0, DType::I64);
+  if (!isUnsigned(from) && from != DType::Bool) {
+    ValueId neg = c.op(OpKind::Lt, {v, zero});
+    ValueId wrapped = c.add(v, c.scalar(span, DType::I64));
+    v = c.op(OpKind::Where, {neg, wrapped, v});  // the unsigned value of the bits
+  }
+  if (!isUnsigned(*d)) {
+    ValueId high = c.op(OpKind::Ge, {v, c.scalar(span / 2, DType::I64)});
+    ValueId wrapped = c.sub(v, c.scalar(span, DType::I64));
+    v = c.op(OpKind::Where, {high, wrapped, v});  // two's complement
+  }
+  return {c.cast(v, *d)};
+}
+
 /// Note [ONNX Clip's gradient]: ONNX defines Clip's value, not its
 /// gradient, and at a bound either one-sided derivative is a subgradient.
 /// aotc gives 0 there (a value at or beyond a bound takes the bound, whose
@@ -263,6 +304,7 @@ Entries pointwiseConverters() {
     {"Asinh", [](Node& c) { return unary(c, OpKind::Asinh); }},
     {"Atan", [](Node& c) { return unary(c, OpKind::Atan); }},
     {"Atanh", [](Node& c) { return unary(c, OpKind::Atanh); }},
+    {"BitCast", bitCastOp},
     {"Cast", castOp},
     {"CastLike", [](Node& c) -> Outs { return {c.cast(c.in(0), c.dtypeIn(1))}; }},
     {"Ceil", [](Node& c) { return unary(c, OpKind::Ceil); }},

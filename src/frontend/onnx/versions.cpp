@@ -52,8 +52,8 @@ const std::map<std::string, int>& reviewedAfter17() {
              "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad", "Col2Im"});
     // 19: Resize's half_pixel_symmetric (18: axes, keep_aspect_ratio_policy;
     // antialias refused where it changes the result); Equal adds strings
-    // (refused: no string dtype); AveragePool adds dilations (refused by the
-    // converter unless all 1).
+    // (refused: no string dtype); AveragePool adds dilations (implemented: window
+    // sums as a depthwise convolution with ones, over compile-time counts).
     set(19, {"Resize", "Equal"});
     // 20: DFT's axis becomes an input (implemented); IsInf adds float16 and
     // bfloat16, IsNaN the FP8 types (refused by name); ReduceMax/ReduceMin
@@ -74,6 +74,9 @@ const std::map<std::string, int>& reviewedAfter17() {
     set(22, {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "Conv", "ConvTranspose", "Cos", "Cosh", "Dropout", "Elu",
              "EyeLike", "GlobalAveragePool", "GlobalMaxPool", "GridSample", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM", "LpNormalization",
              "LpPool", "MaxPool", "Mish", "NegativeLogLikelihoodLoss", "RNN", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"});
+    // DeformConv is new at 19; 22 adds bfloat16 (the meaning unchanged).
+    // Implemented for 2-D inputs, the rank ONNX's reference defines.
+    set(22, {"DeformConv"});
     // 23: RMSNormalization and RotaryEmbedding are new.
     set(23, {"RMSNormalization", "RotaryEmbedding"});
     // 24: TopK adds bfloat16.  Swish is new.
@@ -86,11 +89,14 @@ const std::map<std::string, int>& reviewedAfter17() {
     // sliding windows (implemented).
     set(25, {"CastLike", "Constant", "ConstantOfShape", "Flatten", "Identity", "Pad", "Reshape", "Shape", "Size", "Squeeze", "Transpose",
              "Unsqueeze", "Attention"});
-    // 26: CumProd is new.
-    set(26, {"CumProd"});
+    // 26: CumProd is new; BitCast is new (integer types of at most 32 bits
+    // implemented, the others refused by name: pointwise.cpp).
+    set(26, {"CumProd", "BitCast"});
     // 27: Range adds float16/bfloat16 accumulated in stash_type's precision
     // (implemented, as numpy.arange in that type); the others are unchanged.
-    set(27, {"Range"});
+    // CausalConvWithState and LinearAttention are new at 27 (implemented as
+    // the reference: attention.cpp).
+    set(27, {"Range", "CausalConvWithState", "LinearAttention"});
     // 28: Cast adds the FP6 types (refused by name); Celu, Einsum, OneHot and
     // ReverseSequence add element types; ReduceLogSum(Exp) drop the integer
     // ones; DepthToSpace 28's schema (doc, attributes, types) is 13's;

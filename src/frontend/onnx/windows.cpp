@@ -1,7 +1,8 @@
 //===- onnx/windows.cpp - Convolution, pooling and padding ------------------===//
 //
-// Conv, ConvTranspose, MaxPool/AveragePool and their global forms, Pad;
-// auto_pad and explicit pads as ONNX defines them.
+// Conv, ConvTranspose, DeformConv, MaxPool/AveragePool (with dilations)
+// and their global forms, LpPool, Col2Im, Pad; auto_pad and explicit pads as
+// ONNX defines them.
 //
 // Note [ONNX converter tables] (node.h) says how to add an op.
 //===----------------------------------------------------------------------===//
@@ -281,6 +282,78 @@ Outs convTransposeOp(Node& c) {
   return {y};
 }
 
+/// AveragePool with dilations (19): the window sums are a depthwise
+/// convolution of the zero-padded input with ones (the dilations Conv's),
+/// divided by each window's count of the elements it averages, computed at
+/// compile time: the input's (count_include_pad=0) or the padded input's
+/// (count_include_pad=1), never the part of a ceil_mode window past the end
+/// padding (ONNX's reference and PyTorch alike).  A window's count is the
+/// product of its counts per dim, so the divisor is an outer product of one
+/// constant vector per dim.  `g` is the geometry of the un-lifted input.
+ValueId dilatedAvgPool(Node& c, ValueId x, ConvGeom g, bool ceil, bool includePad) {
+  const Ints xs = c.type(x).sizes;
+  DType dt = c.type(x).dtype;
+  if (!isFloating(dt)) c.fail("AveragePool: the input must be floating-point");
+  const size_t n = g.kernel.size();
+  const int64_t rank = c.type(x).rank(), C = xs[1];
+  Ints out(n), extra(n);
+  std::vector<Ints> counts(n);
+  for (size_t k = 0; k < n; ++k) {
+    int64_t in = xs[2 + k], b = g.begin[k], e = g.end[k], s = g.stride[k], d = g.dil[k];
+    int64_t span = in + b + e - d * (g.kernel[k] - 1) - 1;
+    if (span < 0) c.fail("AveragePool: the dilated window is larger than the padded input");
+    int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (o - 1) * s >= in + b) --o;  // the last window starts inside the input or the begin padding
+    out[k] = o;
+    // The padded length the convolution reads: the windows' end, past or short of in + b + e.
+    extra[k] = (o - 1) * s + d * (g.kernel[k] - 1) + 1 - (in + b);
+    int64_t lo = includePad ? -b : 0, hi = includePad ? in + e : in;
+    for (int64_t i = 0; i < o; ++i) {
+      int64_t cnt = 0;
+      for (int64_t j = 0; j < g.kernel[k]; ++j) {
+        int64_t pos = i * s - b + j * d;
+        cnt += pos >= lo && pos < hi;
+      }
+      counts[k].push_back(cnt);
+    }
+  }
+  // Zero padding to the windows' extent: begin pads, and at the end what the
+  // last window reads (a shorter input is cut).
+  for (size_t k = 0; k < n; ++k)
+    if (extra[k] < 0)
+      x = c.op(OpKind::Slice, {x}, Attrs{{"dim", static_cast<int64_t>(2 + k)}, {"start", int64_t{0}}, {"end", xs[2 + k] + extra[k]}, {"step", int64_t{1}}});
+  Ints endPad(n);
+  for (size_t k = 0; k < n; ++k) endPad[k] = std::max<int64_t>(extra[k], 0);
+  ValueId xp = padSpatial(c, x, g.begin, endPad, 0.0);
+  Ints wshape{C, 1};
+  wshape.insert(wshape.end(), g.kernel.begin(), g.kernel.end());
+  ValueId w = c.full(1.0, TensorType::contiguous(dt, wshape));
+  bool oneD = rank == 3;
+  Ints stride = g.stride, dil = g.dil;
+  if (oneD) {
+    xp = c.op(OpKind::Unsqueeze, {xp}, Attrs{{"dim", int64_t{2}}});
+    w = c.op(OpKind::Unsqueeze, {w}, Attrs{{"dim", int64_t{2}}});
+    stride.insert(stride.begin(), 1);
+    dil.insert(dil.begin(), 1);
+  }
+  ValueId sum = rank == 5 ? conv3d(c, xp, w, stride, Ints(3, 0), dil, C)
+                          : c.op(OpKind::Conv2d, {xp, w}, Attrs{{"stride", stride}, {"padding", Ints(2, 0)}, {"dilation", dil}, {"groups", C}});
+  if (oneD) sum = c.op(OpKind::Squeeze, {sum}, Attrs{{"dim", Ints{2}}});
+  const Ints ss = c.type(sum).sizes;
+  for (size_t k = 0; k < n; ++k)
+    if (ss[2 + k] != out[k]) c.fail(cat("AveragePool: internal error: the window sums have ", ss[2 + k], " positions along spatial dim ", k, ", not ", out[k]));
+  ValueId divisor = kNoValue;
+  for (size_t k = 0; k < n; ++k) {
+    Ints shape(static_cast<size_t>(rank), 1);
+    shape[2 + k] = out[k];
+    HostTensor t = HostTensor::zeros(dt, shape);
+    for (int64_t i = 0; i < out[k]; ++i) t.data[static_cast<size_t>(i)] = static_cast<double>(counts[k][static_cast<size_t>(i)]);
+    ValueId v = c.constant(std::move(t));
+    divisor = divisor == kNoValue ? v : c.mul(divisor, v);
+  }
+  return c.div(sum, divisor);
+}
+
 /// MaxPool / AveragePool: pads that are symmetric and at most half the
 /// window go to the pool; others are explicit (-inf for max; for an average
 /// without count_include_pad, the padded sum over the padded count of ones,
@@ -296,7 +369,7 @@ Outs poolOp(Node& c) {
   bool ceil = c.i("ceil_mode", 0) != 0;
   bool includePad = !Max && c.i("count_include_pad", 0) != 0;
   if (Max && c.i("storage_order", 0) != 0) c.fail("MaxPool: storage_order=1 is not supported");
-  if (!Max && g.dil != Ints(g.dil.size(), 1)) c.fail("AveragePool: dilations are not supported");
+  if (!Max && g.dil != Ints(g.dil.size(), 1)) return {dilatedAvgPool(c, x, g, ceil, includePad)};
   bool oneD = rank == 3;
   if (oneD) x = liftOneD(c, x, g);
   auto pool = [&](ValueId in, const Ints& pad, bool countPad) -> ValueId {
@@ -404,6 +477,124 @@ Outs col2ImOp(Node& c) {
   return {y};
 }
 
+/// DeformConv (19, 22), 2-D as ONNX's reference (which defines no other
+/// rank): the kernel tap (a, b) of output (i, j) reads the input at
+/// (i * stride - pad + a * dilation + offset_y, j * stride - pad + b *
+/// dilation + offset_x), the offsets of its offset group's channels,
+/// bilinearly (the reference's GridSample with align_corners, zeros padding:
+/// a tap outside the input reads 0), times the mask's value; the samples
+/// [N, C * K, P] then meet the weight as a grouped matrix product.
+/// Coordinates are computed in float32 (float64 for a float64 input).
+Outs deformConvOp(Node& c) {
+  ValueId x = c.in(0), w = c.in(1), off = c.in(2);
+  const Ints xs = c.type(x).sizes, ws = c.type(w).sizes, os = c.type(off).sizes;
+  if (xs.size() != 4) c.fail("DeformConv: only 2-D convolution (a 4-D input) is supported; ONNX's reference defines no other");
+  const DType dt = c.type(x).dtype;
+  if (!isFloating(dt)) c.fail("DeformConv: the input must be floating-point");
+  if (ws.size() != 4 || os.size() != 4) c.fail("DeformConv: the weight and the offsets must be 4-D");
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], OC = ws[0], kh = ws[2], kw = ws[3], K = kh * kw;
+  if (c.ints("kernel_shape", Ints{kh, kw}) != Ints{kh, kw}) c.fail("DeformConv: kernel_shape differs from the weight's");
+  const Ints stride = c.ints("strides", Ints{1, 1}), dil = c.ints("dilations", Ints{1, 1}), pads = c.ints("pads", Ints{0, 0, 0, 0});
+  if (stride.size() != 2 || dil.size() != 2 || pads.size() != 4) c.fail("DeformConv: strides, dilations and pads must match the 2 spatial dims");
+  for (size_t k = 0; k < 2; ++k)
+    if (stride[k] <= 0 || dil[k] <= 0) c.fail("DeformConv: strides and dilations must be positive");
+  for (int64_t p : pads)
+    if (p < 0) c.fail("DeformConv: negative pads are not supported");
+  const int64_t G = c.i("group", 1), OG = c.i("offset_group", 1);
+  if (G <= 0 || OG <= 0) c.fail("DeformConv: group and offset_group must be positive");
+  if (C != ws[1] * G || OC % G != 0) c.fail(cat("DeformConv: the weight [", OC, ", ", ws[1], ", ...] does not fit ", C, " input channels in ", G, " groups"));
+  if (C % OG != 0) c.fail(cat("DeformConv: ", C, " input channels do not divide into ", OG, " offset groups"));
+  const int64_t oh = os[2], ow = os[3], P = oh * ow, Cg = C / OG, Cig = C / G, OCg = OC / G;
+  if (os[0] != N || os[1] != OG * K * 2) c.fail(cat("DeformConv: the offsets must be [", N, ", ", OG * K * 2, ", oH, oW]"));
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t span = xs[2 + k] + pads[k] + pads[k + 2] - ((ws[2 + k] - 1) * dil[k] + 1);
+    if (span < 0 || span / stride[k] + 1 != os[2 + k]) c.fail("DeformConv: the offsets' spatial sizes differ from the convolution's output");
+  }
+  // The reference normalizes coordinates by (size - 1) for its GridSample.
+  if (H == 1 || W == 1) c.fail("DeformConv: an input of height or width 1 is not supported (ONNX's reference divides by size - 1 there)");
+  if (c.has(4) && c.type(c.in(4)).sizes != Ints{N, OG * K, oh, ow}) c.fail(cat("DeformConv: the mask must be [", N, ", ", OG * K, ", ", oh, ", ", ow, "]"));
+  if (c.has(3) && c.type(c.in(3)).sizes != Ints{OC}) c.fail(cat("DeformConv: the bias must be [", OC, "]"));
+  if (K * P > kMaxFoldElements) c.fail("DeformConv: the sampling grid is too large");
+  const DType f = dt == DType::F64 ? DType::F64 : DType::F32;
+  // Each tap's position before its offset, [1, 1, K, P] per dim.
+  HostTensor baseY = HostTensor::zeros(f, {1, 1, K, P}), baseX = HostTensor::zeros(f, {1, 1, K, P});
+  for (int64_t a = 0; a < kh; ++a)
+    for (int64_t b = 0; b < kw; ++b)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          size_t e = static_cast<size_t>(((a * kw + b) * oh + i) * ow + j);
+          baseY.data[e] = static_cast<double>(i * stride[0] - pads[0] + a * dil[0]);
+          baseX.data[e] = static_cast<double>(j * stride[1] - pads[1] + b * dil[1]);
+        }
+  ValueId o5 = c.cast(off, f);
+  o5 = c.reshape(o5, {N, OG, K, 2, P});
+  ValueId mask = kNoValue;
+  if (c.has(4)) {
+    mask = c.cast(c.in(4), f);
+    mask = c.reshape(mask, {N, OG, K, P});
+  }
+  // The two taps of one dim: [N, OG, K, P] indices (0 where outside) and
+  // weights (0 where outside), and whether each is inside.
+  struct Tap {
+    ValueId index, weight, inside;
+  };
+  auto taps = [&](int64_t dim, HostTensor base, int64_t L) {
+    ValueId o = c.op(OpKind::Select, {o5}, Attrs{{"dim", int64_t{3}}, {"index", dim}});
+    ValueId b = c.constant(std::move(base));
+    ValueId v = c.add(o, b);
+    ValueId lo = c.op(OpKind::Floor, {v});
+    ValueId fr = c.sub(v, lo);
+    ValueId one = c.scalar(1, f);
+    ValueId hi = c.add(lo, one);
+    ValueId wlo = c.sub(one, fr);
+    std::vector<Tap> t;
+    for (auto [at, wt] : {std::pair{lo, wlo}, std::pair{hi, fr}}) {
+      ValueId ge = c.op(OpKind::Ge, {at, c.scalar(0, f)});
+      ValueId le = c.op(OpKind::Le, {at, c.scalar(static_cast<double>(L - 1), f)});
+      ValueId inside = c.op(OpKind::LogicalAnd, {ge, le});
+      ValueId zero = c.scalar(0, f);
+      ValueId idx = c.op(OpKind::Where, {inside, at, zero});
+      idx = c.cast(idx, DType::I64);
+      ValueId weight = c.op(OpKind::Where, {inside, wt, zero});
+      t.push_back(Tap{idx, weight, inside});
+    }
+    return t;
+  };
+  std::vector<Tap> ty = taps(0, std::move(baseY), H), tx = taps(1, std::move(baseX), W);
+  ValueId xg = c.reshape(x, {N, OG, Cg, H * W});
+  ValueId sampled = kNoValue;
+  for (const Tap& a : ty)
+    for (const Tap& b : tx) {
+      ValueId row = c.mul(a.index, c.scalar(static_cast<double>(W), DType::I64));
+      ValueId flat = c.add(row, b.index);
+      flat = c.reshape(flat, {N, OG, 1, K * P});
+      flat = c.expand(flat, {N, OG, Cg, K * P});
+      flat = c.contiguous(flat);
+      ValueId got = c.op(OpKind::Gather, {xg, flat}, Attrs{{"dim", int64_t{3}}});
+      // A tap outside reads 0, whatever the clamped element holds (inf, NaN).
+      ValueId inside = c.op(OpKind::LogicalAnd, {a.inside, b.inside});
+      inside = c.reshape(inside, {N, OG, 1, K * P});
+      ValueId zero = c.scalar(0, dt);
+      got = c.op(OpKind::Where, {inside, got, zero});
+      ValueId wt = c.mul(a.weight, b.weight);
+      if (mask != kNoValue) wt = c.mul(wt, mask);
+      wt = c.cast(wt, dt);
+      wt = c.reshape(wt, {N, OG, 1, K * P});
+      ValueId term = c.mul(got, wt);
+      sampled = sampled == kNoValue ? term : c.add(sampled, term);
+    }
+  // [N, OG, Cg, K * P] is [N, C, K, P]: per group, rows (channel, tap).
+  ValueId cols = c.reshape(sampled, {N, G, Cig * K, P});
+  ValueId wm = c.reshape(w, {1, G, OCg, Cig * K});
+  ValueId y = matmul(c, wm, cols);
+  y = c.reshape(y, {N, OC, oh, ow});
+  if (c.has(3)) {
+    ValueId bias = c.reshape(c.in(3), {1, OC, 1, 1});
+    y = c.add(y, bias);
+  }
+  return {y};
+}
+
 template <bool Max>
 Outs globalPoolOp(Node& c) {
   ValueId x = c.in(0);
@@ -422,6 +613,7 @@ Entries windowsConverters() {
     {"Col2Im", col2ImOp},
     {"Conv", convOp},
     {"ConvTranspose", convTransposeOp},
+    {"DeformConv", deformConvOp},
     {"GlobalAveragePool", globalPoolOp<false>},
     {"GlobalMaxPool", globalPoolOp<true>},
     {"LpPool", lpPoolOp},

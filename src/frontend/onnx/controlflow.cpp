@@ -234,7 +234,7 @@ std::vector<OValue> convertLoop(const onnx::NodeProto& n, const SourceLoc& loc, 
     double v = m.known->data[0];
     if (v > static_cast<double>(kMaxIterations))
       throw UserError(loc, cat("the trip count is ", static_cast<int64_t>(v), "; aotc unrolls loops of at most ", kMaxIterations, " iterations"));
-    trip = std::max<int64_t>(0, static_cast<int64_t>(v));
+    trip = v <= 0 ? 0 : static_cast<int64_t>(v);  // a negative count runs no iteration
   }
   bool keep = true;
   if (ins[1]) {

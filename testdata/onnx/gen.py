@@ -267,6 +267,81 @@ def newer_undefined_op():
         f.write(m.SerializeToString())
 
 
+def control_flow():
+    """Control flow, compiled where its result is fixed when compiling (Note
+    [ONNX control flow]).  scan_unrolled: a Scan 9+ over axis 1 of x with a
+    state, a backward scan output, and an outer-scope reference (w) in the
+    body; unrolled, checked against numpy.  loop_if: a Loop of 3 iterations
+    (a constant trip count) whose body holds an If on the iteration number;
+    each iteration inlines one branch.  loop_data_dependent: a Loop whose
+    body's condition is computed from the data; refused."""
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["x_t", "w"], ["wx"]), helper.make_node("Add", ["s_in", "wx"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "scan_body", [helper.make_tensor_value_info("s_in", f, [2]), helper.make_tensor_value_info("x_t", f, [2])],
+        [helper.make_tensor_value_info("s_out", f, [2]), helper.make_tensor_value_info("y_t", f, [2])])
+    nodes = [helper.make_node("Scan", ["s0", "x"], ["s", "ys"], name="scan", body=body, num_scan_inputs=1, scan_input_axes=[1],
+                              scan_output_directions=[1], scan_output_axes=[1])]
+    g = helper.make_graph(nodes, "scan_unrolled", [helper.make_tensor_value_info("s0", f, [2]), helper.make_tensor_value_info("x", f, [2, 3]),
+                                                   helper.make_tensor_value_info("w", f, [2])],
+                          [helper.make_tensor_value_info("s", f, [2]), helper.make_tensor_value_info("ys", f, [2, 3])])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)], producer_name="aotc-testdata"), "scan_unrolled.onnx")
+    rng = np.random.default_rng(5)
+    s0 = rng.standard_normal(2).astype(np.float32)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    w = rng.standard_normal(2).astype(np.float32)
+    s, ys = s0, []
+    for t in range(3):
+        s = s + x[:, t] * w
+        ys.append(s)
+    write_safetensors("scan_unrolled.inputs.safetensors", {"s0": s0, "x": x, "w": w})
+    write_safetensors("scan_unrolled.expected.safetensors", {"output.0": s, "output.1": np.stack(ys[::-1], axis=1)})
+
+    # Loop 3 times: y = y * 2 in iteration 0, y = y + x after; scan out y.
+    one = helper.make_tensor("one", TensorProto.INT64, [], [1])
+    two = helper.make_tensor("two", f, [], [2.0])
+    then_b = helper.make_graph([helper.make_node("Constant", [], ["c2"], value=two), helper.make_node("Mul", ["y_in", "c2"], ["t_out"])],
+                               "then_b", [], [helper.make_tensor_value_info("t_out", f, [2])])
+    else_b = helper.make_graph([helper.make_node("Add", ["y_in", "x"], ["e_out"])], "else_b", [], [helper.make_tensor_value_info("e_out", f, [2])])
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["one"], value=one), helper.make_node("Less", ["i", "one"], ["first"]),
+         helper.make_node("If", ["first"], ["y_out"], name="pick", then_branch=then_b, else_branch=else_b),
+         helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Identity", ["y_out"], ["y_scan"])],
+        "loop_body", [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                      helper.make_tensor_value_info("y_in", f, [2])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", f, [2]),
+         helper.make_tensor_value_info("y_scan", f, [2])])
+    trip = numpy_helper.from_array(np.array(3, np.int64), "trip")
+    nodes = [helper.make_node("Loop", ["trip", "", "y0"], ["y", "ys"], name="loop", body=body)]
+    g = helper.make_graph(nodes, "loop_if", [helper.make_tensor_value_info("y0", f, [2]), helper.make_tensor_value_info("x", f, [2])],
+                          [helper.make_tensor_value_info("y", f, [2]), helper.make_tensor_value_info("ys", f, [3, 2])], [trip])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)], producer_name="aotc-testdata"), "loop_if.onnx")
+    y0 = rng.standard_normal(2).astype(np.float32)
+    x = rng.standard_normal(2).astype(np.float32)
+    y, ys = y0, []
+    for i in range(3):
+        y = y * np.float32(2) if i < 1 else y + x
+        ys.append(y)
+    write_safetensors("loop_if.inputs.safetensors", {"y0": y0, "x": x})
+    write_safetensors("loop_if.expected.safetensors", {"output.0": y, "output.1": np.stack(ys)})
+
+    # while (sum(y) < 10) y = y * 2: the number of iterations depends on y.
+    ten = helper.make_tensor("ten", f, [], [10.0])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["y_in", "y_in"], ["y_out"]), helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+         helper.make_node("Constant", [], ["ten"], value=ten), helper.make_node("Less", ["total", "ten"], ["c_out"])],
+        "loop_body", [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                      helper.make_tensor_value_info("y_in", f, [2])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", f, [2])])
+    trip = numpy_helper.from_array(np.array(100, np.int64), "trip")
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    nodes = [helper.make_node("Loop", ["trip", "cond", "y0"], ["y"], name="grow", body=body)]
+    g = helper.make_graph(nodes, "loop_data_dependent", [helper.make_tensor_value_info("y0", f, [2])],
+                          [helper.make_tensor_value_info("y", f, [2])], [trip, cond])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="aotc-testdata"), "loop_data_dependent.onnx")
+
+
 if __name__ == "__main__":
     mlp()
     unsupported()
@@ -280,3 +355,4 @@ if __name__ == "__main__":
     inputs()
     newer_opsets()
     newer_undefined_op()
+    control_flow()

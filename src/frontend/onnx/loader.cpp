@@ -52,6 +52,7 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxFileBytes = uint64_t{2} << 30;  // protobuf's own limit
 constexpr size_t kMaxNodes = 250000;
+constexpr int kMaxSubgraphDepth = 16;
 /// The newest default-domain opset aotc reads: the one ONNX 1.23.2 (the
 /// pinned `onnx` of scripts/requirements/torch2.txt) defines.
 constexpr int kMaxOpset = 28;
@@ -69,11 +70,34 @@ std::string sanitize(const std::string& s) {
   return r;
 }
 
-class Loader {
+/// The ONNX values of one graph by name; a subgraph's scope sees its
+/// enclosing graphs' values (Note [ONNX control flow]).
+struct Scope {
+  std::map<std::string, OValue> values;
+  Scope* parent = nullptr;
+  OValue* find(const std::string& name) {
+    for (Scope* s = this; s; s = s->parent)
+      if (auto it = s->values.find(name); it != s->values.end()) return &it->second;
+    return nullptr;
+  }
+};
+
+/// Builds a node's IR through a Builder over the given graph, resolving its
+/// inputs and constants there (Note [Compile-time values]).
+using Emit = std::function<Outs(Graph&, const Node::Resolve&, const Node::MakeConstant&)>;
+
+class Loader : public Subgraphs {
  public:
   Loader(std::string path, const FrontendOptions& opts) : path_(std::move(path)), opts_(opts), dir_(fs::path(path_).parent_path()) {}
 
   Model load(const std::string& bytes);
+
+  // Subgraphs (Note [ONNX control flow]).
+  std::vector<OValue> convertBody(const onnx::GraphProto& body, std::vector<OValue> inputs, const std::string& prefix, const SourceLoc& loc) override;
+  std::vector<OValue> apply(const SourceLoc& loc, const std::vector<const OValue*>& ins, const std::function<V(Builder&, const V&)>& fn) override;
+  void want(const OValue& v) override { wanted_->insert(v.dependsOn.begin(), v.dependsOn.end()); }
+  bool train() const override { return opts_.train; }
+  const Graph& graph() const override { return model_->graph; }
 
  private:
   [[noreturn]] void fail(const std::string& msg, const std::string& node = "", const std::string& op = "") const {
@@ -86,6 +110,10 @@ class Loader {
   Model convert(const onnx::ModelProto& m, const std::set<std::string>& forcedConst, std::set<std::string>& baked,
                 std::set<std::string>& wanted);
   ValueId materialize(Model& model, OValue& v, const std::string& name);
+  void convertNodes(const onnx::GraphProto& gp, Scope& scope, const std::string& prefix);
+  void convertNode(const onnx::NodeProto& n, const std::string& nodeName, Scope& scope);
+  Outs emit(const std::vector<const OValue*>& ins, const std::vector<std::string>& names, const std::string& constName,
+            const Emit& fn);
 
   std::string path_;
   const FrontendOptions& opts_;
@@ -96,6 +124,12 @@ class Loader {
   std::map<std::string, std::pair<TensorType, SourceLoc>> produced_;
   std::map<std::string, HostTensor> constantValues_;  ///< --constant-inputs
   std::set<std::string> constantInputs_;              ///< the graph inputs taken from it
+  // While converting (convert()):
+  Model* model_ = nullptr;
+  std::set<std::string>* baked_ = nullptr;
+  std::set<std::string>* wanted_ = nullptr;
+  Scope* scope_ = nullptr;  ///< the scope of the node being converted
+  size_t convertedNodes_ = 0;  ///< nodes converted, unrolled bodies counted per iteration
 };
 
 void Loader::bindDims(onnx::GraphProto& g) {
@@ -361,110 +395,220 @@ Model Loader::convert(const onnx::ModelProto& m, const std::set<std::string>& fo
   }
 
   // Nodes, in the file's (topological) order.
-  const auto& table = converters();
-  int index = 0;
-  for (const auto& n : gp.node()) {
-    std::string nodeName = n.name().empty() ? cat("#", index) : n.name();
-    ++index;
-    SourceLoc loc{path_, nodeName, n.op_type()};
-    std::vector<const OValue*> ins;
-    for (const std::string& name : n.input()) {
-      if (name.empty()) {
-        ins.push_back(nullptr);
-        continue;
-      }
-      auto it = env.find(name);
-      if (it == env.end()) throw UserError(loc, "input '" + name + "' is not defined before this node (an undefined name or a cycle)");
-      ins.push_back(&it->second);
-    }
-    Convert fn = table.at(n.op_type());
-    Outs outs;
-    // Note [Compile-time values]: fold a node whose inputs are all known.
-    bool foldable = true;
-    int64_t inElems = 0;
-    for (const OValue* v : ins) {
-      if (v && !v->known) foldable = false;
-      if (v && v->known) inElems += v->known->numel();
-    }
-    if (inElems > kMaxFoldElements) foldable = false;
-    if (foldable) {
-      Graph scratch;
-      std::vector<HostTensor> vals;
-      std::vector<ValueId> ids;
-      for (const OValue* v : ins) {
-        if (!v) {
-          ids.push_back(kNoValue);
-          continue;
-        }
-        ids.push_back(scratch.addInput(cat("k", vals.size()), v->type, InputRole::Constant, false));
-        vals.push_back(*v->known);
-      }
-      Node c(scratch, loc, n, opset_, ins, [&](size_t k) { return ids[k]; }, opts_.train, &baked, &wanted);
-      c.setMakeConstant([&](HostTensor t) {
-        ValueId id = scratch.addInput(cat("k", vals.size()), TensorType::contiguous(t.dtype, t.sizes), InputRole::Constant, false);
-        vals.push_back(std::move(t));
-        return id;
-      });
-      Outs r = fn(c);
-      bool ok = std::all_of(scratch.nodes.begin(), scratch.nodes.end(), [](const aotc::Node& x) {
-        return opComputes(x.op) && opInfo(x.op).category != OpCategory::Random;
-      });
-      for (const Out& o : r)
-        if (o.id != kNoValue && scratch.type(o.id).numel() > kMaxFoldElements) ok = false;
-      if (ok) {
-        std::vector<HostTensor> all = evalScratch(scratch, vals);
-        for (Out& o : r)
-          if (o.id != kNoValue) {
-            HostTensor h = all[static_cast<size_t>(o.id)];
-            o = Out(std::move(h));
-          }
-        outs = std::move(r);
-      } else {
-        foldable = false;
-      }
-    }
-    if (!foldable) {
-      Node c(g, loc, n, opset_, ins,
-             [&](size_t k) { return materialize(model, const_cast<OValue&>(*ins[k]), n.input(static_cast<int>(k))); }, opts_.train, &baked, &wanted);
-      c.setMakeConstant([&](HostTensor t) {
-        OValue v;
-        v.known = std::move(t);
-        return materialize(model, v, sanitize(nodeName) + ".constant");
-      });
-      outs = fn(c);
-    }
-    std::set<std::string> deps;
-    for (const OValue* v : ins)
-      if (v) deps.insert(v->dependsOn.begin(), v->dependsOn.end());
-    for (int k = 0; k < n.output_size(); ++k) {
-      const std::string& name = n.output(k);
-      if (name.empty()) continue;
-      if (static_cast<size_t>(k) >= outs.size() || (outs[k].id == kNoValue && !outs[k].known))
-        throw UserError(loc, cat("output ", k, " ('", name, "') is not supported"));
-      if (env.count(name)) throw UserError(loc, "output '" + name + "' is defined twice");
-      OValue v;
-      v.dependsOn = deps;
-      if (outs[k].known) {
-        v.known = std::move(outs[k].known);
-        v.type = TensorType::contiguous(v.known->dtype, v.known->sizes);
-      } else {
-        v.id = outs[k].id;
-        v.type = g.type(v.id);
-        if (!g.inputOf(v.id) && g.values[v.id].node >= 0) g.tryRename(v.id, sanitize(name));
-      }
-      produced_[name] = {v.type, loc};
-      env[name] = std::move(v);
-    }
-  }
-
+  Scope top;
+  for (auto& [name, v] : env) top.values[name] = std::move(v);
+  model_ = &model;
+  baked_ = &baked;
+  wanted_ = &wanted;
+  scope_ = &top;
+  convertedNodes_ = 0;
+  convertNodes(gp, top, "");
   // Graph outputs.
   for (const auto& out : gp.output()) {
-    auto it = env.find(out.name());
-    if (it == env.end()) fail("graph output is not computed by any node", out.name());
+    auto it = top.values.find(out.name());
+    if (it == top.values.end()) fail("graph output is not computed by any node", out.name());
     ValueId v = materialize(model, it->second, out.name());
     g.outputs.push_back(GraphOutput{v, OutputRole::User, "", std::nullopt, {}});
   }
   return model;
+}
+
+/// Note [Compile-time values]: a node whose inputs are all known is built
+/// into a scratch graph and evaluated there by the reference kernels; any
+/// other into the model's graph.
+Outs Loader::emit(const std::vector<const OValue*>& ins, const std::vector<std::string>& names, const std::string& constName,
+                  const Emit& fn) {
+  bool foldable = true;
+  int64_t inElems = 0;
+  for (const OValue* v : ins) {
+    if (v && !v->known) foldable = false;
+    if (v && v->known) inElems += v->known->numel();
+  }
+  if (inElems > kMaxFoldElements) foldable = false;
+  if (foldable) {
+    Graph scratch;
+    std::vector<HostTensor> vals;
+    std::vector<ValueId> ids;
+    for (const OValue* v : ins) {
+      if (!v) {
+        ids.push_back(kNoValue);
+        continue;
+      }
+      ids.push_back(scratch.addInput(cat("k", vals.size()), v->type, InputRole::Constant, false));
+      vals.push_back(*v->known);
+    }
+    Outs r = fn(scratch, [&](size_t k) { return ids[k]; }, [&](HostTensor t) {
+      ValueId id = scratch.addInput(cat("k", vals.size()), TensorType::contiguous(t.dtype, t.sizes), InputRole::Constant, false);
+      vals.push_back(std::move(t));
+      return id;
+    });
+    bool ok = std::all_of(scratch.nodes.begin(), scratch.nodes.end(), [](const aotc::Node& x) {
+      return opComputes(x.op) && opInfo(x.op).category != OpCategory::Random;
+    });
+    for (const Out& o : r)
+      if (o.id != kNoValue && scratch.type(o.id).numel() > kMaxFoldElements) ok = false;
+    if (ok) {
+      std::vector<HostTensor> all = evalScratch(scratch, vals);
+      for (Out& o : r)
+        if (o.id != kNoValue) {
+          HostTensor h = all[static_cast<size_t>(o.id)];
+          o = Out(std::move(h));
+        }
+      return r;
+    }
+  }
+  return fn(model_->graph, [&](size_t k) { return materialize(*model_, const_cast<OValue&>(*ins[k]), names[k]); }, [&](HostTensor t) {
+    OValue v;
+    v.known = std::move(t);
+    return materialize(*model_, v, constName);
+  });
+}
+
+void Loader::convertNodes(const onnx::GraphProto& gp, Scope& scope, const std::string& prefix) {
+  int index = 0;
+  for (const auto& n : gp.node()) {
+    std::string nodeName = prefix + (n.name().empty() ? cat("#", index) : n.name());
+    ++index;
+    convertNode(n, nodeName, scope);
+  }
+}
+
+void Loader::convertNode(const onnx::NodeProto& n, const std::string& nodeName, Scope& scope) {
+  SourceLoc loc{path_, nodeName, n.op_type()};
+  if (++convertedNodes_ > kMaxNodes)
+    throw UserError(loc, cat("the model converts to more than ", kMaxNodes, " nodes (unrolled loops and scans counted once per iteration)"));
+  std::vector<const OValue*> ins;
+  std::vector<std::string> names;
+  for (const std::string& name : n.input()) {
+    names.push_back(name);
+    if (name.empty()) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    const OValue* v = scope.find(name);
+    if (!v) throw UserError(loc, "input '" + name + "' is not defined before this node (an undefined name or a cycle)");
+    ins.push_back(v);
+  }
+  std::set<std::string> deps;
+  for (const OValue* v : ins)
+    if (v) deps.insert(v->dependsOn.begin(), v->dependsOn.end());
+  std::vector<OValue> results;
+  if (isControlFlow(n.op_type())) {
+    // Note [ONNX control flow]: its subgraphs see this node's scope.
+    Scope* saved = scope_;
+    scope_ = &scope;
+    try {
+      results = convertControlFlow(n, loc, opset_, ins, *this);
+    } catch (...) {
+      scope_ = saved;
+      throw;
+    }
+    scope_ = saved;
+  } else {
+    auto conv = converters().find(n.op_type());
+    if (conv == converters().end()) throw UserError(loc, cat("op ", n.op_type(), " is not supported"));
+    Convert fn = conv->second;
+    Outs outs = emit(ins, names, sanitize(nodeName) + ".constant", [&](Graph& g, const Node::Resolve& resolve, const Node::MakeConstant& mk) {
+      Node c(g, loc, n, opset_, ins, resolve, opts_.train, baked_, wanted_);
+      c.setMakeConstant(mk);
+      return fn(c);
+    });
+    for (Out& o : outs) {
+      OValue v;
+      if (o.known) {
+        v.known = std::move(o.known);
+        v.type = TensorType::contiguous(v.known->dtype, v.known->sizes);
+      } else if (o.id != kNoValue) {
+        v.id = o.id;
+        v.type = model_->graph.type(v.id);
+      }
+      results.push_back(std::move(v));
+    }
+  }
+  Graph& g = model_->graph;
+  for (int k = 0; k < n.output_size(); ++k) {
+    const std::string& name = n.output(k);
+    if (name.empty()) continue;
+    if (static_cast<size_t>(k) >= results.size() || (results[k].id == kNoValue && !results[k].known))
+      throw UserError(loc, cat("output ", k, " ('", name, "') is not supported"));
+    if (scope.values.count(name)) throw UserError(loc, "output '" + name + "' is defined twice");
+    OValue v = std::move(results[k]);
+    v.dependsOn.insert(deps.begin(), deps.end());
+    v.initializer.clear();
+    v.graphInput.clear();
+    if (v.id != kNoValue && !v.known && !g.inputOf(v.id) && g.values[v.id].node >= 0) g.tryRename(v.id, sanitize(name));
+    if (!scope.parent) produced_[name] = {v.type, loc};
+    scope.values[name] = std::move(v);
+  }
+}
+
+/// Note [ONNX control flow]: a subgraph is converted into a scope of its
+/// own, its inputs bound to the given values, its initializers known values
+/// (never parameters: a body's tensors are the model's constants), every
+/// other name resolved in the enclosing scopes.
+std::vector<OValue> Loader::convertBody(const onnx::GraphProto& body, std::vector<OValue> inputs, const std::string& prefix, const SourceLoc& loc) {
+  if (body.input_size() != static_cast<int>(inputs.size()))
+    throw UserError(loc, cat("subgraph '", body.name(), "' has ", body.input_size(), " inputs; the op binds ", inputs.size()));
+  if (body.sparse_initializer_size() > 0) throw UserError(loc, cat("subgraph '", body.name(), "' has sparse initializers, which aotc does not read"));
+  Scope scope;
+  scope.parent = scope_;
+  for (int k = 0; k < body.input_size(); ++k) {
+    const auto& vi = body.input(k);
+    if (std::string why = nonTensorType(vi.type()); !why.empty())
+      throw UserError(loc, cat("subgraph '", body.name(), "' input '", vi.name(), "' ", why));
+    if (std::string why = declaredMismatch(vi.type(), inputs[static_cast<size_t>(k)].type); !why.empty())
+      throw UserError(loc, cat("subgraph '", body.name(), "' input '", vi.name(), "' ", why));
+    if (!scope.values.emplace(vi.name(), std::move(inputs[static_cast<size_t>(k)])).second)
+      throw UserError(loc, cat("subgraph '", body.name(), "' has two inputs named '", vi.name(), "'"));
+  }
+  for (const auto& t : body.initializer()) {
+    OValue v;
+    v.known = readTensor(t, dir_, loc, "subgraph initializer");
+    v.type = TensorType::contiguous(v.known->dtype, v.known->sizes);
+    if (!scope.values.emplace(t.name(), std::move(v)).second)
+      throw UserError(loc, cat("subgraph '", body.name(), "' defines '", t.name(), "' twice"));
+  }
+  for (const auto& vi : body.output())
+    if (std::string why = nonTensorType(vi.type()); !why.empty())
+      throw UserError(loc, cat("subgraph '", body.name(), "' output '", vi.name(), "' ", why));
+  convertNodes(body, scope, prefix);
+  std::vector<OValue> outs;
+  for (const auto& vi : body.output()) {
+    const OValue* v = scope.find(vi.name());
+    if (!v) throw UserError(loc, cat("subgraph '", body.name(), "' output '", vi.name(), "' is not computed by any node"));
+    if (std::string why = declaredMismatch(vi.type(), v->type); !why.empty())
+      throw UserError(loc, cat("subgraph '", body.name(), "' output '", vi.name(), "' ", why));
+    outs.push_back(*v);
+  }
+  return outs;
+}
+
+std::vector<OValue> Loader::apply(const SourceLoc& loc, const std::vector<const OValue*>& ins, const std::function<V(Builder&, const V&)>& fn) {
+  std::vector<std::string> names(ins.size(), sanitize(loc.node) + ".in");
+  Outs outs = emit(ins, names, sanitize(loc.node) + ".constant", [&](Graph& g, const Node::Resolve& resolve, const Node::MakeConstant&) {
+    Builder b(g, loc);
+    V ids;
+    for (size_t k = 0; k < ins.size(); ++k) ids.push_back(ins[k] ? resolve(k) : kNoValue);
+    V out = fn(b, ids);
+    return Outs(out.begin(), out.end());
+  });
+  std::set<std::string> deps;
+  for (const OValue* v : ins)
+    if (v) deps.insert(v->dependsOn.begin(), v->dependsOn.end());
+  std::vector<OValue> r;
+  for (Out& o : outs) {
+    OValue v;
+    v.dependsOn = deps;
+    if (o.known) {
+      v.known = std::move(o.known);
+      v.type = TensorType::contiguous(v.known->dtype, v.known->sizes);
+    } else {
+      v.id = o.id;
+      v.type = model_->graph.type(v.id);
+    }
+    r.push_back(std::move(v));
+  }
+  return r;
 }
 
 /// The default domain's opset the model imports (0 when it imports none).
@@ -498,14 +642,23 @@ Model Loader::load(const std::string& bytes) {
   inlineFunctions(m, path_);
   if (static_cast<size_t>(m.graph().node_size()) > kMaxNodes) fail(cat("the graph has ", m.graph().node_size(), " nodes, more than ", kMaxNodes));
 
-  // Every unsupported op of the model, at once.
+  // Every unsupported op of the model, subgraphs included, at once.
   std::vector<Diagnostic> unsupported;
-  int index = 0;
-  for (const auto& n : m.graph().node()) {
-    std::string nodeName = n.name().empty() ? cat("#", index) : n.name();
-    ++index;
-    if (std::string why = unsupportedReason(n, opset_); !why.empty()) unsupported.push_back({SourceLoc{path_, nodeName, n.op_type()}, why});
-  }
+  std::function<void(const onnx::GraphProto&, const std::string&, int)> scan = [&](const onnx::GraphProto& g, const std::string& prefix, int depth) {
+    int index = 0;
+    for (const auto& n : g.node()) {
+      std::string nodeName = prefix + (n.name().empty() ? cat("#", index) : n.name());
+      ++index;
+      if (std::string why = unsupportedReason(n, opset_); !why.empty()) unsupported.push_back({SourceLoc{path_, nodeName, n.op_type()}, why});
+      for (const auto& a : n.attribute()) {
+        if (!a.has_g() && a.graphs_size() == 0) continue;
+        if (depth >= kMaxSubgraphDepth) fail(cat("subgraphs are nested more than ", kMaxSubgraphDepth, " deep"), nodeName, n.op_type());
+        if (a.has_g()) scan(a.g(), nodeName + "/" + a.name() + "/", depth + 1);
+        for (const auto& sub : a.graphs()) scan(sub, nodeName + "/" + a.name() + "/", depth + 1);
+      }
+    }
+  };
+  scan(m.graph(), "", 0);
   if (!unsupported.empty()) throw UserError(unsupported);
   if (opset_ <= 0) opset_ = kCheckerOpset;  // only ai.onnx.preview.training: opset 17's semantics
 

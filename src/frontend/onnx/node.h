@@ -239,6 +239,42 @@ class Node : public Builder {
   std::set<std::string>* wanted_;
 };
 
+/// What the control-flow ops need from the loader (Note [ONNX control
+/// flow], controlflow.cpp): converting a subgraph in a scope of its own, and
+/// building glue over ONNX values (folded when they are all known).
+class Subgraphs {
+ public:
+  virtual ~Subgraphs() = default;
+  /// Converts `body` with its inputs bound, in order, to `inputs`; names it
+  /// does not define resolve to the enclosing graphs' values.  Its nodes are
+  /// named `prefix` + their own names.  Returns its outputs, in order.
+  virtual std::vector<OValue> convertBody(const onnx::GraphProto& body, std::vector<OValue> inputs, const std::string& prefix,
+                                          const SourceLoc& loc) = 0;
+  /// Builds `fn` over `ins` (kNoValue for a null one): evaluated at compile
+  /// time when every input is known (Note [Compile-time values]), else into
+  /// the model's graph.
+  virtual std::vector<OValue> apply(const SourceLoc& loc, const std::vector<const OValue*>& ins, const std::function<V(Builder&, const V&)>& fn) = 0;
+  /// `v` had to be known: the graph inputs it is computed from could make it
+  /// known (--constant-inputs).
+  virtual void want(const OValue& v) = 0;
+  virtual bool train() const = 0;
+  /// The model's graph being built.
+  virtual const Graph& graph() const = 0;
+};
+
+// controlflow.cpp (Note [ONNX control flow])
+/// Whether `op` is a control-flow op (If, Loop, Scan), converted by
+/// convertControlFlow rather than by a converter of the table.
+bool isControlFlow(const std::string& op);
+/// Converts an If, Loop or Scan node by inlining or unrolling its subgraphs,
+/// or refuses it; returns one ONNX value per output of the node.
+std::vector<OValue> convertControlFlow(const onnx::NodeProto& n, const SourceLoc& loc, int opset, const std::vector<const OValue*>& ins,
+                                       Subgraphs& s);
+/// Why a value of this type cannot be a subgraph's input or output ("" when it can).
+std::string nonTensorType(const onnx::TypeProto& t);
+/// How `t` differs from a declared type's element type or static dims ("" when it does not).
+std::string declaredMismatch(const onnx::TypeProto& declared, const TensorType& t);
+
 using Convert = Outs (*)(Node&);
 /// Op type -> converter (Note [ONNX converter tables]).
 using Table = std::map<std::string, Convert>;
@@ -254,6 +290,7 @@ Outs binary(Node& c, OpKind k);
 ValueId padTo(Node& c, ValueId x, const Ints& begin, const Ints& end, const std::string& mode, double value);
 
 Entries attentionConverters();
+Entries controlFlowConverters();
 Entries creationConverters();
 Entries gathersConverters();
 Entries linalgConverters();

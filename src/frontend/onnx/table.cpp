@@ -18,7 +18,7 @@ namespace aotc::onnx_fe {
 const Table& converters() {
   static const Table table = [] {
     Table t;
-    for (Entries (*family)() : {&pointwiseConverters, &quantizeConverters, &reductionsConverters, &viewsConverters, &creationConverters, &gathersConverters, &windowsConverters, &resizeConverters, &linalgConverters, &normalizationConverters, &lossesConverters, &randomConverters, &recurrentConverters, &attentionConverters, &spectralConverters, &trainingConverters})
+    for (Entries (*family)() : {&pointwiseConverters, &quantizeConverters, &reductionsConverters, &viewsConverters, &creationConverters, &gathersConverters, &windowsConverters, &resizeConverters, &linalgConverters, &normalizationConverters, &lossesConverters, &randomConverters, &recurrentConverters, &attentionConverters, &controlFlowConverters, &spectralConverters, &trainingConverters})
       for (const auto& [op, fn] : family()) AOTC_CHECK(t.emplace(op, fn).second, "onnx: ", op, " is given twice");
     return t;
   }();

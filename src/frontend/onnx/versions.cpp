@@ -89,6 +89,11 @@ const std::map<std::string, int>& reviewedAfter17() {
     // sliding windows (implemented).
     set(25, {"CastLike", "Constant", "ConstantOfShape", "Flatten", "Identity", "Pad", "Reshape", "Shape", "Size", "Squeeze", "Transpose",
              "Unsqueeze", "Attention"});
+    // If, Loop, Scan (Note [ONNX control flow]): 11 lets Scan's axes be
+    // negative (read); 13 to 25 add element types to V (sequences and
+    // optionals, refused by name; bfloat16; the FP8, INT4, FP4, E8M0 and INT2
+    // types, refused by dtypeOfOnnx): their meaning is unchanged.
+    set(25, {"If", "Loop", "Scan"});
     // 26: CumProd is new; BitCast is new (integer types of at most 32 bits
     // implemented, the others refused by name: pointwise.cpp).
     set(26, {"CumProd", "BitCast"});

@@ -476,7 +476,7 @@ export(m, (torch.randn(4, 8),), {dyn!r}, dynamic={{"input": {{0: "batch"}}}})
                         seen["layout"].add(int(f["type"]))
                     elif c.startswith("cudnnSetConvolutionMathType"):
                         seen["math"].add(int(f["math"]))
-                    elif c.startswith("cudnnSetFilterNdDescriptor"):
+                    elif c.startswith("cudnnSetFilter"):
                         seen["dtype"].add(int(f["type"]))
         got = (seen["compute"], seen["layout"], seen["math"], seen["dtype"])
         ok = got == (computes, ltypes, maths, dtypes)

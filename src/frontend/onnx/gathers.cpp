@@ -217,6 +217,60 @@ Outs reverseSequenceOp(Node& c) {
 
 }  // namespace
 
+/// TensorScatter (24): present = past with update written along `axis` from
+/// each batch row's write index (0 without write_indices; modulo the cache
+/// length in "circular" mode).  Written as a gather: cache position p of
+/// batch row b holds update[..., s, ...] with s = p - w[b] (mod L when
+/// circular) where 0 <= s < S, and past[..., p, ...] elsewhere.  An index
+/// that writes past the cache's end in "linear" mode is out of ONNX's domain
+/// (those positions keep the past values).
+Outs tensorScatterOp(Node& c) {
+  ValueId past = c.in(0), update = c.in(1);
+  const TensorType pt = c.type(past), ut = c.type(update);
+  const int64_t r = pt.rank();
+  if (r < 2 || ut.rank() != r) c.fail("TensorScatter: past_cache and update must have the same rank, at least 2");
+  const int64_t a = c.axis(c.i("axis", -2), r);
+  if (a == 0) c.fail("TensorScatter: axis must not be the batch dim 0");
+  for (int64_t d = 0; d < r; ++d)
+    if (d != a && pt.sizes[static_cast<size_t>(d)] != ut.sizes[static_cast<size_t>(d)])
+      c.fail(cat("TensorScatter: update's dim ", d, " is ", ut.sizes[static_cast<size_t>(d)], ", past_cache's ", pt.sizes[static_cast<size_t>(d)]));
+  if (pt.dtype != ut.dtype) c.fail("TensorScatter: past_cache and update differ in element type");
+  const std::string mode = c.s("mode", "linear");
+  if (mode != "linear" && mode != "circular") c.fail("TensorScatter: mode '" + mode + "' is not 'linear' or 'circular'");
+  const int64_t L = pt.sizes[static_cast<size_t>(a)], S = ut.sizes[static_cast<size_t>(a)], B = pt.sizes[0];
+  if (S > L) c.fail(cat("TensorScatter: the update's sequence length ", S, " exceeds the cache's ", L));
+  if (S == 0 || pt.numel() == 0) return {past};
+  Ints pshape(static_cast<size_t>(r), 1), bshape(static_cast<size_t>(r), 1);
+  pshape[static_cast<size_t>(a)] = L;
+  bshape[0] = B;
+  ValueId positions = iota(c, L);
+  ValueId p = c.reshape(positions, pshape);
+  ValueId s = p;
+  if (c.has(2)) {
+    if (c.type(c.in(2)).numel() != B) c.fail(cat("TensorScatter: write_indices must hold one index per batch row (", B, ")"));
+    ValueId w0 = c.cast(c.in(2), DType::I64);
+    ValueId w = c.reshape(w0, bshape);
+    s = c.op(OpKind::Sub, {p, w});
+  }
+  if (mode == "circular") {
+    ValueId len = c.scalar(static_cast<double>(L), DType::I64);
+    s = c.op(OpKind::Remainder, {s, len});  // Python's %: in [0, L)
+  }
+  ValueId zero = c.scalar(0.0, DType::I64);
+  ValueId last = c.scalar(static_cast<double>(S - 1), DType::I64);
+  ValueId lo = c.op(OpKind::Ge, {s, zero});
+  ValueId hi = c.op(OpKind::Le, {s, last});
+  ValueId inside = c.op(OpKind::LogicalAnd, {lo, hi});
+  ValueId floor0 = c.op(OpKind::Maximum, {s, zero});
+  ValueId clamped = c.op(OpKind::Minimum, {floor0, last});
+  Ints full = ut.sizes;
+  full[static_cast<size_t>(a)] = L;
+  ValueId idx = c.contiguous(c.expand(clamped, full));
+  ValueId taken = c.op(OpKind::Gather, {update, idx}, Attrs{{"dim", a}});
+  ValueId mask = c.expand(inside, full);
+  return {c.op(OpKind::Where, {mask, taken, past})};
+}
+
 Entries gathersConverters() {
   return {
     {"Gather", gatherOp},
@@ -226,6 +280,7 @@ Entries gathersConverters() {
     {"ScatterElements", scatterElementsOp},
     {"ScatterND", scatterNdOp},
     {"Scatter", scatterElementsOp},
+    {"TensorScatter", tensorScatterOp},
   };
 }
 

@@ -234,6 +234,16 @@ Outs swishOp(Node& c) {
   return {c.mul(x, c.op(OpKind::Sigmoid, {alpha == 1.0 ? x : c.mul(x, sc(c, alpha, x))}))};
 }
 
+/// SwiGLU (28): Swish_alpha(A) * B, A and B of one shape (no broadcasting).
+Outs swigluOp(Node& c) {
+  ValueId a = c.in(0), b = c.in(1);
+  if (c.type(a).sizes != c.type(b).sizes) c.fail("SwiGLU: A and B must have the same shape (ONNX broadcasts neither)");
+  double alpha = c.f("alpha", 1.0);
+  ValueId z = alpha == 1.0 ? a : c.mul(a, sc(c, alpha, a));
+  ValueId gate = c.mul(a, c.op(OpKind::Sigmoid, {z}));
+  return {c.mul(gate, b)};
+}
+
 Outs softsignOp(Node& c) {
   ValueId x = c.in(0);
   ValueId ax = c.op(OpKind::Abs, {x});
@@ -365,6 +375,7 @@ Entries pointwiseConverters() {
     {"Gelu", geluOp},
     {"Mish", mishOp},
     {"Swish", swishOp},
+    {"SwiGLU", swigluOp},
   };
 }
 

@@ -79,8 +79,8 @@ const std::map<std::string, int>& reviewedAfter17() {
     set(22, {"DeformConv"});
     // 23: RMSNormalization and RotaryEmbedding are new.
     set(23, {"RMSNormalization", "RotaryEmbedding"});
-    // 24: TopK adds bfloat16.  Swish is new.
-    set(24, {"TopK", "Swish"});
+    // 24: TopK adds bfloat16.  Swish and TensorScatter are new (gathers.cpp).
+    set(24, {"TopK", "Swish", "TensorScatter"});
     // 19, 21, 23, 24, 25: the FP8, INT4/UINT4, FP4, FLOAT8E8M0 and INT2/UINT2
     // element types, which aotc refuses by name (dtypeOfOnnx); Cast's and
     // CastLike's saturate (19) and round_mode (24) apply only to those
@@ -115,7 +115,8 @@ const std::map<std::string, int>& reviewedAfter17() {
     // block_size, output_dtype, 16-bit and 4-bit types, 23-25 FP4, E8M0
     // scales and 2-bit types (refused by name), 28 precision: implemented
     // for the 8- and 16-bit integer types (quantize.cpp).
-    set(28, {"QuantizeLinear", "DequantizeLinear", "Cast", "Celu", "DepthToSpace", "Einsum", "OneHot", "ReverseSequence", "ReduceLogSum", "ReduceLogSumExp", "SpaceToDepth", "Mod",
+    // SwiGLU is new at 28: Swish_alpha(A) * B (pointwise.cpp).
+    set(28, {"SwiGLU", "QuantizeLinear", "DequantizeLinear", "Cast", "Celu", "DepthToSpace", "Einsum", "OneHot", "ReverseSequence", "ReduceLogSum", "ReduceLogSumExp", "SpaceToDepth", "Mod",
              "BitShift"});
     return r;
   }();

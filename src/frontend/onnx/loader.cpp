@@ -51,14 +51,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxFileBytes = uint64_t{2} << 30;  // protobuf's own limit
-constexpr size_t kMaxNodes = 250000;
 constexpr int kMaxSubgraphDepth = 16;
 /// The newest default-domain opset aotc reads: the one ONNX 1.23.2 (the
 /// pinned `onnx` of scripts/requirements/torch2.txt) defines.
 constexpr int kMaxOpset = 28;
-/// The newest opset Debian's ONNX 1.12 C++ library (checker, shape
-/// inference) knows (Note [Newer opsets]).
-constexpr int kCheckerOpset = 17;
 
 /// A valid aotc name for an ONNX name: characters outside [A-Za-z0-9_.-]
 /// become '_' (ONNX names such as `onnx::Conv_12` or `/l1/Relu_output_0`).
@@ -611,27 +607,6 @@ std::vector<OValue> Loader::apply(const SourceLoc& loc, const std::vector<const 
   return r;
 }
 
-/// The default domain's opset the model imports (0 when it imports none).
-int importedOpset(const onnx::ModelProto& m) {
-  int opset = 0;
-  for (const auto& os : m.opset_import())
-    if (os.domain().empty() || os.domain() == "ai.onnx") opset = static_cast<int>(os.version());
-  return opset;
-}
-
-/// Why the front end cannot convert node `n` ("" when it can).
-std::string unsupportedReason(const onnx::NodeProto& n, int opset) {
-  bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx" ||
-                       (n.domain() == "ai.onnx.preview.training" && (n.op_type() == "Adagrad" || n.op_type() == "Momentum" || n.op_type() == "Adam"));
-  if (!defaultDomain) return cat("op ", n.domain(), "::", n.op_type(), " is not supported (only the default ONNX domain is)");
-  if (auto it = refusedOps().find(n.op_type()); it != refusedOps().end()) return cat("op ", n.op_type(), " (opset ", opset, ") ", it->second);
-  if (dataDependentOps().count(n.op_type()))
-    return cat("op ", n.op_type(), " (opset ", opset, ") has an output shape that depends on the data, which aotc's static shapes cannot hold");
-  if (!converters().count(n.op_type())) return cat("op ", n.op_type(), " (opset ", opset, ") is not supported");
-  if (n.domain() != "ai.onnx.preview.training") return versionRefusal(n.op_type(), opset > 0 ? opset : kCheckerOpset, reviewedVersions());
-  return "";
-}
-
 Model Loader::load(const std::string& bytes) {
   onnx::ModelProto m;
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) fail("the file is larger than protobuf's 2 GiB limit");
@@ -699,6 +674,41 @@ Model Loader::load(const std::string& bytes) {
 }
 
 }  // namespace
+
+/// The default domain's opset the model imports (0 when it imports none).
+int importedOpset(const onnx::ModelProto& m) {
+  int opset = 0;
+  for (const auto& os : m.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") opset = static_cast<int>(os.version());
+  return opset;
+}
+
+/// Why the front end cannot convert node `n` ("" when it can).
+std::string unsupportedReason(const onnx::NodeProto& n, int opset) {
+  bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx" ||
+                       (n.domain() == "ai.onnx.preview.training" && (n.op_type() == "Adagrad" || n.op_type() == "Momentum" || n.op_type() == "Adam"));
+  if (!defaultDomain) return cat("op ", n.domain(), "::", n.op_type(), " is not supported (only the default ONNX domain is)");
+  if (auto it = refusedOps().find(n.op_type()); it != refusedOps().end()) return cat("op ", n.op_type(), " (opset ", opset, ") ", it->second);
+  if (dataDependentOps().count(n.op_type()))
+    return cat("op ", n.op_type(), " (opset ", opset, ") has an output shape that depends on the data, which aotc's static shapes cannot hold");
+  if (!converters().count(n.op_type())) return cat("op ", n.op_type(), " (opset ", opset, ") is not supported");
+  if (n.domain() != "ai.onnx.preview.training") return versionRefusal(n.op_type(), opset > 0 ? opset : kCheckerOpset, reviewedVersions());
+  return "";
+}
+
+std::string readModelBytes(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw UserError(SourceLoc{path}, "cannot open the model file");
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) throw UserError(SourceLoc{path}, "cannot read the model file");
+  if (size > kMaxFileBytes) throw UserError(SourceLoc{path}, "the file is larger than protobuf's 2 GiB limit");
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!f) throw UserError(SourceLoc{path}, "cannot read the model file");
+  return bytes;
+}
+
 
 }  // namespace onnx_fe
 
@@ -770,90 +780,8 @@ Model loadOnnxBytes(const std::string& bytes, const std::string& path, const Fro
   return out;
 }
 
-namespace {
-std::string readModelBytes(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw UserError(SourceLoc{path}, "cannot open the model file");
-  uint64_t size = fs::file_size(path, ec);
-  if (ec) throw UserError(SourceLoc{path}, "cannot read the model file");
-  if (size > kMaxFileBytes) throw UserError(SourceLoc{path}, "the file is larger than protobuf's 2 GiB limit");
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  f.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (!f) throw UserError(SourceLoc{path}, "cannot read the model file");
-  return bytes;
-}
 
-std::string typeText(const onnx::TypeProto& t) {
-  if (!t.has_tensor_type()) return "";
-  std::string s = onnx::TensorProto_DataType_Name(t.tensor_type().elem_type()) + "[";
-  const auto& dims = t.tensor_type().shape().dim();
-  for (int i = 0; i < dims.size(); ++i)
-    s += (i ? ", " : "") + (dims[i].has_dim_value() ? std::to_string(dims[i].dim_value()) : dims[i].dim_param());
-  return s + "]";
-}
-}  // namespace
-
-Model loadOnnx(const std::string& path, const FrontendOptions& opts) { return loadOnnxBytes(readModelBytes(path), path, opts); }
-
-SourceGraph onnxSourceGraph(const std::string& path) {
-  onnx::ModelProto m;
-  std::string bytes = readModelBytes(path);
-  if (!m.ParseFromString(bytes)) throw UserError(SourceLoc{path}, "not a valid ONNX model (malformed or truncated protobuf)");
-  const onnx::GraphProto& g = m.graph();
-  if (static_cast<size_t>(g.node_size()) > kMaxNodes) throw UserError(SourceLoc{path}, cat("the graph has ", g.node_size(), " nodes, more than ", kMaxNodes));
-  const int opset = importedOpset(m) > 0 ? importedOpset(m) : kCheckerOpset;
-  SourceGraph sg;
-  sg.name = g.name().empty() ? "model" : g.name();
-  std::map<std::string, std::string> types, producer;
-  for (const auto& v : g.value_info()) types[v.name()] = typeText(v.type());
-  for (const auto& v : g.output()) types[v.name()] = typeText(v.type());
-  std::set<std::string> initializers;
-  for (const auto& t : g.initializer()) initializers.insert(t.name());
-  for (const auto& v : g.input()) {
-    SourceNode in;
-    in.name = v.name();
-    in.op = initializers.count(v.name()) ? "initializer" : "input";
-    in.type = typeText(v.type());
-    in.is_input = true;
-    in.loc = SourceLoc{path, v.name(), "input"};
-    producer[v.name()] = v.name();
-    sg.nodes.push_back(std::move(in));
-  }
-  for (const auto& t : g.initializer()) {
-    if (producer.count(t.name())) continue;
-    SourceNode in;
-    in.name = t.name();
-    in.op = "initializer";
-    in.is_input = true;
-    std::string dims;
-    for (int i = 0; i < t.dims_size(); ++i) dims += (i ? ", " : "") + std::to_string(t.dims(i));
-    in.type = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t.data_type())) + "[" + dims + "]";
-    in.loc = SourceLoc{path, t.name(), "initializer"};
-    producer[t.name()] = t.name();
-    sg.nodes.push_back(std::move(in));
-  }
-  int index = 0;
-  for (const auto& n : g.node()) {
-    SourceNode sn;
-    sn.name = n.name().empty() ? cat("#", index) : n.name();
-    ++index;
-    sn.op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "::" + n.op_type();
-    for (const auto& i : n.input())
-      if (auto it = producer.find(i); it != producer.end()) sn.inputs.push_back(it->second);
-    for (int o = 0; o < n.output_size(); ++o) {
-      producer[n.output(o)] = sn.name;
-      if (auto it = types.find(n.output(o)); it != types.end() && !it->second.empty())
-        sn.type += (sn.type.empty() ? "" : ", ") + it->second;
-    }
-    sn.loc = SourceLoc{path, sn.name, n.op_type()};
-    sn.unsupported = unsupportedReason(n, opset);
-    sg.nodes.push_back(std::move(sn));
-  }
-  for (const auto& v : g.output())
-    if (auto it = producer.find(v.name()); it != producer.end()) sg.outputs.push_back(it->second);
-  return sg;
-}
+Model loadOnnx(const std::string& path, const FrontendOptions& opts) { return loadOnnxBytes(onnx_fe::readModelBytes(path), path, opts); }
 
 std::vector<std::string> supportedOnnxOps() {
   std::vector<std::string> r;

@@ -281,6 +281,19 @@ using Table = std::map<std::string, Convert>;
 /// One family's entries.
 using Entries = std::vector<std::pair<std::string, Convert>>;
 
+// loader.cpp
+/// The most nodes a model may hold, or convert to (unrolled bodies counted
+/// once per iteration).
+inline constexpr size_t kMaxNodes = 250000;
+/// The newest opset Debian's ONNX 1.12 C++ library (checker, shape
+/// inference) knows (Note [Newer opsets]).
+inline constexpr int kCheckerOpset = 17;
+/// The model file's bytes (a one-line error naming the file otherwise).
+std::string readModelBytes(const std::string& path);
+/// The default domain's opset the model imports (0 when it imports none).
+int importedOpset(const onnx::ModelProto& m);
+/// Why the front end cannot convert node `n` ("" when it can).
+std::string unsupportedReason(const onnx::NodeProto& n, int opset);
 // gathers.cpp
 ValueId wrapNegative(Node& c, ValueId i, int64_t n);
 // readers.cpp

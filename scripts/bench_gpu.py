@@ -508,6 +508,27 @@ def models(opts):
     return [m for m in all_models if not opts.models or m[0] in opts.models]
 
 
+def first_call_ms(env, rt, fn):
+    """The first call of fn, synchronized, in ms: it prepares the runtime
+    (arenas, algorithms, graph capture) and is not in the medians."""
+    t0 = time.perf_counter()
+    fn()
+    env.sync()
+    rt.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def aotc_and_eager_into(env, opts, row, art, rt, aotc_fn, eager_fn, free_before, free_after):
+    """The aotc and eager timings of a row, its launches and its memory."""
+    measure_into(env, opts, row, "aotc", aotc_fn)
+    measure_into(env, opts, row, "eager", eager_fn)
+    rt.synchronize()  # an index error in any timed step fails the run
+    row["speedup_vs_eager"] = row["eager_ms"] / row["aotc_ms"]
+    row["aotc_launches"] = manifest_launches(art)
+    row["eager_launches"] = eager_launches(eager_fn, env.device)
+    memory_into(env, row, rt, free_before, free_after, eager_fn)
+
+
 def measure_into(env, opts, row, key, fn):
     """Times fn into row[key_ms] (synchronized wall), row[key_host_ms], row[key_gpu_ms]."""
     t = env.measure(fn, opts.iters)
@@ -604,7 +625,7 @@ def training(opts, env, work, results):
 
 
 def training_row(opts, env, work, results, name, make, shape, precision):
-    device, sync = env.device, env.sync
+    device = env.device
     mode = Mode(precision, device)
     set_tf32(precision == "tf32")
     torch.manual_seed(0)
@@ -635,11 +656,7 @@ def training_row(opts, env, work, results, name, make, shape, precision):
     # statistics move with every step, as they do in eager).  This first
     # step prepares the runtime (arenas, algorithms, graph capture): the
     # device memory it took is read right after it.
-    t0 = time.perf_counter()
-    aotc_step()
-    sync()
-    rt.synchronize()
-    first_ms = (time.perf_counter() - t0) * 1e3
+    first_ms = first_call_ms(env, rt, aotc_step)
     free_after = env.free_bytes()
     ref = make().to(device)
     ref.load_state_dict(model.state_dict())
@@ -669,16 +686,10 @@ def training_row(opts, env, work, results, name, make, shape, precision):
     # aotc_first_step_ms: the first step, which prepares the runtime (not in the medians).
     row = {"model": name, "precision": precision, "batch": shape[0], "output_relerr": err, "grad_relerr": gerr,
            "aotc_first_step_ms": first_ms}
-    measure_into(env, opts, row, "aotc", aotc_step)
-    measure_into(env, opts, row, "eager", eager_step)
-    rt.synchronize()  # an index error in any timed step fails the run
-    row["speedup_vs_eager"] = row["eager_ms"] / row["aotc_ms"]
-    row["aotc_launches"] = manifest_launches(art)
-    row["eager_launches"] = eager_launches(eager_step, device)
-    memory_into(env, row, rt, free_before, free_after, eager_step)
+    aotc_and_eager_into(env, opts, row, art, rt, aotc_step, eager_step, free_before, free_after)
 
-    def compiled_step(mode):
-        compiled = torch_compile(model, mode)
+    def compiled_step(compile_mode):
+        compiled = torch_compile(model, compile_mode)
 
         def step():
             cudagraph_step_begin()
@@ -742,7 +753,7 @@ INFERENCE_TOLERANCE = {"fp32": 1e-3, "tf32": 5e-2, "bf16": 1e-1}
 
 
 def inference_row(opts, env, work, results, name, make, shape, precision):
-    device, sync = env.device, env.sync
+    device = env.device
     mode = Mode(precision, device)
     set_tf32(precision == "tf32")
     torch.manual_seed(0)
@@ -772,11 +783,7 @@ def inference_row(opts, env, work, results, name, make, shape, precision):
         with torch.no_grad(), mode.forward():
             model(x)
 
-    t0 = time.perf_counter()
-    aotc_fwd()
-    sync()
-    rt.synchronize()
-    first_ms = (time.perf_counter() - t0) * 1e3
+    first_ms = first_call_ms(env, rt, aotc_fwd)
     free_after = env.free_bytes()
     try:
         with torch.no_grad(), mode.forward():
@@ -795,16 +802,10 @@ def inference_row(opts, env, work, results, name, make, shape, precision):
     del want, got
 
     row = {"model": name, "precision": precision, "batch": shape[0], "output_relerr": err, "aotc_first_step_ms": first_ms}
-    measure_into(env, opts, row, "aotc", aotc_fwd)
-    measure_into(env, opts, row, "eager", eager_fwd)
-    rt.synchronize()
-    row["speedup_vs_eager"] = row["eager_ms"] / row["aotc_ms"]
-    row["aotc_launches"] = manifest_launches(art)
-    row["eager_launches"] = eager_launches(eager_fwd, device)
-    memory_into(env, row, rt, free_before, free_after, eager_fwd)
+    aotc_and_eager_into(env, opts, row, art, rt, aotc_fwd, eager_fwd, free_before, free_after)
 
-    def compiled_fwd(mode):
-        compiled = torch_compile(model, mode)
+    def compiled_fwd(compile_mode):
+        compiled = torch_compile(model, compile_mode)
 
         def fwd():
             cudagraph_step_begin()

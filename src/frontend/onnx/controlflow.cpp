@@ -444,25 +444,8 @@ std::string nonTensorType(const onnx::TypeProto& t) {
 }
 
 std::string declaredMismatch(const onnx::TypeProto& declared, const TensorType& t) {
-  if (!declared.has_tensor_type()) return "";
-  const auto& tt = declared.tensor_type();
-  bool same = tt.elem_type() == 0 || dtypeOfOnnx(tt.elem_type()) == t.dtype;
-  if (tt.has_shape()) {
-    same = same && tt.shape().dim_size() == t.rank();
-    for (int k = 0; same && k < tt.shape().dim_size(); ++k)
-      if (tt.shape().dim(k).has_dim_value()) same = tt.shape().dim(k).dim_value() == t.sizes[static_cast<size_t>(k)];
-  }
-  if (same) return "";
-  std::string d = onnxTypeName(tt.elem_type());
-  if (tt.has_shape()) {
-    d += "[";
-    for (int k = 0; k < tt.shape().dim_size(); ++k) {
-      const auto& x = tt.shape().dim(k);
-      d += (k ? ", " : "") + (x.has_dim_value() ? std::to_string(x.dim_value()) : x.dim_param().empty() ? "?" : x.dim_param());
-    }
-    d += "]";
-  }
-  return cat("is declared ", d, " but is ", typeText(t));
+  if (!declared.has_tensor_type() || declaredAgrees(declared.tensor_type(), t)) return "";
+  return cat("is declared ", declaredText(declared.tensor_type()), " but is ", typeText(t));
 }
 
 std::vector<OValue> convertControlFlow(const onnx::NodeProto& n, const SourceLoc& loc, int opset, const std::vector<const OValue*>& ins,

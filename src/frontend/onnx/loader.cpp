@@ -250,26 +250,10 @@ void Loader::compareDeclared(const onnx::ModelProto& m) {
   auto check = [&](const onnx::ValueInfoProto& vi) {
     auto it = produced_.find(vi.name());
     if (it == produced_.end() || !vi.type().has_tensor_type()) return;
-    const auto& tt = vi.type().tensor_type();
     const TensorType& ours = it->second.first;
-    std::string declared = onnxTypeName(tt.elem_type());
-    if (tt.has_shape()) {
-      declared += "[";
-      for (int k = 0; k < tt.shape().dim_size(); ++k) {
-        const auto& d = tt.shape().dim(k);
-        declared += (k ? ", " : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
-      }
-      declared += "]";
-    }
-    bool same = tt.elem_type() == 0 || dtypeOfOnnx(tt.elem_type()) == ours.dtype;
-    if (tt.has_shape()) {
-      same = same && tt.shape().dim_size() == ours.rank();
-      for (int k = 0; same && k < tt.shape().dim_size(); ++k)
-        if (tt.shape().dim(k).has_dim_value()) same = tt.shape().dim(k).dim_value() == ours.sizes[static_cast<size_t>(k)];
-    }
-    if (!same)
+    if (!declaredAgrees(vi.type().tensor_type(), ours))
       throw UserError(it->second.second, cat("output '", vi.name(), "': aotc computes ", TensorType::contiguous(ours.dtype, ours.sizes).str(),
-                                             " but the model declares ", declared));
+                                             " but the model declares ", declaredText(vi.type().tensor_type())));
   };
   for (const auto& vi : m.graph().value_info()) check(vi);
   for (const auto& vi : m.graph().output()) check(vi);

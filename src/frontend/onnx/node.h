@@ -67,6 +67,12 @@ void inlineFunctions(onnx::ModelProto& m, const std::string& path);
 // tensors.cpp
 std::optional<DType> dtypeOfOnnx(int t);
 std::string onnxTypeName(int t);
+/// Whether a declared tensor type (value_info, a graph's input or output)
+/// agrees with aotc's: the element type when set, the rank and every static
+/// dim when a shape is given.
+bool declaredAgrees(const onnx::TypeProto::Tensor& declared, const TensorType& t);
+/// A declared tensor type as text: FLOAT[2, batch, ?].
+std::string declaredText(const onnx::TypeProto::Tensor& declared);
 /// External data must stay inside the model's directory.
 bool safeExternalLocation(const std::string& location);
 /// Reads a TensorProto (inline or external data, under `dir`) into a HostTensor.

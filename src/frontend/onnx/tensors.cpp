@@ -48,6 +48,29 @@ std::string onnxTypeName(int t) {
                                                 : cat("type ", t);
 }
 
+bool declaredAgrees(const onnx::TypeProto::Tensor& tt, const TensorType& t) {
+  bool same = tt.elem_type() == 0 || dtypeOfOnnx(tt.elem_type()) == t.dtype;
+  if (tt.has_shape()) {
+    same = same && tt.shape().dim_size() == t.rank();
+    for (int k = 0; same && k < tt.shape().dim_size(); ++k)
+      if (tt.shape().dim(k).has_dim_value()) same = tt.shape().dim(k).dim_value() == t.sizes[static_cast<size_t>(k)];
+  }
+  return same;
+}
+
+std::string declaredText(const onnx::TypeProto::Tensor& tt) {
+  std::string d = onnxTypeName(tt.elem_type());
+  if (tt.has_shape()) {
+    d += "[";
+    for (int k = 0; k < tt.shape().dim_size(); ++k) {
+      const auto& x = tt.shape().dim(k);
+      d += (k ? ", " : "") + (x.has_dim_value() ? std::to_string(x.dim_value()) : x.dim_param().empty() ? "?" : x.dim_param());
+    }
+    d += "]";
+  }
+  return d;
+}
+
 /// External data must stay inside the model's directory: a relative path
 /// without `..`.
 bool safeExternalLocation(const std::string& location) {

@@ -17,6 +17,9 @@ and under the pinned 2.x; ctest precision_mixed, precision_mixed_torch2).
    same casts explicitly (CUDA autocast's policy per ATen op, implemented
    as a dispatch mode: Note [Autocast pass]).  Prints the worst difference per
    model and tensor.
+3. Note [Channels last]: bfloat16 convolution stacks (training and
+   inference) whose artifacts store NHWC compute bit for bit what the same
+   model compiled with --conv-layout nchw computes, on the emulate backend.
 
     python scripts/precision_test.py AOTC
 """
@@ -321,6 +324,65 @@ YARDSTICK, FLOOR, EXPLICIT_TOL = 4.0, 2e-2, 2e-2
 BF16_FLOOR = 5e-2
 
 
+def channels_last(aotc, tmp, prefix, name, art, got):
+    """Note [Channels last]: the artifact's NHWC convolutions, and its
+    results (`got`: per backend) against the same model compiled with
+    --conv-layout nchw on the same backends: the layout moves bytes, never
+    values, so they must be bit-identical."""
+    steps = [s for prog in ("forward", "backward") for s in json.load(open(os.path.join(art, "manifest.json")))[prog]["steps"]
+             if s["op"] == "conv"]
+    nhwc = sum(s["format"] == "CUDNN_TENSOR_NHWC" for s in steps)
+    if not nhwc:
+        return False
+    res, err = compile_run(aotc, tmp, prefix, tuple(got), ("--precision", "bf16", "--conv-layout", "nchw"))
+    if res is None:
+        fail(f"bf16 {name} --conv-layout nchw: {err}")
+        return True
+    for backend, plain in res.items():
+        mine = got[backend]
+        differ = sorted(k for k in plain if k not in mine or plain[k].tobytes() != mine[k].tobytes())
+        print(f"{'ok  ' if not differ else 'FAIL'} bf16 {name} {backend}: {nhwc} of {len(steps)} convolutions channels-last, "
+              "results " + ("bit-identical to --conv-layout nchw" if not differ else f"differ from --conv-layout nchw: {differ[:5]}"))
+        if differ:
+            fail(f"bf16 {name} {backend}: channels-last")
+    return True
+
+
+class ConvStack(torch.nn.Module):
+    """Convolutions over 8 and 16 channels with batch norm, relu, a residual
+    add and a strided convolution: bfloat16 islands stored channels-last
+    under --precision bf16 (Note [Channels last])."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU())
+        self.b = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.BatchNorm2d(16))
+        self.c = torch.nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.d = torch.nn.Conv2d(32, 8, 1)
+
+    def forward(self, x):
+        h = self.a(x)
+        h = torch.relu(self.b(h) + h)
+        return self.d(torch.relu(self.c(h))).mean((2, 3))
+
+
+def channels_last_models(aotc, tmp):
+    """Note [Channels last] in training and inference: an artifact with
+    NHWC convolutions computes bit for bit what --conv-layout nchw does (whose
+    agreement with eager the models above check)."""
+    torch.manual_seed(0)
+    for name, (m, args) in {"conv_stack_train": (ConvStack().train(), (torch.randn(2, 8, 8, 8, requires_grad=True),)),
+                            "conv_stack_eval": (ConvStack().eval(), (torch.randn(2, 8, 8, 8),))}.items():
+        p = os.path.join(tmp, name)
+        export(m, args, p)
+        reference(name, m, args, tmp)
+        res, art = compile_run(aotc, tmp, p, ("reference", "emulate"), ("--precision", "bf16"))
+        if res is None:
+            fail(f"bf16 {name}: {art}")
+            continue
+        if not channels_last(aotc, tmp, p, name, art, res):
+            fail(f"bf16 {name}: no convolution is channels-last")
+
+
 def precision_bf16(aotc, tmp, models=None):
     torch.manual_seed(0)
     if models is None:
@@ -344,6 +406,7 @@ def precision_bf16(aotc, tmp, models=None):
             fail(f"bf16 {name}: {art}")
             continue
         got = res["emulate"]
+        channels_last(aotc, tmp, p, name, art, res)
         want = load(os.path.join(tmp, name + ".expected.safetensors"))
         amp = {k.replace("grad.m.", "grad.").replace("after_forward.m.", "after_forward."): v
                for k, v in load(os.path.join(tmp, name + "_amp.expected.safetensors")).items()}
@@ -392,6 +455,7 @@ def main():
         else:
             mixed_graphs(aotc, tmp)
             precision_bf16(aotc, tmp)
+            channels_last_models(aotc, tmp)
     if FAILS:
         print(f"{len(FAILS)} failure(s)")
         return 1

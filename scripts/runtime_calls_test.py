@@ -455,14 +455,19 @@ export(m, (torch.randn(4, 8),), {dyn!r}, dynamic={{"input": {{0: "batch"}}}})
     # operands (CUDA_R_16BF = 14) with float32 accumulation and scale
     # (CUDA_R_32F = 0) under bf16; convolutions use FMA math
     # (CUDNN_FMA_MATH = 3) in float32, tensor ops (CUDNN_TENSOR_OP_MATH = 1)
-    # under tf32 and on bfloat16 data (CUDNN_DATA_BFLOAT16 = 9).
-    want_prec = {"fp32": ({68}, {0}, {3}, {0}), "tf32": ({77}, {0}, {1}, {0}), "bf16": ({68}, {14}, {1}, {9})}
-    for prec, (computes, ltypes, maths, dtypes) in want_prec.items():
-        seen = {"compute": set(), "layout": set(), "math": set(), "dtype": set()}
+    # under tf32 and on bfloat16 data (CUDNN_DATA_BFLOAT16 = 9).  Filters
+    # are NCHW (CUDNN_TENSOR_NCHW = 0) but for the bfloat16 convolutions over
+    # channels that are multiples of 8, which are NHWC (= 1, Note [Channels
+    # last]; resnet18's stem reads 3 channels), unless --conv-layout nchw.
+    want_prec = {"fp32": ({68}, {0}, {3}, {0}, {0}), "tf32": ({77}, {0}, {1}, {0}, {0}), "bf16": ({68}, {14}, {1}, {9}, {0, 1}),
+                 "bf16 nchw": ({68}, {14}, {1}, {9}, {0})}
+    for label, (computes, ltypes, maths, dtypes, formats) in want_prec.items():
+        prec = label.split()[0]
+        seen = {"compute": set(), "layout": set(), "math": set(), "dtype": set(), "format": set()}
         for name in ("resnet18", "mlp_cross_entropy"):
-            art = os.path.join(work, f"{name}.{prec}.aotc")
+            art = os.path.join(work, f"{name}.{label.replace(' ', '.')}.aotc")
             r = subprocess.run([aotc, "compile", os.path.join(models, name + ".json"), "-o", art, "--arch", "sm_90", "-q",
-                                "--precision", prec], capture_output=True, text=True)
+                                "--precision", prec] + (["--conv-layout", "nchw"] if "nchw" in label else []), capture_output=True, text=True)
             if r.returncode:
                 sys.exit(f"FAIL compile {name} --precision {prec}: {r.stderr}")
             log = os.path.join(work, f"{name}.{prec}.log")
@@ -478,11 +483,12 @@ export(m, (torch.randn(4, 8),), {dyn!r}, dynamic={{"input": {{0: "batch"}}}})
                         seen["math"].add(int(f["math"]))
                     elif c.startswith("cudnnSetFilter"):
                         seen["dtype"].add(int(f["type"]))
-        got = (seen["compute"], seen["layout"], seen["math"], seen["dtype"])
-        ok = got == (computes, ltypes, maths, dtypes)
-        print(f"{'ok' if ok else 'FAIL'} precision {prec}: GEMM compute types {sorted(got[0])}, operand types {sorted(got[1])}; "
-              f"convolution math {sorted(got[2])}, filter types {sorted(got[3])}"
-              + ("" if ok else f" (want {[sorted(w) for w in (computes, ltypes, maths, dtypes)]})"), flush=True)
+                        seen["format"].add(int(f["format"]))
+        got = (seen["compute"], seen["layout"], seen["math"], seen["dtype"], seen["format"])
+        ok = got == (computes, ltypes, maths, dtypes, formats)
+        print(f"{'ok' if ok else 'FAIL'} precision {label}: GEMM compute types {sorted(got[0])}, operand types {sorted(got[1])}; "
+              f"convolution math {sorted(got[2])}, filter types {sorted(got[3])}, filter formats {sorted(got[4])}"
+              + ("" if ok else f" (want {[sorted(w) for w in (computes, ltypes, maths, dtypes, formats)]})"), flush=True)
         failures += not ok
     # Threads on the fake.
     run_child(["threads", libpath, arts["transformer"]], os.path.join(work, "threads.log"), fake_dir)

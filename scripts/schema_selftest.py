@@ -71,9 +71,9 @@ def main():
             "alias without recipe": lambda d: d["outputs"][0].update(kind="alias_of_input") or d["outputs"][0].pop("alias", None),
             "bad step": lambda d: d["forward"]["steps"].append({"op": "launch"}),
             "no runtime checks": lambda d: d.pop("runtime_checks"),
-            "version 9 without symbols": lambda d: d.__setitem__("version", 9),
-            "symbols in version 8": lambda d: d.__setitem__("symbols", [{"name": "b", "hint": 2, "min": 1, "max": 8}]),
-            "limits in version 8": lambda d: d.__setitem__("limits", [{"expr": "8*b", "at_most": 2147483647}]),
+            "version 11 without symbols": lambda d: d.__setitem__("version", 11),
+            "symbols in version 10": lambda d: d.__setitem__("symbols", [{"name": "b", "hint": 2, "min": 1, "max": 8}]),
+            "limits in version 10": lambda d: d.__setitem__("limits", [{"expr": "8*b", "at_most": 2147483647}]),
             "a limit without a bound": lambda d: d.update(version=7, symbols=[{"name": "b", "hint": 2, "min": 1, "max": 8}],
                                                          limits=[{"expr": "8*b"}]),
             "an expression outside the grammar": lambda d: d.update(version=7, symbols=[{"name": "b", "hint": 2, "min": 1, "max": 8}])

@@ -206,6 +206,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   PipelineOptions po;
   po.partitioner = opts.partitioner;
   po.precision = opts.precision;
+  po.channels_last = opts.conv_layout != "nchw";
   if (opts.loss_scaling == "dynamic" || (opts.loss_scaling == "auto" && opts.precision == Precision::Fp16)) po.loss_scaling = LossScaling{};
   else if (opts.loss_scaling != "auto" && opts.loss_scaling != "none")
     throw UserError(SourceLoc{}, "--loss-scaling must be auto, dynamic or none, not '" + opts.loss_scaling + "'");
@@ -223,6 +224,7 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   if (opts.sm_count > 0) mi.flags["sm_count"] = opts.sm_count;
   // Recorded only when not fp32: fp32 artifacts stay the bytes they were.
   if (opts.precision != Precision::Fp32) mi.flags["precision"] = precisionName(opts.precision);
+  if (opts.conv_layout != "auto") mi.flags["conv_layout"] = opts.conv_layout;
   mi.precision = precisionName(opts.precision);
   // Note [Loss scaling]: the pass adds its state only to a program with gradients.
   std::map<std::string, HostTensor> lossScalingState;

@@ -270,7 +270,35 @@ void checkAttrs(OpKind k, const Attrs& attrs) {
 }
 
 
+bool channelsLastWritable(OpKind k) {
+  return opInfo(k).category == OpCategory::Pointwise || k == OpKind::Conv2d || k == OpKind::Conv2dBackwardInput ||
+         k == OpKind::Conv2dBackwardWeight;
+}
+
+Ints channelsLastStrides(const Ints& s) {
+  AOTC_CHECK(s.size() == 4, "channels-last strides of a rank-", s.size(), " tensor");
+  return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+}
+
+bool isChannelsLast(const TensorType& t) {
+  return t.rank() == 4 && !t.isSymbolic() && t.offset == 0 && t.strides == channelsLastStrides(t.sizes) && !t.isContiguous();
+}
+
 std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs) {
+  if (auto cl = attrs.find(kChannelsLast); cl != attrs.end()) {
+    // Note [Channels last]
+    const OpInfo& info = opInfo(op);
+    if (!channelsLastWritable(op)) shapeError(std::string(info.name) + ": cannot store its result channels-last");
+    if (!std::holds_alternative<bool>(cl->second) || !std::get<bool>(cl->second))
+      shapeError(std::string(info.name) + ": attribute 'channels_last' must be true");
+    Attrs rest = attrs;
+    rest.erase(kChannelsLast);
+    std::vector<TensorType> out = inferTypes(op, ins, rest);
+    if (out.empty() || out[0].rank() != 4 || out[0].isSymbolic() || !out[0].isContiguous())
+      shapeError(std::string(info.name) + ": only a dense 4-D result can be stored channels-last");
+    out[0].strides = channelsLastStrides(out[0].sizes);
+    return out;
+  }
   const OpInfo& info = opInfo(op);
   if (info.arity >= 0 && static_cast<int>(ins.size()) != info.arity)
     shapeError(std::string(info.name) + " expects " + std::to_string(info.arity) + " tensor operand(s), got " +

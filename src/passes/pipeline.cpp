@@ -40,7 +40,7 @@ std::vector<std::string> passNames() {
 
 std::vector<std::string> pipelineStageNames() {
   return {"functionalize", "autocast", "dce", "autodiff", "strip-autograd-markers", "functionalize-joint", "dce-joint",
-          "partition.forward", "partition.backward"};
+          "partition.forward", "partition.backward", "channels-last.forward", "channels-last.backward"};
 }
 
 std::vector<std::string> partitionerNames() { return {"min-cut", "default"}; }
@@ -92,6 +92,7 @@ PipelineResult runSymbolicAt(const Graph& captured, const std::vector<SymbolDecl
   std::vector<std::vector<std::pair<std::string, Graph>>> perProbe(pts.size());
   parallelFor(pts.size(), opts.jobs, [&](size_t i) {
     PipelineOptions o = opts;
+    o.channels_last = false;  // Note [Channels last]: static shapes only
     o.after_pass = nullptr;
     if (everyStage) o.after_pass = [&perProbe, i](const std::string& name, const Graph& g) { perProbe[i].emplace_back(name, g); };
     runs[i] = runPipeline(instantiate(captured, pts[i]), o);
@@ -199,6 +200,11 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   else throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: min-cut, default)");
   r.partition.forward = stage("partition.forward", [&] { return std::move(r.partition.forward); });
   r.partition.backward = stage("partition.backward", [&] { return std::move(r.partition.backward); });
+  if (opts.channels_last) {
+    Partition laid = guarded("channels-last", [&] { return channelsLast(r.partition); });
+    r.partition.forward = stage("channels-last.forward", [&] { return std::move(laid.forward); });
+    r.partition.backward = stage("channels-last.backward", [&] { return std::move(laid.backward); });
+  }
   return r;
 }
 

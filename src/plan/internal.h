@@ -7,7 +7,7 @@
 
 namespace aotc::plan {
 
-/// The checking reader of a static (version 8) manifest's JSON (plan.cpp),
+/// The checking reader of a static (version 10) manifest's JSON (plan.cpp),
 /// which an instantiated symbolic manifest is read with too.
 Manifest readStaticManifest(const nlohmann::json& j, const std::string& file, int64_t maxElements);
 

@@ -65,6 +65,15 @@ const KernelSpec* Manifest::kernel(const std::string& name) const {
   return nullptr;
 }
 
+bool denseIn(const ConvTensor& t, bool nhwc) {
+  if (t.dims.size() != 4 || t.strides.size() != 4) return false;
+  const Ints& d = t.dims;
+  const Ints want = nhwc ? Ints{d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]} : Ints{d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+  for (size_t i = 0; i < 4; ++i)
+    if (d[i] > 1 && t.strides[i] != want[i]) return false;
+  return true;
+}
+
 namespace {
 
 const char* gemmCallName(GemmCall c) {
@@ -187,7 +196,8 @@ ojson stepJson(const Step& s) {
   ojson j{{"op", "conv"}, {"library", "cudnn"}, {"node", c.node}, {"mode", "CUDNN_CROSS_CORRELATION"},
           {"pad", c.pad}, {"stride", c.stride}, {"dilation", c.dilation}, {"groups", c.groups},
           {"dataType", cudnnDataType(c.dtype)}, {"computeType", c.dtype == DType::F64 ? "CUDNN_DATA_DOUBLE" : "CUDNN_DATA_FLOAT"},
-          {"alpha", c.alpha}, {"beta", c.beta}, {"call", convCallName(c.call)}};
+          {"alpha", c.alpha}, {"beta", c.beta}, {"call", convCallName(c.call)},
+          {"format", c.nhwc ? "CUDNN_TENSOR_NHWC" : "CUDNN_TENSOR_NCHW"}};
   switch (c.call) {
     case ConvCall::Forward: j["x"] = convTensorJson(c.a); j["w"] = convTensorJson(c.b); j["y"] = convTensorJson(c.out); break;
     case ConvCall::BackwardData: j["dy"] = convTensorJson(c.a); j["w"] = convTensorJson(c.b); j["dx"] = convTensorJson(c.out); break;
@@ -472,6 +482,7 @@ class Reader {
       c.dilation = ints(o, where, "dilation", 1, INT32_MAX, 2);
       if (c.pad.size() != 2 || c.stride.size() != 2 || c.dilation.size() != 2) fail(where, "pad, stride and dilation have two entries");
       c.groups = integer(o, where, "groups", 1, INT32_MAX);
+      c.nhwc = oneOf<bool>(o, where, "format", {{"CUDNN_TENSOR_NCHW", false}, {"CUDNN_TENSOR_NHWC", true}});
       auto d = dtypeOfLibraryType(string(o, where, "dataType"), &LibraryTypes::cudnn);
       if (!d) fail(at(where, "dataType"), "not a data type aotc emits");
       c.dtype = *d;
@@ -483,6 +494,9 @@ class Reader {
         case ConvCall::BackwardData: c.a = t("dy"); c.b = t("w"); c.out = t("dx"); break;
         case ConvCall::BackwardFilter: c.a = t("dy"); c.b = t("x"); c.out = t("dw"); break;
       }
+      // cuDNN reads a filter packed in its format, whatever strides say.
+      if (!denseIn(c.call == ConvCall::BackwardFilter ? c.out : c.b, c.nhwc))
+        fail(at(where, c.call == ConvCall::BackwardFilter ? "dw" : "w"), cat("the filter's strides are not packed ", c.nhwc ? "NHWC" : "NCHW"));
       return c;
     }
     fail(at(where, "op"), "unknown step '" + op + "'");

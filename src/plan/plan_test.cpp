@@ -143,7 +143,7 @@ TEST(Plan, RefusesDamage) {
   {
     auto d = j;
     d["version"] = 2;
-    EXPECT_NE(refusal(d).find("this aotc runs manifests of versions 8 and 9"), std::string::npos) << refusal(d);
+    EXPECT_NE(refusal(d).find("this aotc runs manifests of versions 10 and 11"), std::string::npos) << refusal(d);
   }
   EXPECT_EQ(refusal(j), "");
 }

@@ -1,6 +1,6 @@
 //===- symbolic_manifest.cpp - A dynamic-shape manifest, bound and instantiated ===//
 //
-// Note [Symbolic manifest] (plan.h): a version-9 manifest's declarations
+// Note [Symbolic manifest] (plan.h): a version-11 manifest's declarations
 // (symbols, guards, nonzero expressions, limits) are read and checked here;
 // binding the symbols from input shapes, and instantiating the template at a
 // binding (every {"sym": EXPR} evaluated, then read by the static reader of
@@ -30,7 +30,7 @@ std::shared_ptr<SymbolicManifest> symbolicFromJson(const json& j, const std::str
   };
   auto s = std::make_shared<SymbolicManifest>();
   s->templ = ojson::parse(j.dump());
-  if (!j.contains("symbols") || !j["symbols"].is_array() || j["symbols"].empty()) fail("symbols", "a dynamic-shape manifest (version 9) declares its symbols");
+  if (!j.contains("symbols") || !j["symbols"].is_array() || j["symbols"].empty()) fail("symbols", "a dynamic-shape manifest (version 11) declares its symbols");
   for (size_t i = 0; i < j["symbols"].size(); ++i) {
     const json& d = j["symbols"][i];
     const std::string f = cat("symbols[", i, "]");

@@ -806,7 +806,7 @@ class CudaPhase final : public PreparedPhase {
     auto filter = [&](const plan::ConvTensor& d) {
       cudnnFilterDescriptor_t fd = nullptr;
       n.check(n.createFilter(&fd), "cudnnCreateFilterDescriptor");
-      n.check(n.setFilter4d(fd, t, CUDNN_TENSOR_NCHW, static_cast<int>(d.dims[0]), static_cast<int>(d.dims[1]), static_cast<int>(d.dims[2]),
+      n.check(n.setFilter4d(fd, t, c.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, static_cast<int>(d.dims[0]), static_cast<int>(d.dims[1]), static_cast<int>(d.dims[2]),
                             static_cast<int>(d.dims[3])),
               "cudnnSetFilter4dDescriptor");
       return fd;

@@ -2,6 +2,7 @@
 //
 //   aotc-opt FILE --passes=functionalize,dce [--split-input-file]
 //   aotc-opt FILE --partition=default     prints the forward then the backward
+//                 [--channels-last]       (after Note [Channels last] on both)
 //   aotc-opt FILE --roundtrip             prints parse(FILE) unchanged
 //   aotc-opt FILE --fusion-plan           prints the code generator's fusion
 //                                         plan (after --passes; with
@@ -66,7 +67,7 @@ void lowering(const aotc::Graph& g, std::set<std::tuple<std::string, std::string
 
 int main(int argc, char** argv) {
   std::string file, passes, partition;
-  bool split = false, roundtrip = false, fusion = false;
+  bool split = false, roundtrip = false, fusion = false, channelsLast = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--passes=", 0) == 0) passes = a.substr(9);
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
     else if (a == "--split-input-file") split = true;
     else if (a == "--roundtrip") roundtrip = true;
     else if (a == "--fusion-plan") fusion = true;
+    else if (a == "--channels-last") channelsLast = true;
     else if (a == "--fx-targets") {
       std::string t;
       while (std::cin >> t) std::printf("%s %s\n", t.c_str(), aotc::isSupportedFxTarget(t) ? "supported" : "unsupported");
@@ -138,6 +140,11 @@ int main(int argc, char** argv) {
         aotc::Partition p = partition == "min-cut" ? aotc::partitionMinCut(g) : aotc::partitionDefault(g);
         aotc::verifyGraph(p.forward, file + " forward");
         aotc::verifyGraph(p.backward, file + " backward");
+        if (channelsLast) {
+          p = aotc::channelsLast(p);
+          aotc::verifyGraph(p.forward, file + " forward after channels-last");
+          aotc::verifyGraph(p.backward, file + " backward after channels-last");
+        }
         if (fusion)
           std::printf("%s%s", aotc::printFusionPlan(p.forward, aotc::planFusion(p.forward)).c_str(),
                       aotc::printFusionPlan(p.backward, aotc::planFusion(p.backward)).c_str());

@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
                   "(for --precision fp16 training), dynamic or none")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "dynamic", "none"}));
+    c->add_option("--conv-layout", copts.conv_layout,
+                  "auto (float16/bfloat16 convolutions and the pointwise values between them stored channels-last, NHWC, as "
+                  "cuDNN's tensor cores take them; Note [Channels last]) or nchw (every tensor as PyTorch lays it out)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "nchw"}));
     c->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
         ->capture_default_str()
         ->check(CLI::IsMember({"min-cut", "default"}));

@@ -33,7 +33,7 @@ plan::Manifest buildManifest(const Graph& functional, const Partition& partition
                              const ManifestInfo& info);
 
 /// A dynamic-shape artifact's code (Note [Dynamic codegen], dynamic.cpp):
-/// the unified kernels and their modules, the version-9 manifest (Note
+/// the unified kernels and their modules, the version-11 manifest (Note
 /// [Symbolic manifest]) and that manifest read at the hints.
 struct DynamicCodegen {
   CodegenResult cg;  ///< unified kernels; the programs at the hints

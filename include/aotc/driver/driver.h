@@ -34,6 +34,8 @@ struct CompileOptions {
   /// --loss-scaling: auto (dynamic for an fp16 training program, else none),
   /// dynamic or none (Note [Loss scaling]).
   std::string loss_scaling = "auto";
+  /// Note [Channels last]: auto or nchw (the pass off).
+  std::string conv_layout = "auto";
 };
 
 struct CompileSummary {

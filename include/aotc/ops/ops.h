@@ -78,6 +78,18 @@ using ShapeRule = std::vector<TensorType> (*)(const std::vector<TensorType>&, co
 std::vector<TensorType> inferTypes(OpKind op, const std::vector<TensorType>& ins,
                                    const Attrs& attrs);
 
+/// Note [Channels last]: the attribute the channels-last pass
+/// (src/passes/layout.cpp) sets on a node whose 4-D result it stores
+/// channels-last: sizes stay NCHW, strides become NHWC's.  Any op whose
+/// kernel or library call writes through the result's strides may carry it
+/// (channelsLastWritable); inferTypes strips it, infers, and gives result 0
+/// those strides, so the verifier re-derives the layout like any type.
+inline constexpr const char* kChannelsLast = "channels_last";
+bool channelsLastWritable(OpKind k);
+/// NHWC strides of 4-D NCHW `sizes`: {H*W*C, 1, W*C, C}.
+Ints channelsLastStrides(const Ints& sizes);
+bool isChannelsLast(const TensorType& t);
+
 /// inferTypes, plus ops whose result types come from their regions
 /// (autograd_function: the forward region's user outputs).
 std::vector<TensorType> inferNodeTypes(OpKind op, const std::vector<TensorType>& ins, const Attrs& attrs,

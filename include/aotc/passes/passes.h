@@ -85,6 +85,13 @@ Partition partitionDefault(const Graph& joint);
 /// are saved; tags are hard constraints.
 Partition partitionMinCut(const Graph& joint);
 
+/// Note [Channels last] (src/passes/layout.cpp): stores the operands and
+/// results of float16/bfloat16 convolutions, and the pointwise values
+/// between them, channels-last, the same in both programs for a saved value.
+Partition channelsLast(const Partition& p);
+/// The same on one program (no backward: its saved outputs keep NCHW).
+Graph channelsLast(const Graph& g);
+
 /// Graph -> Graph passes by CLI name (aotc-opt --passes=...), from passes.def.
 using GraphPass = Graph (*)(const Graph&);
 GraphPass findPass(const std::string& name);
@@ -106,6 +113,8 @@ struct PipelineOptions {
   /// graph's sizes have (Note [Probe degree]); for tests of the retry at
   /// full degree.  The result does not depend on it.
   std::optional<int> probe_degree;
+  /// Note [Channels last]: after partitioning a static graph.
+  bool channels_last = true;
 };
 
 /// The pipeline's graphs at one probe binding of a symbolic graph's symbols

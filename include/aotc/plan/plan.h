@@ -33,7 +33,7 @@ namespace aotc::plan {
 
 /// Version 3: the artifact carries its initial tensors (`weights`); outputs
 /// name their tangent from the program's own record, never from a name.
-inline constexpr int kManifestVersion = 8;  // 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument), launches' work (Note [Launch shape]); 8: loss_scaling (Note [Loss scaling])
+inline constexpr int kManifestVersion = 10;  // 10: convolutions' filter format (Note [Channels last]); 4: the integer dtypes i8 i16 u8 u16 u32 u64; 6: kernels' index_checked (a step tag argument), launches' work (Note [Launch shape]); 8: loss_scaling (Note [Loss scaling])
 inline constexpr const char* kCompilerVersion = "0.2.0";
 
 /// A tensor's place in a buffer: sizes, strides and offset in elements.
@@ -137,6 +137,10 @@ struct ConvTensor {
 
 enum class ConvCall { Forward, BackwardData, BackwardFilter };
 
+/// Dense in NCHW order (`nhwc` false) or NHWC order: each dim of more
+/// than one element has the stride that order gives it.
+bool denseIn(const ConvTensor& t, bool nhwc);
+
 /// A cuDNN 2-D cross-correlation.  Forward: (a=x, b=w) -> out=y; backward
 /// data: (a=dy, b=w) -> out=dx; backward filter: (a=dy, b=x) -> out=dw.
 struct Conv {
@@ -147,6 +151,10 @@ struct Conv {
   DType dtype = DType::F32;
   double alpha = 1, beta = 0;
   ConvTensor a, b, out;
+  /// The filter's format (Note [Channels last]): NHWC (KRSC) when the
+  /// convolution's tensors are stored channels-last; the filter's strides
+  /// agree (the reader checks).
+  bool nhwc = false;
   bool operator==(const Conv&) const = default;
 };
 
@@ -315,7 +323,7 @@ Manifest readManifest(const std::string& dir, int64_t maxElements);
 /// the bound sizes (the memory planner is deterministic and cheap, and the
 /// best placement of buffers depends on their sizes), so a template's
 /// arena_offset fields are 0 and its arena_bytes an upper bound.
-inline constexpr int kSymbolicManifestVersion = 9;  // the dynamic-shape form of version 8 (7: of 6)
+inline constexpr int kSymbolicManifestVersion = 11;  // the dynamic-shape form of version 10 (9: of 8, 7: of 6)
 struct SymbolicManifest {
   nlohmann::ordered_json templ;
   std::vector<SymbolDecl> symbols;
@@ -344,7 +352,7 @@ struct JsonPath {
   std::string str() const;
 };
 
-/// Reads and checks a version-9 manifest's template and declarations
+/// Reads and checks a version-11 manifest's template and declarations
 /// (every expression parsed; a malformed one names its field).
 std::shared_ptr<const SymbolicManifest> symbolicManifestFromJson(const nlohmann::json& j, const std::string& file);
 /// The symbols' values that `shapes` (input name -> its dims, for the inputs

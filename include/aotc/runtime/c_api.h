@@ -90,7 +90,7 @@ size_t aotc_num_outputs(const aotc_runtime* rt);
 
 /** Binds an input by signature name; checked against the manifest (dtype, shape, strides, alignment).
  *  Parameters, buffers and constants not bound come from the artifact's weights.  A dynamic-shape
- *  artifact (manifest version 9) takes any size its symbols' ranges and guards allow: a tensor of a
+ *  artifact (manifest version 11) takes any size its symbols' ranges and guards allow: a tensor of a
  *  new size rebinds the symbols (the inputs bound before must agree with it, and a size outside a
  *  range or guard is refused naming the input and dim); outputs and grads then have that size. */
 int aotc_bind(aotc_runtime* rt, const char* name, const aotc_tensor* t);

@@ -15,6 +15,7 @@
 #include "aotc/codegen/launch_shape.h"
 #include "aotc/passes/passes.h"
 #include "aotc/ops/rules.h"
+#include "aotc/text/text.h"
 #include "ops/op_samples.h"
 
 namespace fs = std::filesystem;
@@ -439,6 +440,54 @@ TEST(PointwiseGrids, HalfTypesAreReadAndWrittenFourAtATime) {
     std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
     EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_80", "sm_90"}, 2)) << dtypeName(dt);
   }
+}
+
+// Note [Channels last], Note [Channels-last kernels]: bf16 conv -> scale ->
+// conv over 16 channels.  Both convolutions take NHWC tensors and a packed
+// NHWC (KRSC) filter; the kernel between them visits its elements channel
+// fastest and reads the first convolution's result four channels at a time.
+TEST(ChannelsLast, ConvolutionsTakeNhwcAndKernelsVisitMemoryOrder) {
+  Graph g;
+  g.name = "nhwc";
+  ValueId x = g.addInput("x", TensorType::contiguous(DType::BF16, {2, 16, 8, 8}), InputRole::UserInput, false);
+  ValueId w = g.addInput("w", TensorType::contiguous(DType::F32, {16, 16, 3, 3}), InputRole::Parameter, false);
+  ValueId s = g.addInput("s", TensorType::contiguous(DType::F32, {1, 16, 1, 1}), InputRole::Parameter, false);
+  const Attrs bf16{{"dtype", std::string("bf16")}}, f32{{"dtype", std::string("f32")}}, pad{{"padding", Ints{1, 1}}};
+  ValueId wb = addOp(g, OpKind::Cast, {w}, bf16);
+  ValueId y = addOp(g, OpKind::Conv2d, {addOp(g, OpKind::Relu, {x}), wb}, pad);
+  ValueId mb = addOp(g, OpKind::Cast, {addOp(g, OpKind::Mul, {addOp(g, OpKind::Cast, {y}, f32), s})}, bf16);
+  ValueId z = addOp(g, OpKind::Conv2d, {mb, wb}, pad);
+  g.outputs.push_back(GraphOutput{addOp(g, OpKind::Sum, {z}, Attrs{{"dim", Ints{2, 3}}, {"keepdim", false}}), OutputRole::User, "", std::nullopt, {}});
+  Partition p{g, Graph{}, {}};
+  p.backward.name = "empty";
+  p = channelsLast(p);
+  verifyGraph(p.forward, "nhwc");
+  EXPECT_EQ(p.forward.type(p.forward.valueNamed(g.values[mb].name)).strides, (Ints{1024, 1, 128, 16}));
+  CodegenResult cg = generateCuda(p);
+  int convs = 0;
+  for (const plan::Step& st : cg.forward.steps)
+    if (const plan::Conv* c = std::get_if<plan::Conv>(&st)) {
+      ++convs;
+      EXPECT_TRUE(c->nhwc);
+      EXPECT_EQ(c->b.strides, (Ints{144, 1, 48, 16})) << "the filter, KRSC";
+      EXPECT_EQ(c->a.strides, (Ints{1024, 1, 128, 16}));
+      EXPECT_EQ(c->out.strides, (Ints{1024, 1, 128, 16}));
+    }
+  EXPECT_EQ(convs, 2);
+  bool between = false;
+  for (const OneLaunch& l : launches(cg)) {
+    const std::string& k = l.source;
+    if (l.launch.args.at(0) != g.values[mb].name) continue;
+    between = true;  // cast(mul(cast(y), s)), written NHWC four channels at a time
+    EXPECT_NE(k.find("aotc_st4(out"), std::string::npos) << k;
+    const size_t c1 = k.find("c[1] = r % 16; r /= 16;"), c3 = k.find("c[3] = r % 8;"), c0 = k.find("c[0] = r % 2;");
+    EXPECT_TRUE(c1 != std::string::npos && c3 != std::string::npos && c0 != std::string::npos && c1 < c3 && c3 < c0) << k;
+    EXPECT_NE(k.find("= aotc_ld4(in"), std::string::npos) << "y four channels at a time\n" << k;
+    EXPECT_EQ(l.launch.work->vector, 4);
+  }
+  EXPECT_TRUE(between);
+  std::vector<KernelModule> mods = groupKernels(cg.kernels, 64);
+  EXPECT_NO_THROW(compileModules(mods, cg.kernels, {"sm_80", "sm_90"}, 2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CodegenCompiles, ::testing::Values(DType::F32, DType::F16, DType::BF16),

@@ -62,7 +62,15 @@ struct ExternCalls {
     st.dilation = {w.dh, w.dw};
     st.groups = hasAttr(n.attrs, "groups") ? attrInt(n.attrs, "groups") : 1;
     st.dtype = ot.dtype;
-    auto filter = [&](ValueId v) {  // cuDNN filters are packed NCHW
+    // Note [Channels last]: the channels-last pass gave every operand of
+    // this convolution one layout; the filter's format follows it.
+    st.nhwc = isChannelsLast(g.type(n.inputs[0])) || isChannelsLast(g.type(n.inputs[1])) || isChannelsLast(ot);
+    auto filter = [&](ValueId v) {  // cuDNN filters are packed, NCHW or NHWC
+      if (st.nhwc) {
+        plan::ConvTensor t = tensorDesc(v);
+        AOTC_CHECK(plan::denseIn(t, true), "a channels-last convolution's filter %", g.values[v].name, " is not packed NHWC");
+        return t;
+      }
       if (!g.type(v).isContiguous()) {
         denseCopy(v, n);
         const TensorType& t = g.type(v);
@@ -84,6 +92,7 @@ struct ExternCalls {
       st.call = plan::ConvCall::BackwardFilter;
       st.a = tensorDesc(n.inputs[0]);
       st.b = tensorDesc(n.inputs[1]);
+      AOTC_CHECK(plan::denseIn(st.out, st.nhwc), "the filter gradient %", g.values[out].name, " is not packed ", st.nhwc ? "NHWC" : "NCHW");
     }
     b.steps.push_back(st);
   }

@@ -190,11 +190,25 @@ bool vectorStore(const TensorType& ot) {
   return vectorDtype(ot.dtype) && ot.rank() >= 1 && ot.isContiguous() && ot.offset % kVec == 0 && ot.sizes.back() % kVec == 0 &&
          ot.numel() >= kVec;
 }
-bool vectorLoadable(const TensorType& b) {
-  if (!vectorDtype(b.dtype) || b.strides.back() != 1 || b.offset % kVec != 0) return false;
-  for (size_t d = 0; d + 1 < b.sizes.size(); ++d)
-    if (b.sizes[d] != 1 && b.strides[d] % kVec != 0) return false;
+/// Lanes along dim `lane` (the last when -1; Note [Channels-last kernels]).
+bool vectorLoadable(const TensorType& b, int64_t lane = -1) {
+  const size_t l = lane < 0 ? b.sizes.size() - 1 : static_cast<size_t>(lane);
+  if (!vectorDtype(b.dtype) || b.strides[l] != 1 || b.offset % kVec != 0) return false;
+  for (size_t d = 0; d < b.sizes.size(); ++d)
+    if (d != l && b.sizes[d] != 1 && b.strides[d] % kVec != 0) return false;
   return true;
+}
+
+// Note [Channels-last kernels]: a pointwise kernel whose result is stored
+// channels-last (Note [Channels last]) visits its elements in the order
+// they lie in memory -- c[1] (the channel) fastest, then c[3], c[2], c[0]
+// -- so consecutive threads write consecutive addresses, and its four
+// lanes are four consecutive channels: one 16-byte (float32) or 8-byte
+// (16-bit) store, and one load of each operand stored the same way.  An
+// operand stored NCHW is read through its strides, which is the transpose
+// at an island's border, paid once where the value is written.
+bool channelsLastStore(const TensorType& ot) {
+  return isChannelsLast(ot) && vectorDtype(ot.dtype) && ot.sizes[1] % kVec == 0;
 }
 
 /// Note [Reduction precision]: as PyTorch's kernels on a GPU, floating
@@ -257,6 +271,7 @@ struct KernelEmitter::ExprCtx {
   const std::map<ValueId, ValueId>* aliases = nullptr;
   /// Vectorized kernels: the coordinates of each lane (Note [Vectorized access]).
   std::vector<std::vector<std::string>> lanes;
+  int64_t laneDim = -1;  ///< the dim the lanes step along (-1: the last)
   /// Note [Row cache]: in a row group's kernel that keeps its rows in
   /// registers, the group's shape, row coordinates, kept and reduced dims
   /// and the elements per thread (0: no cache); per operand its array, the
@@ -314,7 +329,7 @@ std::string KernelEmitter::emitValue(ValueId v, const Ints& shape, const std::ve
     // Note [Row cache]: a row group's operand kept in registers.
     const bool cached = x.cacheLen > 0 && shape == *x.cacheShape && (x.lanes.empty() ? c == *x.cacheCoords : lane >= 0) &&
                         rowVarying(b.strides, *x.cacheRows, *x.cacheDims);
-    if (lane >= 0 && vectorLoadable(b)) {
+    if (lane >= 0 && vectorLoadable(b, x.laneDim)) {
       // One 16-byte load serves the four lanes.
       const std::pair<ValueId, std::string> vkey{v, "#vec"};
       auto vit = x.memo.find(vkey);
@@ -411,11 +426,18 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
   noteNode(x, root);
   const size_t rank = static_cast<size_t>(ot.rank());
   std::vector<std::string> c = coords(rank);
-  const bool vec = !b_.dynamic() && vectorStore(ot);  // Note [Dynamic codegen]
+  // Note [Channels-last kernels]: the dims from fastest to slowest.
+  const bool nhwc = !b_.dynamic() && isChannelsLast(ot);
+  Ints order;
+  for (int64_t d = ot.rank(); d-- > 0;) order.push_back(d);
+  if (nhwc) order = {1, 3, 2, 0};
+  const bool vec = !b_.dynamic() && (nhwc ? channelsLastStore(ot) : vectorStore(ot));  // Note [Dynamic codegen]
+  x.laneDim = nhwc ? 1 : -1;
   if (vec)
     for (int64_t k = 0; k < kVec; ++k) {
       std::vector<std::string> l = c;
-      if (k) l.back() = "(" + c.back() + " + " + std::to_string(k) + ")";
+      std::string& step = nhwc ? l[1] : l.back();
+      if (k) step = "(" + step + " + " + std::to_string(k) + ")";
       x.lanes.push_back(l);
     }
   auto value = [&](const std::vector<std::string>& at) {
@@ -448,7 +470,7 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
     os << "  if (i >= " << threads << ") return;\n";
   }
   os << in << "aotc_i64 r = i" << (vec ? " * " + std::to_string(kVec) : std::string()) << ", c[" << std::max<size_t>(rank, 1) << "];\n";
-  for (int64_t d = ot.rank(); d-- > 0;) os << coordStep(in, "c", d, "r", ot.sizes[d], d == 0, b_.dynamic());
+  for (int64_t d : order) os << coordStep(in, "c", d, "r", ot.sizes[static_cast<size_t>(d)], d == order.back(), b_.dynamic());
   std::string code = x.code.str();
   if (strided)  // the expression's lines, one level in
     for (size_t p = 0; p < code.size(); p = code.find('\n', p) + 1) {

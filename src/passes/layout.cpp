@@ -20,9 +20,10 @@
 // where cuDNN's NCHW kernels are native.
 //
 // A value can be stored channels-last when its storage is its own (the
-// result 0 of a pointwise op or a convolution, dense, 4-D, more than one
+// only result of a pointwise op or a convolution, dense, 4-D, more than one
 // channel and more than one pixel) and everything that reads it reads
-// through its strides: pointwise kernels, reductions, and convolutions.  It
+// through its strides: pointwise kernels, reductions, pooling and
+// convolutions (pooling writes NCHW: an island ends there).  It
 // is not a result the caller sees (user outputs and gradients keep their
 // NCHW contract); a saved value is stored channels-last only when the
 // backward's readers take it too, and then both programs give it the same
@@ -58,7 +59,13 @@ namespace {
 bool isConv(OpKind k) { return k == OpKind::Conv2d || k == OpKind::Conv2dBackwardInput || k == OpKind::Conv2dBackwardWeight; }
 
 /// Reads its operands through their strides (Note [Channels last]).
-bool readsStrided(OpKind k) { return opInfo(k).category == OpCategory::Pointwise || reductionRule(k) || isConv(k); }
+/// Pooling (the window ops) reads through `at()` of its operands' types
+/// (src/ops/windows.cpp); a global average pool over an NHWC input reads
+/// consecutive channels in consecutive threads.
+bool readsStrided(OpKind k) {
+  const OpCategory c = opInfo(k).category;
+  return c == OpCategory::Pointwise || c == OpCategory::Window || reductionRule(k) || isConv(k);
+}
 
 /// A float16/bfloat16 convolution whose input and output channel counts
 /// are multiples of 8.

@@ -398,12 +398,13 @@ def timeit(fn, iters, sync):
     return statistics.median(times)
 
 
-def compile_artifact(aotc, module, args, work, name, precision="fp32"):
+def compile_artifact(aotc, module, args, work, name, precision="fp32", conv_layout="auto"):
     prefix = os.path.join(work, name)
     if not os.path.exists(prefix + ".json"):
         export(module, args, prefix)
-    art = f"{prefix}.{precision}.aotc"
-    r = subprocess.run([aotc, "compile", prefix + ".json", "-o", art, "-q", "--precision", precision], capture_output=True, text=True)
+    art = f"{prefix}.{precision}.{conv_layout}.aotc"
+    r = subprocess.run([aotc, "compile", prefix + ".json", "-o", art, "-q", "--precision", precision, "--conv-layout", conv_layout],
+                       capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"aotc compile {name} --precision {precision}: {r.stderr.strip()}")
     return art
@@ -632,7 +633,7 @@ def training_row(opts, env, work, results, name, make, shape, precision):
     model = make()
     x_cpu = torch.randn(*shape)
     # The artifact is compiled from the CPU model (the exporter traces on the CPU).
-    art = compile_artifact(opts.aotc, model, (x_cpu,), work, name, precision)
+    art = compile_artifact(opts.aotc, model, (x_cpu,), work, name, precision, opts.conv_layout)
     model = model.to(device)
     x = x_cpu.to(device)
     with torch.no_grad(), mode.forward():
@@ -763,8 +764,9 @@ def inference_row(opts, env, work, results, name, make, shape, precision):
     onnx_path = os.path.join(work, f"{name}_eval.onnx")
     if not os.path.exists(onnx_path):
         export_onnx(model, x_cpu, onnx_path)
-    art = os.path.join(work, f"{name}_eval.{precision}.aotc")
-    r = subprocess.run([opts.aotc, "compile", onnx_path, "-o", art, "-q", "--precision", precision], capture_output=True, text=True)
+    art = os.path.join(work, f"{name}_eval.{precision}.{opts.conv_layout}.aotc")
+    r = subprocess.run([opts.aotc, "compile", onnx_path, "-o", art, "-q", "--precision", precision, "--conv-layout", opts.conv_layout],
+                       capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"aotc compile {name}_eval.onnx --precision {precision}: {r.stderr.strip()}")
     model = model.to(device)
@@ -832,6 +834,8 @@ def main():
     ap.add_argument("--models", nargs="*", default=[], help="of resnet18 mobilenet_v2 transformer (training and inference)")
     ap.add_argument("--profile", action="store_true", help="CUDA kernel time per step by torch.profiler beside the wall time")
     ap.add_argument("--no-graphs", action="store_true", help="run aotc without CUDA graphs (aotc_set_graphs 0)")
+    ap.add_argument("--conv-layout", default="auto", choices=["auto", "nchw"],
+                    help="aotc compile --conv-layout: run once with each to measure Note [Channels last] (bf16 convolutions)")
     ap.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS,
                     help="the modes of the training and inference rows (issue 37), each beside PyTorch in the same mode")
     ap.add_argument("--json", help="write the figures here")
@@ -851,10 +855,10 @@ def main():
     results = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu (emulate)",
                "torch": torch.__version__, "quick": opts.quick, "aotc_device": env.aotc_device,
                "aotc_stream": "torch current stream" if env.stream() is not None else None,
-               "aotc_graphs": not opts.no_graphs, "iters": opts.iters, "precisions": opts.precisions}
+               "aotc_graphs": not opts.no_graphs, "iters": opts.iters, "precisions": opts.precisions, "conv_layout": opts.conv_layout}
     print(f"bench_gpu on {results['device']}, PyTorch {torch.__version__}; aotc on {env.aotc_device}"
           + (", on PyTorch's current stream" if env.stream() is not None else "")
-          + (", CUDA graphs off" if opts.no_graphs else ""))
+          + (", CUDA graphs off" if opts.no_graphs else "") + f", --conv-layout {opts.conv_layout}")
     with tempfile.TemporaryDirectory(prefix="aotc-bench-gpu-") as work:
         bandwidth(opts, env, work, results)
         training(opts, env, work, results)

@@ -103,7 +103,7 @@ struct Program {
     const Node& n = g.nodes[static_cast<size_t>(val.node)];
     if (n.outputs.size() != 1) return false;
     const TensorType& t = val.type;
-    return channelsLastWritable(n.op) && !hasAttr(n.attrs, kChannelsLast) && t.rank() == 4 && !t.isSymbolic() && t.isContiguous() &&
+    return channelsLastWritable(n.op) && t.rank() == 4 && !t.isSymbolic() && t.isContiguous() &&
            t.offset == 0 && isFloating(t.dtype) && !layoutFree(t);
   }
 };
@@ -143,24 +143,23 @@ struct ChannelsLast {
 
   /// Every 4-D operand and result of conv `n` of program `back`, if each
   /// can be stored channels-last or needs no new strides; else none.
-  bool seed(bool back, const Node& n) {
+  void seed(bool back, const Node& n) {
     const Program& p = back ? bw : fw;
     std::vector<std::pair<bool, ValueId>> want;  // (in the backward, value)
     for (ValueId v : {n.inputs[0], n.inputs[1], n.outputs[0]}) {
       if (layoutFree(p.g.type(v))) continue;
       if (!back) {
-        if (!chosenFw.count(v) && !canFw(v)) return false;
+        if (!chosenFw.count(v) && !canFw(v)) return;
         want.push_back({false, v});
       } else if (ValueId f = twin(v); f != kNoValue) {
-        if (!chosenFw.count(f) && !canFw(f)) return false;
+        if (!chosenFw.count(f) && !canFw(f)) return;
         want.push_back({false, f});
       } else {
-        if (!chosenBw.count(v) && !canBw(v)) return false;
+        if (!chosenBw.count(v) && !canBw(v)) return;
         want.push_back({true, v});
       }
     }
     for (auto [b, v] : want) (b ? chosenBw : chosenFw).insert(v);
-    return true;
   }
 
   /// Pointwise results that read a chosen value of their own shape.

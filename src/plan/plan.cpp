@@ -67,10 +67,9 @@ const KernelSpec* Manifest::kernel(const std::string& name) const {
 
 bool denseIn(const ConvTensor& t, bool nhwc) {
   if (t.dims.size() != 4 || t.strides.size() != 4) return false;
-  const Ints& d = t.dims;
-  const Ints want = nhwc ? Ints{d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]} : Ints{d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+  const Ints want = nhwc ? channelsLastStrides(t.dims) : TensorType::contiguousStrides(t.dims);
   for (size_t i = 0; i < 4; ++i)
-    if (d[i] > 1 && t.strides[i] != want[i]) return false;
+    if (t.dims[i] > 1 && t.strides[i] != want[i]) return false;
   return true;
 }
 

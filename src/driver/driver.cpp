@@ -27,6 +27,7 @@
 #include "aotc/text/text.h"
 #include "aotc/ops/ops.h"
 #include "aotc/codegen/manifest.h"
+#include "aotc/plan/roofline.h"
 #include "aotc/support/fs.h"
 
 namespace aotc {
@@ -517,6 +518,29 @@ std::string inspect(const std::string& path) {
     os << "  saved for backward (" << partitioner << "): " << pr.partition.saved.size() << " tensors, " << saved << " bytes\n";
   }
   return os.str();
+}
+
+std::string inspectRoofline(const std::string& artifact, const RooflineRequest& req) {
+  std::error_code ec;
+  if (!fs::is_directory(artifact, ec) || !fs::exists(fs::path(artifact) / "manifest.json", ec))
+    throw UserError(SourceLoc{artifact}, "--roofline reads an artifact directory (aotc compile the model first)");
+  const plan::Manifest m = loadManifest(artifact);
+  std::optional<plan::GpuSpec> gpu;
+  if (!req.gpu.empty()) {
+    gpu = plan::gpuByNameOrFile(req.gpu);
+  } else {
+    gpu = plan::defaultGpu(m.archs);
+    if (!gpu) {
+      std::string names;
+      for (const plan::GpuSpec& g : plan::knownGpus()) names += (names.empty() ? "" : ", ") + g.name;
+      throw UserError(SourceLoc{artifact}, "its archs (" + nlohmann::json(m.archs).dump() +
+                                               ") name no default GPU (sm_90: H100 SXM, sm_89: L40S, sm_80: A100 80GB): give --gpu (one of " +
+                                               names + ", or a JSON file)");
+    }
+  }
+  const plan::Roofline r = plan::roofline(m, *gpu);
+  if (req.json) return plan::toJson(r, req.largest).dump(1) + "\n";
+  return "artifact " + artifact + " (model " + m.model_name + ", precision " + m.precision + ")\n" + plan::roofText(r, req.largest, req.every_step);
 }
 
 void runAndWrite(const std::string& artifact, const RunOptions& opts, const std::string& out_file, const Logger& log) {

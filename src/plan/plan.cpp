@@ -73,8 +73,6 @@ bool denseIn(const ConvTensor& t, bool nhwc) {
   return true;
 }
 
-namespace {
-
 const char* gemmCallName(GemmCall c) {
   switch (c) {
     case GemmCall::GemmEx: return "cublasGemmEx";
@@ -92,6 +90,8 @@ const char* convCallName(ConvCall c) {
   }
   return "";
 }
+
+namespace {
 
 /// The CUDA library enums a step names, derived from its dtype (kept in the
 /// JSON for readers; the runtimes derive them again from the dtype).

@@ -216,10 +216,18 @@ int main(int argc, char** argv) {
   std::string inspectPath;
   auto* insp = app.add_subcommand("inspect", "summarize a model file or an artifact directory");
   insp->add_option("path", inspectPath, "model file or artifact directory")->required();
+  bool roofline = false;
+  aotc::RooflineRequest rreq;
+  insp->add_flag("--roofline", roofline,
+                 "an artifact's bytes, FLOPs and lower bound per launch and library call, per program and per training step");
+  insp->add_option("--gpu", rreq.gpu, "with --roofline: h100-sxm, h100-pcie, h200, a100-40gb, a100-80gb, l4, l40s, rtx-4090 or a JSON file "
+                                      "(default: from the artifact's arch)");
+  insp->add_flag("--json", rreq.json, "with --roofline: JSON (every step, the largest bounds, the totals)");
+  insp->add_flag("--all-steps", rreq.every_step, "with --roofline: list every step in the text report");
 
   std::string artifact, outFile;
   aotc::RunOptions ropts;
-  auto* run = app.add_subcommand("run", "run an artifact on the CPU reference runtime");
+  auto* run = app.add_subcommand("run", "run an artifact: forward, epilogue copies, backward (--backend reference, emulate or cuda)");
   run->add_option("artifact", artifact, "artifact directory")->required();
   run->add_option("--inputs", ropts.input_files, "safetensors with inputs by name (repeatable)")->required();
   run->add_option("--grad-outputs", ropts.grad_outputs_file,
@@ -325,7 +333,10 @@ int main(int argc, char** argv) {
         }
       }
     } else if (*insp) {
-      std::printf("%s", aotc::inspect(inspectPath).c_str());
+      if (!roofline && (!rreq.gpu.empty() || rreq.json || rreq.every_step))
+        throw aotc::UserError(aotc::SourceLoc{inspectPath}, "--gpu, --json and --all-steps go with --roofline");
+      const std::string text = roofline ? aotc::inspectRoofline(inspectPath, rreq) : aotc::inspect(inspectPath);
+      std::fwrite(text.data(), 1, text.size(), stdout);
     } else if (*run) {
       // The host-compiled kernels of `--backend emulate` are cached per user.
       ropts.emulate_cache_dir = runCacheDir.empty() ? userCacheDir("emulate") : runCacheDir;

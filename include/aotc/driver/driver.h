@@ -91,6 +91,17 @@ int batchCompile(const BatchOptions& opts, const Logger& log);
 /// A human-readable report of a model file or an artifact directory.
 std::string inspect(const std::string& path);
 
+/// `aotc inspect ART --roofline` (Note [Roofline]): every launch's and
+/// library call's bytes, FLOPs and bound on `gpu` (a table name or a JSON
+/// file; empty: the artifact's arch decides), as text or JSON.
+struct RooflineRequest {
+  std::string gpu;
+  bool json = false;
+  bool every_step = false;
+  size_t largest = 10;
+};
+std::string inspectRoofline(const std::string& artifact, const RooflineRequest& req);
+
 /// `aotc run`: runs the artifact and writes the results to `out_file`.
 void runAndWrite(const std::string& artifact, const RunOptions& opts, const std::string& out_file, const Logger& log);
 

@@ -162,6 +162,9 @@ using Step = std::variant<Launch, Gemm, Conv>;
 
 /// The buffers a step reads or writes (root or view names, as spelled).
 std::vector<std::string> stepBuffers(const Step& s);
+/// The library function a call step makes: "cublasGemmEx", "cudnnConvolutionForward", ...
+const char* gemmCallName(GemmCall c);
+const char* convCallName(ConvCall c);
 /// "launch k_…", "gemm (cublasGemmEx)", "conv (cudnnConvolutionForward)".
 std::string stepLabel(const Step& s);
 

@@ -1,0 +1,100 @@
+//===- roofline.h - What an artifact asks of a GPU, and its lower bound -*- C++ -*-===//
+//
+// Note [Roofline]: a plan says, for every launch and library call, what it
+// reads and writes and (for GEMMs and convolutions) how much arithmetic it
+// does.  Against a GPU's datasheet figures (its memory bandwidth, and its
+// peak FLOP/s in the math each call runs in) each step has a lower bound,
+//
+//     bound = max(bytes / bandwidth, FLOPs / peak(math)),
+//
+// and a program's bound is the sum of its steps' (they run one after
+// another on one stream).  A measured time divided into the bound is the
+// step's efficiency; the bytes are what a traffic cut lowers.
+//
+// What is counted (roofline(), in src/plan/roofline.cpp):
+//  - a launch: its `work.bytes` (the span its outputs and operands cover,
+//    Note [Launch shape]) or, where the plan has no work record (a dynamic
+//    artifact instantiated at its hints), the spans of its argument buffers;
+//    no FLOPs (aotc's kernels are pointwise, reductions and gathers: a few
+//    operations per element, far below any GPU's ridge point);
+//  - a GEMM: A, B and C once each (C read as well when beta != 0), the bias;
+//    2*m*n*k*batch FLOPs;
+//  - a convolution (forward, data gradient, filter gradient; grouped and
+//    depthwise): its three tensors once each (the output read as well when
+//    beta != 0); 2 * |y| * (C/groups) * R * S FLOPs, y the output-activation
+//    side (the forward's result, the gradient's dy).
+// The math: float32 GEMMs and convolutions run in TF32 when the artifact's
+// precision is tf32, float16/bfloat16 ones on tensor cores, float64 in fp64.
+//
+// The limits, said once: cuBLAS and cuDNN reach 60-90% of peak, not 100%;
+// without CUDA graphs each launch costs 2-5 us of host latency no bound
+// shows; a launch that reads a strided view is charged the view's whole
+// span (an overcount).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "aotc/plan/plan.h"
+
+namespace aotc::plan {
+
+/// A GPU's datasheet figures: bytes per second, FLOP/s per math.
+struct GpuSpec {
+  std::string name;
+  double bandwidth = 0;              ///< bytes/s
+  std::map<std::string, double> peak;  ///< "fp32", "tf32", "bf16", "fp16", "fp64" -> FLOP/s (dense)
+  std::string source;                ///< where the figures come from
+};
+
+/// The built-in table (H100 SXM and PCIe, H200, A100 40/80 GB, L4, L40S, RTX 4090).
+const std::vector<GpuSpec>& knownGpus();
+/// A GPU by table name (case-insensitive, e.g. "h100-sxm", "a100-80gb") or a
+/// JSON file {"name", "bandwidth_Bps", "peak_flops": {"fp32": ...}}; a
+/// UserError otherwise, naming the choices.
+GpuSpec gpuByNameOrFile(const std::string& nameOrFile);
+/// The GPU an artifact's arch list means (sm_90 -> H100 SXM, sm_80 -> A100
+/// 80 GB, sm_89 -> L40S); nullopt when no arch has a default.
+std::optional<GpuSpec> defaultGpu(const std::vector<std::string>& archs);
+
+struct StepCost {
+  size_t index = 0;       ///< in its program's steps
+  std::string kind;       ///< launch, gemm, conv
+  std::string name;       ///< the kernel, or the library call's node
+  std::string call;       ///< launch, cublasGemmEx, cudnnConvolutionBackwardFilter, ...
+  std::string math;       ///< memory, fp32, tf32, bf16, fp16, fp64
+  int64_t bytes = 0;
+  double flops = 0;
+  double bound_s = 0;
+};
+
+struct ProgramCost {
+  std::vector<StepCost> steps;
+  int64_t bytes = 0;
+  double flops = 0;
+  double bound_s = 0;
+  int64_t launches = 0, library_calls = 0;
+};
+
+struct Roofline {
+  GpuSpec gpu;
+  bool dynamic_at_hints = false;
+  ProgramCost forward, backward;
+  ProgramCost step;  ///< forward + backward (its `steps` empty)
+};
+
+/// The cost of every step of `m` on `gpu` (Note [Roofline]).
+Roofline roofline(const Manifest& m, const GpuSpec& gpu);
+/// One step's bytes and FLOPs (bound_s left 0), `precision` the manifest's.
+StepCost stepCost(const Program& prog, const Step& s, const std::string& precision);
+
+nlohmann::ordered_json toJson(const Roofline& r, size_t largest = 10);
+/// The report as text: totals per program and per training step, by math,
+/// the `largest` largest bounds, every step when `everyStep`.
+std::string roofText(const Roofline& r, size_t largest = 10, bool everyStep = false);
+
+}  // namespace aotc::plan

@@ -87,15 +87,21 @@ std::string human(double v, const char* unit) {
 
 std::string ms(double s) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4f ms", s * 1e3);
+  std::snprintf(buf, sizeof buf, "%.4g ms", s * 1e3);
   return buf;
 }
 
-ProgramCost cost(const Program& prog, const std::string& precision, const GpuSpec& gpu) {
+ProgramCost cost(const Manifest& m, const Program& prog, const std::string& precision, const GpuSpec& gpu) {
   ProgramCost pc;
   for (size_t i = 0; i < prog.steps.size(); ++i) {
     StepCost c = stepCost(prog, prog.steps[i], precision);
     c.index = i;
+    if (const Launch* l = std::get_if<Launch>(&prog.steps[i]))
+      if (const KernelSpec* k = m.kernel(l->kernel)) {
+        std::set<std::string> seen;
+        for (const std::string& n : k->nodes)
+          if (seen.insert(n).second) c.nodes.push_back(n);
+      }
     const double mem = gpu.bandwidth > 0 ? c.bytes / gpu.bandwidth : 0;
     double math = 0;
     if (c.flops > 0) {
@@ -114,7 +120,15 @@ ProgramCost cost(const Program& prog, const std::string& precision, const GpuSpe
 
 nlohmann::ordered_json stepJson(const StepCost& c) {
   return {{"index", c.index}, {"kind", c.kind}, {"name", c.name}, {"call", c.call}, {"math", c.math},
-          {"bytes", c.bytes}, {"flops", c.flops}, {"bound_s", c.bound_s}};
+          {"bytes", c.bytes}, {"flops", c.flops}, {"bound_s", c.bound_s}, {"nodes", c.nodes}};
+}
+
+/// A step's nodes in a line: the first few, and how many more.
+std::string nodeList(const StepCost& c) {
+  std::string r;
+  for (size_t i = 0; i < c.nodes.size() && i < 4; ++i) r += (i ? ", " : "") + c.nodes[i];
+  if (c.nodes.size() > 4) r += " and " + std::to_string(c.nodes.size() - 4) + " more";
+  return r;
 }
 
 nlohmann::ordered_json totalsJson(const ProgramCost& p) {
@@ -195,12 +209,16 @@ StepCost stepCost(const Program& prog, const Step& s, const std::string& precisi
     c.name = l->kernel;
     c.call = "launch";
     c.math = "memory";
-    c.bytes = l->work ? l->work->bytes : argumentBytes(prog, *l);
+    // Two upper bounds on the bytes a launch touches, the smaller taken
+    // (Note [Roofline]).
+    const int64_t spans = argumentBytes(prog, *l);
+    c.bytes = l->work && l->work->bytes < spans ? l->work->bytes : spans;
     return c;
   }
   if (const Gemm* g = std::get_if<Gemm>(&s)) {
     c.kind = "gemm";
     c.name = g->node;
+    c.nodes = {g->node};
     c.call = gemmCallName(g->call);
     c.math = mathOf(g->dtype, precision);
     const int64_t e = dtypeSize(g->dtype), b = g->batch;
@@ -211,6 +229,7 @@ StepCost stepCost(const Program& prog, const Step& s, const std::string& precisi
   const Conv& v = std::get<Conv>(s);
   c.kind = "conv";
   c.name = v.node;
+  c.nodes = {v.node};
   c.call = convCallName(v.call);
   c.math = mathOf(v.dtype, precision);
   const int64_t e = dtypeSize(v.dtype);
@@ -228,8 +247,8 @@ Roofline roofline(const Manifest& m, const GpuSpec& gpu) {
   Roofline r;
   r.gpu = gpu;
   r.dynamic_at_hints = m.symbolic != nullptr;
-  r.forward = cost(m.forward, m.precision, gpu);
-  r.backward = cost(m.backward, m.precision, gpu);
+  r.forward = cost(m, m.forward, m.precision, gpu);
+  r.backward = cost(m, m.backward, m.precision, gpu);
   for (const ProgramCost* p : {&r.forward, &r.backward}) {
     r.step.bytes += p->bytes;
     r.step.flops += p->flops;
@@ -295,9 +314,10 @@ std::string roofText(const Roofline& r, size_t n, bool everyStep) {
   for (const auto& [k, v] : by) os << "  " << k << " " << v.first << " steps " << ms(v.second);
   os << "\n  " << n << " largest bounds:\n";
   for (const auto& [prog, c] : largest(r, n)) {
-    std::snprintf(line, sizeof line, "    %-8s #%-4zu %-6s %-34s %-5s %10s %12s %s\n", prog, c->index, c->kind.c_str(), c->call.c_str(),
-                  c->math.c_str(), human(static_cast<double>(c->bytes), "B").c_str(), human(c->flops, "FLOP").c_str(), ms(c->bound_s).c_str());
-    os << line << "             " << c->name << "\n";
+    std::snprintf(line, sizeof line, "    %-8s #%-4zu %-30s %-6s %10s %12s %s  ", prog, c->index,
+                  (c->kind == "launch" ? c->name : c->call).c_str(), c->math.c_str(), human(static_cast<double>(c->bytes), "B").c_str(),
+                  human(c->flops, "FLOP").c_str(), ms(c->bound_s).c_str());
+    os << line << nodeList(*c) << "\n";
   }
   if (everyStep)
     for (const auto& [name, p] : {std::pair{"forward", &r.forward}, std::pair{"backward", &r.backward}}) {
@@ -305,12 +325,13 @@ std::string roofText(const Roofline& r, size_t n, bool everyStep) {
       for (const StepCost& c : p->steps) {
         std::snprintf(line, sizeof line, "    #%-4zu %-6s %-5s %10s %12s %12s  ", c.index, c.kind.c_str(), c.math.c_str(),
                       human(static_cast<double>(c.bytes), "B").c_str(), human(c.flops, "FLOP").c_str(), ms(c.bound_s).c_str());
-        os << line << (c.kind == "launch" ? c.name : c.call + " " + c.name) << "\n";
+        os << line << (c.kind == "launch" ? c.name : c.call) << "  " << nodeList(c) << "\n";
       }
     }
   os << "  limits: a bound is what the datasheet allows, not a prediction: cuBLAS and cuDNN reach 60-90% of peak; without CUDA\n"
-        "  graphs every launch adds 2-5 us of host latency no bound shows; a launch reading a strided view is charged the view's\n"
-        "  whole span; kernels are charged no FLOPs (pointwise work sits far below the ridge point).\n";
+        "  graphs every launch adds 2-5 us of host latency no bound shows; a launch is charged the smaller of its operand views'\n"
+        "  sizes and its buffers' whole spans (an overcount where it reads a slice through a broadcast or strided view), each\n"
+        "  byte once (caches hold what it reads twice); kernels are charged no FLOPs (pointwise work is far below the ridge).\n";
   return os.str();
 }
 

@@ -14,7 +14,9 @@ namespace {
 
 // A training step of y = relu(conv(x, w)) @ v + b, counted by hand:
 //   forward:  conv 2x8x10x10 (*) 16x8x3x3, pad 1 -> 2x16x10x10 (bf16);
-//             a relu launch whose work record says 12,800 bytes;
+//             a relu launch whose work record says 20,000 bytes (its bias
+//             counted as broadcast) over buffers spanning 12,864;
+//             a launch whose work record (40 bytes) is below its buffers' spans;
 //             a GEMM m=32 n=4 k=100, beta 0, with a bias of 32 (float32);
 //   backward: the filter gradient (a=dy 2x16x10x10, b=x, out=dw 16x8x3x3, beta 1),
 //             a depthwise data gradient (groups 16, filter 16x1x3x3),
@@ -35,13 +37,21 @@ Manifest handCounted() {
   fwd.out.dims = {2, 16, 10, 10};
   Launch relu;
   relu.kernel = "k_relu";
-  relu.work = LaunchWork{12800, 10, 4, 1, 1};
+  relu.work = LaunchWork{20000, 10, 4, 1, 1};  // counts the broadcast bias at 3200 elements
+  relu.args = {"ry", "cy", "bias"};
+  Launch slice;  // writes 10 elements of a 3200-element buffer: its work record is the smaller bound
+  slice.kernel = "k_slice";
+  slice.work = LaunchWork{40, 1, 10, 1, 1};
+  slice.args = {"ry", "bias"};
   Gemm g;
   g.call = GemmCall::LtMatmulBias;
   g.node = "mm";
   g.m = 32, g.n = 4, g.k = 100;
   g.bias = MatrixOperand{"b", 0, 1, 0};
-  m.forward.steps = {fwd, relu, g};
+  m.forward.buffers = {Buffer{"cy", BufferKind::Alloc, Layout{DType::BF16, {2, 16, 10, 10}, {1600, 100, 10, 1}, 0}, "", "", 6400, 0},
+                       Buffer{"ry", BufferKind::Alloc, Layout{DType::BF16, {2, 16, 10, 10}, {1600, 100, 10, 1}, 0}, "", "", 6400, 6400},
+                       Buffer{"bias", BufferKind::Input, Layout{DType::F32, {16}, {1}, 0}, "parameter", "", 0, -1}};
+  m.forward.steps = {fwd, relu, g, slice};
   Conv dw = fwd;
   dw.call = ConvCall::BackwardFilter;
   dw.beta = 1;
@@ -74,7 +84,7 @@ GpuSpec unitGpu() { return GpuSpec{"unit", 1e9, {{"fp32", 1e9}, {"tf32", 2e9}, {
 
 TEST(Roofline, CountsBytesAndFlopsByHand) {
   const Roofline r = roofline(handCounted(), unitGpu());
-  ASSERT_EQ(r.forward.steps.size(), 3u);
+  ASSERT_EQ(r.forward.steps.size(), 4u);
   ASSERT_EQ(r.backward.steps.size(), 4u);
   const StepCost& conv = r.forward.steps[0];
   // x 1600 + w 1152 + y 3200 elements, 2 bytes each; 2 * 3200 * (8*3*3) FLOPs.
@@ -83,9 +93,10 @@ TEST(Roofline, CountsBytesAndFlopsByHand) {
   EXPECT_EQ(conv.math, "bf16");
   EXPECT_DOUBLE_EQ(conv.bound_s, std::max(11904 / 1e9, 460800 / 4e9));
   EXPECT_EQ(conv.call, "cudnnConvolutionForward");
-  EXPECT_EQ(r.forward.steps[1].bytes, 12800);
+  EXPECT_EQ(r.forward.steps[1].bytes, 6400 + 6400 + 64);
   EXPECT_EQ(r.forward.steps[1].math, "memory");
-  EXPECT_DOUBLE_EQ(r.forward.steps[1].bound_s, 12800 / 1e9);
+  EXPECT_DOUBLE_EQ(r.forward.steps[1].bound_s, 12864 / 1e9);
+  EXPECT_EQ(r.forward.steps[3].bytes, 40);
   const StepCost& gemm = r.forward.steps[2];
   // A 32x100, B 100x4, C 32x4 (beta 0: written only), bias 32; float32 in tf32 precision.
   EXPECT_EQ(gemm.bytes, (3200 + 400 + 128 + 32) * 4);
@@ -107,7 +118,7 @@ TEST(Roofline, CountsBytesAndFlopsByHand) {
   EXPECT_DOUBLE_EQ(bmm.flops, 2.0 * 4 * 5 * 6 * 3);
   // No work record: the view's span (offset 2 + 42 elements) and the double buffer, each once.
   EXPECT_EQ(r.backward.steps[3].bytes, 44 * 4 + 10 * 8);
-  EXPECT_EQ(r.step.launches, 2);
+  EXPECT_EQ(r.step.launches, 3);
   EXPECT_EQ(r.step.library_calls, 5);
   int64_t bytes = 0;
   double bound = 0;

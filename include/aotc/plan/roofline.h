@@ -12,10 +12,14 @@
 // step's efficiency; the bytes are what a traffic cut lowers.
 //
 // What is counted (roofline(), in src/plan/roofline.cpp):
-//  - a launch: its `work.bytes` (the span its outputs and operands cover,
-//    Note [Launch shape]) or, where the plan has no work record (a dynamic
-//    artifact instantiated at its hints), the spans of its argument buffers;
-//    no FLOPs (aotc's kernels are pointwise, reductions and gathers: a few
+//  - a launch: the smaller of two upper bounds on the bytes it touches: its
+//    `work.bytes` (the sizes of the operand views and outputs its kernel
+//    reads and writes, Note [Launch shape]: a per-channel vector broadcast
+//    over an image counts at the image's size there, a value read through
+//    two views counts twice) and the spans of the buffers it names, each
+//    once (a launch that writes a slice of a buffer is charged the whole
+//    buffer there); the spans alone where the plan has no work record (a
+//    dynamic artifact instantiated at its hints); no FLOPs (aotc's kernels are pointwise, reductions and gathers: a few
 //    operations per element, far below any GPU's ridge point);
 //  - a GEMM: A, B and C once each (C read as well when beta != 0), the bias;
 //    2*m*n*k*batch FLOPs;
@@ -67,6 +71,7 @@ struct StepCost {
   std::string name;       ///< the kernel, or the library call's node
   std::string call;       ///< launch, cublasGemmEx, cudnnConvolutionBackwardFilter, ...
   std::string math;       ///< memory, fp32, tf32, bf16, fp16, fp64
+  std::vector<std::string> nodes;  ///< the graph nodes it computes (a kernel's, distinct, in order)
   int64_t bytes = 0;
   double flops = 0;
   double bound_s = 0;

@@ -44,6 +44,8 @@ ValueId softmaxLike(Builder& c, ValueId x, int64_t dim, bool log);
 
 /// var over dims with Bessel's correction `correction`.
 ValueId variance(Builder& c, ValueId x, Ints dims, double correction, bool keep);
+/// x - detach(mean): what a variance squares (Note [Detached centre], src/ops/decompose.cpp).
+ValueId centred(Builder& c, ValueId x, ValueId mean);
 
 ValueId gelu(Builder& c, ValueId x, const std::string& approx);
 

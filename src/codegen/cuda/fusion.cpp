@@ -381,16 +381,25 @@ struct Planner {
 
   /// Whether `s` is sub(x, view(a)) with the view a's keepdim shape:
   /// x minus the mean of its own row, at every element.
+  /// `v` with the detaches it is made of looked through (Note [Detached centre]:
+  /// a variance centres x on a detached mean, the same value).
+  ValueId undetached(ValueId v) const {
+    for (int32_t d = g.values[v].node; d >= 0 && g.nodes[static_cast<size_t>(d)].op == OpKind::Detach; d = g.values[v].node)
+      v = g.nodes[static_cast<size_t>(d)].inputs[0];
+    return v;
+  }
+
   bool deviation(ValueId s, ValueId x, ValueId a, const Ints& keptSizes) const {
     const Node* n = inlinedNode(s);
     if (!n || n->op != OpKind::Sub || n->inputs.size() != 2 || n->inputs[0] != x) return false;
     const TensorType& at = g.type(a);
-    if (n->inputs[1] == a) return at.sizes == keptSizes && at.isContiguous() && at.offset == 0;  // a keepdim mean
-    int32_t d = g.values[n->inputs[1]].node;
+    const ValueId m = undetached(n->inputs[1]);
+    if (m == a) return at.sizes == keptSizes && at.isContiguous() && at.offset == 0;  // a keepdim mean
+    int32_t d = g.values[m].node;
     if (d < 0) return false;
     const Node& view = g.nodes[static_cast<size_t>(d)];
     const TensorType& vt = g.type(view.outputs[0]);
-    return view.op == OpKind::View && view.inputs[0] == a && vt.sizes == keptSizes && vt.isContiguous() && vt.offset == 0 &&
+    return view.op == OpKind::View && undetached(view.inputs[0]) == a && vt.sizes == keptSizes && vt.isContiguous() && vt.offset == 0 &&
            g.type(a).isContiguous() && g.type(a).offset == 0;
   }
 

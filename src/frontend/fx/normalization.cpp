@@ -42,7 +42,7 @@ V batchNorm(Converter& c) {
   ValueId mean, var, invstd;
   if (training) {
     mean = c.op(OpKind::Mean, {x}, Attrs{{"dim", dims}, {"keepdim", false}});
-    ValueId xc = c.op(OpKind::Sub, {x, bcast(mean)});
+    ValueId xc = centred(c, x, bcast(mean));  // Note [Detached centre]
     var = c.op(OpKind::Mean, {c.op(OpKind::Mul, {xc, xc})}, Attrs{{"dim", dims}, {"keepdim", false}});
   } else {
     if (rm == kNoValue || rv == kNoValue) c.fail("batch_norm in eval mode needs running_mean and running_var");

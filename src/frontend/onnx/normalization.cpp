@@ -149,7 +149,8 @@ Outs mvnOp(Node& c) {
   for (int64_t a : axes) dims.push_back(c.axis(a, c.type(x).rank()));
   ValueId mean = reduceOp(c, OpKind::Mean, x, dims, true);
   ValueId dlt = c.sub(x, mean);
-  ValueId var = reduceOp(c, OpKind::Mean, c.mul(dlt, dlt), dims, true);
+  ValueId dv = centred(c, x, mean);  // Note [Detached centre]
+  ValueId var = reduceOp(c, OpKind::Mean, c.mul(dv, dv), dims, true);
   ValueId sd = c.op(OpKind::Sqrt, {var});
   return {c.div(dlt, c.add(sd, sc(c, 1e-9, x)))};
 }

@@ -429,7 +429,7 @@ def markdown(d):
         rf = r.get("roofline", {})
         v = r.get("vs_float64") or {}
         L.append(f"| {r['model']} | {r['precision']} | {fmt(r.get('aotc_ms'))} | {fmt(r.get('aotc_gpu_ms'))} | {fmt(r.get('aotc_kernel_ms'))} | "
-                 f"{fmt(r.get('eager_ms'))} | {fmt(r.get('speedup_vs_eager'))}x | {fmt(rf.get('bound_ms'))} | "
+                 f"{fmt(r.get('eager_ms'))} | {fmt(r.get('speedup_vs_eager'))}x | {fmt(rf.get('bound_ms'), '.3f')} | "
                  f"{fmt(rf.get('efficiency_wall'), '.1%')} | {fmt(rf.get('efficiency_kernels'), '.1%')} | "
                  f"{fmt(rf.get('launches'), 'd')} + {fmt(rf.get('library_calls'), 'd')} | {fmt((rf.get('bytes') or 0) / 2**30)} | "
                  f"{fmt(r.get('aotc_peak_mib'), '.0f')} | {fmt(r.get('eager_peak_mib'), '.0f')} | {'on' if r.get('graphs') else 'OFF'} | "
@@ -447,7 +447,7 @@ def markdown(d):
             continue
         rf = r.get("roofline", {})
         L.append(f"| {r['model']} | {r['precision']} | {fmt(r.get('aotc_ms'))} | {fmt(r.get('aotc_gpu_ms'))} | {fmt(r.get('eager_ms'))} | "
-                 f"{fmt(r.get('speedup_vs_eager'))}x | {fmt(rf.get('bound_ms'))} | {fmt(rf.get('efficiency_wall'), '.1%')} | "
+                 f"{fmt(r.get('speedup_vs_eager'))}x | {fmt(rf.get('bound_ms'), '.3f')} | {fmt(rf.get('efficiency_wall'), '.1%')} | "
                  f"{fmt(r.get('aotc_peak_mib'), '.0f')} | {fmt(r.get('eager_peak_mib'), '.0f')} |")
     L += ["", f"## The {TOP} CUDA activities with the most time per aotc training step, joined to the roofline", ""]
     for r in d["training"]:
@@ -598,6 +598,23 @@ def selftest():
     md = markdown({"fixtures": [], "training": [dict({"model": "m", "precision": "fp32", "aotc_ms": 8.0}, roofline=eff, top_kernels_joined=rows)],
                    "inference": [], "compile": [], "notes": []})
     want("report shows the efficiency", "50.0%" in md, True)
+    # bench_gpu.py's gate (Note [Correctness gate]) on made-up tensors: bf16
+    # rounding passes however far aotc is from eager, a wrong program fails.
+    import torch
+    import bench_gpu as bg
+    ref = torch.linspace(-2, 2, 101, dtype=torch.float64)
+    eager = ref * 1.4  # eager's own distance from float64: 0.4 (relerr: max |diff| / max(max |ref|, 1))
+    aotc = ref * 0.8  # 0.2 from float64, 0.43 from eager: a bf16 gate against eager would stop here
+    worst = bg.gate("made-up", "bf16", [("t", aotc, eager, ref, 0.15)])
+    want("gate: aotc's distance", round(worst["aotc"], 6), 0.2)
+    want("gate: eager's distance", round(worst["eager"], 6), 0.4)
+    want("gate: the limit", round(worst["limit"], 6), 1.6)
+    for what, bad, e in (("a wrong program", -ref, ref * (1 + 1e-6)), ("NaN", ref * float("nan"), ref)):
+        try:
+            bg.gate("made-up", "fp32", [("t", bad, e, ref, 2e-2)])
+            errors.append(f"gate: {what} passed")
+        except RuntimeError as ex:
+            want(f"gate: {what} is named", "a wrong program" in str(ex), True)
     for e in errors:
         print("FAIL " + e)
     print(f"gpu_check selftest: {'ok' if not errors else f'{len(errors)} failures'}")

@@ -81,7 +81,7 @@ done
 cp "$root/tools/fx_export.py" "$bundle/src/tools/"
 for d in fx ops; do
   mkdir -p "$bundle/src/testdata/$d"
-  (cd "$root/testdata/$d" && cp ./*.json ./*.inputs.safetensors "$bundle/src/testdata/$d/")
+  cp -r "$root/testdata/$d/." "$bundle/src/testdata/$d/"
 done
 cat > "$bundle/run.sh" <<'EOF'
 #!/usr/bin/env bash
@@ -99,7 +99,7 @@ dirs = []
 for sp in site.getsitepackages():
     dirs += sorted(d for d in glob.glob(os.path.join(sp, "nvidia", "**", "lib"), recursive=True) if os.path.isdir(d))
 print(":".join(dirs))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="${nv:+$nv:}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="${nv:+$nv:}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/nvidia/lib64"
 export AOTC_BUNDLE_LIB="$b/lib" PYTHONUNBUFFERED=1
 set -o pipefail
 "$py" "$b/src/scripts/gpu_check.py" run "$b/bin/aotc" "$b/lib/libaotc_runtime.so.0" "$out" "$@" 2>&1 | tee "$out/gpu_check.log"

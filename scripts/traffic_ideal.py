@@ -235,7 +235,15 @@ def aotc_bytes(aotc, fx_json, art, precision):
         rf = manifest_roofline.roofline(art)
         how = "manifest (scripts/manifest_roofline.py)"
     s = rf["step"]
-    return s["bytes"], s["launches"], s["library_calls"], how
+    if how != "aotc inspect --roofline":
+        return s["bytes"], s["launches"], s["library_calls"], how, None
+    # The fallback's count beside the command's, as a cross-check of both.
+    import manifest_roofline
+    try:
+        fallback = manifest_roofline.roofline(art)["step"]["bytes"]
+    except (ValueError, KeyError) as e:
+        fallback = f"not counted: {e}"
+    return s["bytes"], s["launches"], s["library_calls"], how, fallback
 
 
 def main():
@@ -272,8 +280,9 @@ def main():
                        "eager_bytes": eager, "eager_ops": eager_ops, "eager_top_ops": top, "eager_over_ideal": eager / ideal}
                 if fx_json:
                     art = os.path.join(work, f"{name}_b{opts.batch}.{precision}.aotc")
-                    b, launches, calls, how = aotc_bytes(opts.aotc, fx_json, art, precision)
+                    b, launches, calls, how, fallback = aotc_bytes(opts.aotc, fx_json, art, precision)
                     row.update({"aotc_bytes": b, "aotc_launches": launches, "aotc_library_calls": calls, "aotc_counted_by": how,
+                                "aotc_bytes_by_manifest_roofline": fallback,
                                 "aotc_over_ideal": b / ideal, "aotc_over_eager": b / eager})
                 row["seconds"] = time.monotonic() - t0
                 results["rows"].append(row)

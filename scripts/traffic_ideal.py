@@ -3,8 +3,9 @@
 PyTorch moves and what aotc's artifact moves, for resnet18, mobilenet_v2 and
 the TransformerEncoder at scripts/bench_gpu.py's sizes, in fp32 and bf16.
 
-    python scripts/traffic_ideal.py [--aotc AOTC] [--batch N] [--models ...]
+    python scripts/traffic_ideal.py [[--aotc] AOTC] [--batch N] [--models ...]
                                     [--precisions fp32 bf16] [--json OUT] [--work DIR]
+    python scripts/traffic_ideal.py AOTC --selftest   (hand-counted small steps)
 
 Runs on the CPU (PyTorch 2.x, or Debian's 1.13).  Per model and precision:
 
@@ -171,7 +172,7 @@ def eager_step(make, shape, precision):
     x = torch.randn(*shape)
     params = list(model.parameters())
     buffers = list(model.buffers())
-    versions = [b._version for b in buffers]
+    before = [b.clone() for b in buffers]  # (a kernel's in-place update of running statistics bumps no version counter)
     leaf = {storage_of(t) for t in params + buffers + [x]}
     saved = {}  # storage -> [byte ranges]
 
@@ -186,7 +187,8 @@ def eager_step(make, shape, precision):
             out = model(x)
     g = torch.ones_like(out)
     out.backward(g)
-    mutated = [b for b, v in zip(buffers, versions) if b._version != v]
+    mutated = [b for b, v in zip(buffers, before) if not torch.equal(b, v)]
+    del before
     model.zero_grad(set_to_none=True)
     counter = OpBytes()
     with counter:
@@ -246,9 +248,54 @@ def aotc_bytes(aotc, fx_json, art, precision):
     return s["bytes"], s["launches"], s["library_calls"], how, fallback
 
 
+def selftest(aotc):
+    """Hand-counted steps (ctest traffic_ideal, traffic_ideal_torch2)."""
+    errors = []
+
+    def want(what, got, expected):
+        if got != expected:
+            errors.append(f"{what}: {got}, want {expected}")
+
+    # Linear(4, 3), ReLU, Linear(3, 2) on x (2, 4), float32.  Ideal: x 32 +
+    # grad output 16 read, parameters 92 read, output 16 and gradients 92
+    # written; saved: x (32) and the second weight (24) read again, the
+    # ReLU's result (24; addmm saves the same storage) written and read: 352.
+    # Eager: addmm 92 + 24, relu 24 + 24, addmm 56 + 16; backward mm 40 + 24
+    # (grad W2), sum 16 + 8, mm 40 + 24 (grad h), threshold_backward 48 + 24,
+    # mm 56 + 48 (grad W1), sum 24 + 12: 600 bytes in 9 ops (views move nothing).
+    mlp = lambda: torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))  # noqa: E731
+    ideal, parts, eager, ops, _ = eager_step(mlp, (2, 4), "fp32")
+    want("mlp ideal", ideal, 352)
+    want("mlp saved, read again", parts["saved_reread"], 56)
+    want("mlp saved, written and read", parts["saved_written_and_read"], 48)
+    want("mlp eager", eager, 600)
+    want("mlp eager ops", ops, 9)
+    # BatchNorm1d(3) on (4, 3): running mean and variance (12 + 12) and the
+    # step count (8) read, and all three written.
+    _, parts, _, _, _ = eager_step(lambda: torch.nn.BatchNorm1d(3).train(), (4, 3), "fp32")
+    want("batch norm buffers read", parts["buffers_read"], 32)
+    want("batch norm buffers written", parts["buffers_written"], 32)
+    if aotc:
+        from fx_export import export
+        with tempfile.TemporaryDirectory(prefix="aotc-traffic-test-") as tmp:
+            torch.manual_seed(0)
+            export(mlp(), (torch.randn(2, 4),), os.path.join(tmp, "mlp"))
+            b, launches, calls, how, fallback = aotc_bytes(aotc, os.path.join(tmp, "mlp.json"), os.path.join(tmp, "mlp.aotc"), "fp32")
+            # Every correct program reads the parameters and writes their gradients.
+            if not b >= 92 + 92 or launches + calls < 1:
+                errors.append(f"aotc's mlp step: {b} bytes in {launches} launches and {calls} library calls ({how})")
+            print(f"aotc's mlp step: {b} bytes ({how}; manifest_roofline.py: {fallback}), {launches} launches, {calls} library calls")
+    for e in errors:
+        print("FAIL " + e)
+    print(f"traffic_ideal selftest (PyTorch {torch.__version__}): {'ok' if not errors else f'{len(errors)} failures'}")
+    return 1 if errors else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("aotc_path", nargs="?", help="the same as --aotc")
     ap.add_argument("--aotc", help="count aotc's artifacts too")
+    ap.add_argument("--selftest", action="store_true", help="hand-counted small steps only")
     ap.add_argument("--batch", type=int, default=32, help="bench_gpu.py's is 32")
     ap.add_argument("--models", nargs="*", default=[])
     ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
@@ -256,8 +303,11 @@ def main():
     ap.add_argument("--work", help="keep the exports and artifacts here")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
     opts = ap.parse_args()
+    opts.aotc = opts.aotc or opts.aotc_path
     if TorchDispatchMode is None:
         raise SystemExit(f"traffic_ideal: PyTorch {torch.__version__} has no TorchDispatchMode")
+    if opts.selftest:
+        return selftest(opts.aotc)
     if opts.threads:
         torch.set_num_threads(opts.threads)
     results = {"torch": torch.__version__, "batch": opts.batch, "device": "cpu", "rows": []}

@@ -503,7 +503,11 @@ def run_main(argv):
     opts.aotc, opts.lib = os.path.abspath(opts.aotc), os.path.abspath(opts.lib)
     os.makedirs(opts.out, exist_ok=True)
     rep = Report(opts.out, time.monotonic() + opts.budget)
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        rep.note(f"{sys.executable} has no PyTorch ({e}): nothing measured; set PYTHON to the python that has it")
+        return 1
     if opts.device == "cuda" and not torch.cuda.is_available():
         rep.note("no usable GPU (torch.cuda.is_available() is false): nothing measured")
         return 77

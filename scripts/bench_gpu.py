@@ -127,6 +127,7 @@ from fx_export import export  # noqa: E402
 
 DTYPES = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3, torch.int64: 4, torch.int32: 5,
           torch.bool: 6, torch.int8: 7, torch.int16: 8, torch.uint8: 9}
+TORCH_DTYPES = {code: dt for dt, code in DTYPES.items()}
 MAX_DIMS = 16
 # --profile: the CUDA activities with the most time kept per row (<impl>_top_kernels).
 TOP_KERNELS = 15
@@ -202,13 +203,19 @@ class Runtime:
         return sum(self.bound.values())
 
     def _view(self, v, like):
-        """A copy of a tensor the runtime returned, as a torch tensor on `like`'s device."""
+        """A copy of a tensor the runtime returned, in the dtype the runtime
+        gave it (which may differ from eager's: a bf16 artifact's float32
+        LayerNorm output beside CPU autocast's bf16), as a torch tensor on
+        `like`'s device."""
         shape = [v.shape[i] for i in range(v.ndim)]
         strides = [v.strides[i] for i in range(v.ndim)]
+        dtype = TORCH_DTYPES.get(v.dtype)
+        if dtype is None:
+            raise RuntimeError(f"the runtime returned a tensor of dtype code {v.dtype}, which this script does not know")
         if any(s == 0 for s in shape):
-            return torch.empty(shape, dtype=like.dtype, device=like.device)
+            return torch.empty(shape, dtype=dtype, device=like.device)
         span = v.offset + sum((s - 1) * st for s, st in zip(shape, strides)) + 1
-        host = torch.empty(span, dtype=like.dtype)
+        host = torch.empty(span, dtype=dtype)
         nbytes = span * host.element_size()
         if like.device.type == "cuda":
             self.check(self.lib.aotc_copy_to_host(self.rt, host.data_ptr(), v.data, nbytes), "copy to host")

@@ -89,7 +89,7 @@ std::optional<uint64_t> reachBytes(const aotc::DeviceTensor& t) {
   uint64_t last = 0;
   for (size_t d = 0; d < t.shape.size(); ++d) {
     if (t.shape[d] == 0) return 0;
-    if (t.shape[d] < 0 || t.strides[d] < 0) return std::nullopt;
+    if (t.shape[d] < 0 || (t.shape[d] > 1 && t.strides[d] < 0)) return std::nullopt;  // a size-1 dim's stride is unread
   }
   for (size_t d = 0; d < t.shape.size(); ++d) {
     uint64_t step = 0;

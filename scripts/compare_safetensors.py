@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""compare_safetensors.py GOT EXPECTED [--tol T] : every tensor of EXPECTED
-must be in GOT with the same dtype, shape and allclose (atol = rtol = T, default
-1e-5), and GOT must hold nothing else.  Prints one line per tensor; exits 1 on
+"""compare_safetensors.py GOT EXPECTED [--tol T] [--equal-nan] : every tensor of
+EXPECTED must be in GOT with the same dtype, shape and allclose (atol = rtol = T,
+default 1e-5; a NaN matches only a NaN, and only with --equal-nan), and GOT must
+hold nothing else.  Prints one line per tensor; exits 1 on
 any difference.  Uses only the standard library and numpy (python3-numpy)."""
 import json
 import struct
@@ -45,6 +46,9 @@ def main():
         i = args.index("--tol")
         tol = float(args[i + 1])
         del args[i:i + 2]
+    equal_nan = "--equal-nan" in args
+    if equal_nan:
+        args.remove("--equal-nan")
     bad = ok = 0
     got, want = load_typed(args[0]), load_typed(args[1])
     for name in set(got) & set(want):
@@ -64,7 +68,7 @@ def main():
         elif got[name].shape != want[name].shape:
             print(f"{name}: shape {got[name].shape} != {want[name].shape}")
             bad += 1
-        elif not np.allclose(got[name], want[name], rtol=tol, atol=tol):
+        elif not np.allclose(got[name], want[name], rtol=tol, atol=tol, equal_nan=equal_nan):
             print(f"{name}: max abs diff {np.max(np.abs(got[name] - want[name])):.3g}")
             bad += 1
         else:

@@ -3,8 +3,10 @@
 // One test walks the op table (ops.def) and lists, for each row, the rules it
 // lacks:
 //   spelling   a front end produces it: some committed FX fixture's captured
-//              graph contains it (or it is one of the few ops only passes and
-//              gradient rules create, listed in kInternal with who makes it)
+//              graph contains it, or an ONNX fixture's (testdata/onnx: mod,
+//              ONNX's Mod, is no ATen op), or it is one of the few ops only
+//              passes and gradient rules create, listed in kInternal with who
+//              makes it
 //   shape      a shape/dtype rule (every row)
 //   reference  a reference kernel (every op that computes)
 //   gradient   a gradient rule (grad column Diff)
@@ -27,6 +29,7 @@
 #include <set>
 
 #include "aotc/codegen/codegen.h"
+#include "aotc/frontend/frontend.h"
 #include "aotc/frontend/fx.h"
 #include "aotc/ops/gradients.h"
 #include "aotc/ops/ops.h"
@@ -73,6 +76,14 @@ TEST(OpTable, EveryRowHasEveryRule) {
     }
   }
   EXPECT_GT(files, 100u);
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(AOTC_SOURCE_DIR) / "testdata" / "onnx")) {
+    if (e.path().extension() != ".onnx") continue;
+    try {
+      collect(loadModel(e.path().string()).graph, spelled);
+    } catch (const std::exception&) {
+      // Error fixtures (refused on purpose) spell nothing.
+    }
+  }
 
   // Samples, and what their lowered programs contain.
   std::set<OpKind> sampled, lowered;

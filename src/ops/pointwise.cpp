@@ -59,6 +59,16 @@ double remainderOf(double a, double b) {
   if (m != 0 && ((b < 0) != (m < 0))) m += b;
   return m;
 }
+/// Note [Signed zero of mod]: numpy's npy_divmod and CPython's float %
+/// give a zero remainder the divisor's sign (0.0 % -2.0 == -0.0), and ONNX's
+/// Mod with fmod=0 is numpy's mod; ATen's remainder leaves fmod's zero, the
+/// dividend's sign (torch.remainder(0., -2.) == 0.0, in 1.13 and 2.x alike),
+/// so the two are distinct ops.  A divisor of zero or NaN makes fmod NaN,
+/// never a zero, so copysign only meets a finite or infinite divisor.
+double modOf(double a, double b) {
+  double m = remainderOf(a, b);
+  return m == 0 ? std::copysign(0.0, b) : m;
+}
 /// ATen's div_floor_floating (c10/util/generic_math.h).
 double divFloorOf(double a, double b) {
   if (b == 0) return a / b;
@@ -241,6 +251,10 @@ const PointwiseRule kRows[] = {
    [](GradCtx& g) -> R { return remainderGrad(g, g.op(OpKind::Trunc, {g.div(g.I(0), g.I(1))})); }, {}, {0.5, 2}},
   {K::Remainder, promoted, [](const double* a) { return remainderOf(a[0], a[1]); }, "aotc_remainder({0}, {1})",
    [](GradCtx& g) -> R { return remainderGrad(g, g.op(OpKind::DivFloor, {g.I(0), g.I(1)})); }, {}, {0.5, 2, false, Rhs::Column}},
+  // mod: remainder with a zero of the divisor's sign (Note [Signed zero of
+  // mod]); remainder's gradient.
+  {K::Mod, floatOnly, [](const double* a) { return modOf(a[0], a[1]); }, "aotc_mod({0}, {1})",
+   [](GradCtx& g) -> R { return remainderGrad(g, g.op(OpKind::DivFloor, {g.I(0), g.I(1)})); }, {}, {-2, 2, true, Rhs::Column}},
   {K::DivFloor, promoted, [](const double* a) { return divFloorOf(a[0], a[1]); }, "aotc_div_floor({0}, {1})",
    [](GradCtx& g) -> R {
      ValueId za = g.zeros(g.type(g.I(0)));
@@ -256,7 +270,9 @@ const PointwiseRule kRows[] = {
    }, {"aten.atan2.default"}, {-2, 2, true}},
 
   // Elementwise math.  x = I(0), y = O(0).
-  {K::Relu, same, [](const double* a) { return a[0] > 0 ? a[0] : 0.0; }, "aotc_relu({0})",
+  // relu: ATen's clamp_min(x, 0), x itself unless below zero, so NaN stays NaN
+  // and -0 stays -0 (relu(nan) was 0 here, hiding a NaN eager shows).
+  {K::Relu, same, [](const double* a) { return a[0] < 0 ? 0.0 : a[0]; }, "aotc_relu({0})",
    [](GradCtx& g) -> R {
      ValueId zero = g.scalarLike(0.0, g.O(0));
      return {g.op(OpKind::Where, {g.op(OpKind::Gt, {g.O(0), zero}), g.GO(0), zero})};

@@ -380,6 +380,7 @@ class CudaDevice final : public Device {
   DevicePtr allocate(size_t bytes) override {
     current();
     CUdeviceptr p = 0;
+    if (bytes > (size_t{1} << 48)) fail(cat("cannot allocate ", bytes, " bytes of device memory"));  // the rounding below would wrap
     size_t n = (bytes + 16 + 255) / 256 * 256;
     CUresult r = d_.memAlloc(&p, n);
     if (r != CUDA_SUCCESS) fail(cat("cannot allocate ", bytes, " bytes of device memory (", error(r), ")"));

@@ -235,6 +235,7 @@ class EmulateDevice final : public Device {
   DevicePtr allocate(size_t bytes) override {
     // Slack past the end: vectorized tails may read (never write) up to 16
     // bytes beyond a buffer, as on the device where allocations are rounded.
+    if (bytes > (size_t{1} << 48)) throw UserError(SourceLoc{"", "", "emulate"}, cat("cannot allocate ", bytes, " bytes"));
     size_t n = (bytes + 16 + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, n);
     if (!p) throw UserError(SourceLoc{"", "", "emulate"}, cat("out of host memory allocating ", bytes, " bytes"));

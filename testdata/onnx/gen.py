@@ -124,7 +124,7 @@ def write_safetensors(name, tensors):
     """{name: numpy array} as safetensors (names sorted, data 8-byte aligned)."""
     import json
     import struct
-    st = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.int64): "I64",
+    st = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64",
           np.dtype(np.int32): "I32", np.dtype(np.int16): "I16", np.dtype(np.int8): "I8", np.dtype(np.uint8): "U8",
           np.dtype(np.uint16): "U16", np.dtype(np.uint32): "U32", np.dtype(np.uint64): "U64", np.dtype(np.bool_): "BOOL"}
     header, blobs, off = {}, [], 0
@@ -255,6 +255,33 @@ def newer_opsets():
     write_safetensors("newer_function.expected.safetensors", {"output.0": b[:, :3], "output.1": b[:, 3:]})
 
 
+def mod_signed_zero():
+    """Mod with fmod=0 (opset 28) in float16, float32 and float64, as numpy's
+    mod: a zero remainder takes the divisor's sign (Note [Signed zero of
+    mod]), which Reciprocal shows as the sign of an infinity; with the onnx
+    suite's edge cases (infinite and NaN operands, a zero divisor) beside.
+    Saved without ONNX 1.12's checker, which knows no opset 28."""
+    nodes, ins, outs, exp = [], [], [], {}
+    x = [0.0, -0.0, 0.0, -0.0, 4.0, -4.0, 3.0, -3.0, -3.0, 3.0, -1.0, 1.0, np.inf, 1.0, 1.0, np.nan, 1.0, 5.5, -5.5]
+    y = [-2.0, 2.0, 2.0, -2.0, -2.0, 2.0, -1.5, 1.5, np.inf, np.inf, -np.inf, -np.inf, 2.0, 0.0, -0.0, 2.0, np.nan, -2.0, 2.0]
+    for i, (dt, tp) in enumerate([(np.float16, TensorProto.FLOAT16), (np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE)]):
+        a, b = np.array(x, dt), np.array(y, dt)
+        nodes += [helper.make_node("Mod", [f"x{i}", f"y{i}"], [f"m{i}"], name=f"mod{i}", fmod=0),
+                  helper.make_node("Reciprocal", [f"m{i}"], [f"r{i}"], name=f"reciprocal{i}")]
+        ins += [helper.make_tensor_value_info(f"x{i}", tp, [len(x)]), helper.make_tensor_value_info(f"y{i}", tp, [len(x)])]
+        outs += [helper.make_tensor_value_info(f"m{i}", tp, [len(x)]), helper.make_tensor_value_info(f"r{i}", tp, [len(x)])]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m = np.mod(a, b)
+            exp[f"output.{2 * i}"], exp[f"output.{2 * i + 1}"] = m, np.reciprocal(m)
+        exp[f"x{i}"], exp[f"y{i}"] = a, b
+    g = helper.make_graph(nodes, "mod_signed_zero", ins, outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 28)], producer_name="aotc-testdata")
+    with open(os.path.join(HERE, "mod_signed_zero.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+    write_safetensors("mod_signed_zero.inputs.safetensors", {k: v for k, v in exp.items() if not k.startswith("output")})
+    write_safetensors("mod_signed_zero.expected.safetensors", {k: v for k, v in exp.items() if k.startswith("output")})
+
+
 def newer_undefined_op():
     """Gelu (defined from opset 20) in an opset-18 model: refused by the op
     version guard (Note [ONNX op versions]), which ONNX 1.12's checker cannot
@@ -354,5 +381,6 @@ if __name__ == "__main__":
     int_types()
     inputs()
     newer_opsets()
+    mod_signed_zero()
     newer_undefined_op()
     control_flow()

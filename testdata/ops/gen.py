@@ -92,6 +92,26 @@ def nan_inf(x):
 add("isnan_isinf", unary(nan_inf))
 
 
+# Issue 48: NaN and the sign of zero where eager has them.  relu keeps a NaN
+# and a -0 (clamp_min(x, 0)); clamp with tensor bounds returns a NaN bound;
+# remainder's zero has fmod's sign (the dividend's: torch.remainder(0., -2.)
+# is +0, unlike Python's %), fmod's and floor division's have theirs; a
+# logsumexp over infinities is that infinity (ATen shifts by 0 there).  A
+# signed zero is shown by a reciprocal's infinity.
+def nan_and_signed_zero(a, b):
+    x = a.detach()
+    nan_x = torch.where(x > 1, x * float("nan"), x)
+    z = torch.where(x.abs() < 1, x * 0.0, x)
+    return (a * b, 1 / torch.relu(z), torch.relu(nan_x), torch.clamp(x, min=nan_x - 3), torch.clamp(x, max=nan_x + 3),
+            torch.clamp(x, min=b - 3, max=nan_x), torch.clamp_min(x, nan_x), torch.clamp_max(x, nan_x),
+            1 / torch.remainder(z, -2.0), 1 / torch.remainder(z, 2.0), 1 / torch.remainder(z, b - 5), 1 / torch.fmod(z, -2.0),
+            1 / torch.floor_divide(z, -2.0), 1 / torch.div(z, b - 5, rounding_mode="trunc"), torch.sign(nan_x), 1 / torch.abs(z),
+            torch.maximum(x, nan_x), torch.minimum(nan_x, x), torch.amax(nan_x, 1), torch.remainder(nan_x, b), torch.fmod(b, nan_x),
+            torch.logsumexp(x.abs() / 0.0, 1), torch.logsumexp(-x.abs() / 0.0, 1), torch.logsumexp(torch.where(x > 0, x / 0.0, x), 1))
+add("nan_and_signed_zero", (nan_and_signed_zero, ((torch.rand(3, 4, generator=torch.Generator().manual_seed(4801)) * 4 - 2).requires_grad_(True),
+                                                  torch.rand(3, 4, generator=torch.Generator().manual_seed(4802)) + 0.5)))
+
+
 def ints(x):
     i = (x * 10).long()
     j = i.flip(0)

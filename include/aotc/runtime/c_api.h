@@ -23,6 +23,24 @@
  * (arenas, library descriptors and algorithms, CUDA graph capture); later
  * ones only enqueue, unless a dynamic-shape binding changes the sizes.
  *
+ * Misuse (Note [C ABI misuse], c_api.cpp): no call sequence or argument
+ * aborts the caller's process.  A call out of order (aotc_output before
+ * aotc_forward or after a later aotc_bind, aotc_grad before aotc_backward,
+ * aotc_backward before aotc_forward), a NULL argument, an unknown name or
+ * index, a binding outside a dynamic dim's range, aotc_free of a pointer
+ * that is not a live aotc_alloc allocation of this runtime (NULL included),
+ * a bind or copy running past the end of an aotc_alloc allocation, and a
+ * forward with an input whose memory was freed (aotc_free forgets the
+ * bindings inside what it frees) each return non-zero with a one-line
+ * aotc_error(rt) naming the function; the runtime's state is unchanged.  With rt NULL every
+ * int function returns 2, aotc_error(NULL) is a fixed line, and the size_t /
+ * pointer functions return 0 / NULL ("" for aotc_device_name).  aotc_close(NULL)
+ * does nothing; aotc_close frees the handle, so a handle used after it
+ * (a second aotc_close included) is undefined behaviour, as with free() --
+ * the runtime keeps no registry of live handles to detect it.  Memory the
+ * runtime did not allocate (the caller's own device or host pointers) is
+ * trusted: it must hold the tensor's extent.
+ *
  * Threads: one aotc_runtime is used by one thread at a time, any thread
  * (its device's context is made current on each call).  Distinct runtimes,
  * of one artifact or several, on one device or several, may be used from
@@ -127,7 +145,10 @@ int aotc_input(aotc_runtime* rt, const char* name, aotc_tensor_view* out);
 int aotc_loss_scaling(const aotc_runtime* rt);
 int aotc_loss_scale(aotc_runtime* rt, float* scale, int* found_inf);
 
-/** Device memory helpers (256-byte aligned, zeroed). */
+/** Device memory helpers (256-byte aligned, zeroed).  aotc_free takes only a pointer aotc_alloc returned on this
+ *  runtime and not yet freed; an input or grad output bound inside it is unbound (a parameter falls back to the
+ *  artifact's weight; results already computed stay readable).  Memory not freed is released by aotc_close.
+ *  A copy of 0 bytes does nothing. */
 int aotc_alloc(aotc_runtime* rt, size_t bytes, void** out);
 int aotc_free(aotc_runtime* rt, void* p);
 int aotc_copy_to_device(aotc_runtime* rt, void* dst, const void* src, size_t bytes);

@@ -93,6 +93,11 @@ class Session {
   /// forward gave it, once the forward has run).
   DeviceTensor input(const std::string& name) const;
   DeviceTensor grad(const std::string& input) const;
+  /// Forgets every binding (an input, or grad_output.<i>) whose data pointer
+  /// lies in [lo, hi): memory the caller frees (the C ABI's aotc_free).  An
+  /// input falls back to the artifact's weight, else must be bound again
+  /// before the next forward; results already computed stay.
+  void unbindWithin(DevicePtr lo, DevicePtr hi);
 
   /// Phases captured so far (Note [Phase graphs]): one per phase and size
   /// binding while the parameters stay where they are.

@@ -54,7 +54,7 @@ __device__ __forceinline__ float aotc_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double aotc_sqrt(double x) { return sqrt(x); }
 __device__ __forceinline__ float aotc_rsqrt(float x) { return rsqrtf(x); }
 __device__ __forceinline__ double aotc_rsqrt(double x) { return rsqrt(x); }
-template <typename T> __device__ __forceinline__ T aotc_relu(T x) { return x > T(0) ? x : T(0); }
+template <typename T> __device__ __forceinline__ T aotc_relu(T x) { return x < T(0) ? T(0) : x; }  // NaN, -0 stay
 __device__ __forceinline__ float aotc_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double aotc_abs(double x) { return fabs(x); }
 __device__ __forceinline__ long long aotc_abs(long long x) { return x < 0 ? -x : x; }
@@ -124,6 +124,16 @@ __device__ __forceinline__ double aotc_fmod(double a, double b) { return fmod(a,
 template <typename T> __device__ __forceinline__ T aotc_remainder(T a, T b) {
   T m = aotc_fmod(a, b);
   return (m != T(0) && ((b < T(0)) != (m < T(0)))) ? m + b : m;
+}
+// mod: numpy's and Python's % (ONNX Mod, fmod=0): a zero takes the
+// divisor's sign (Note [Signed zero of mod], src/ops/pointwise.cpp).
+__device__ __forceinline__ float aotc_mod(float a, float b) {
+  float m = aotc_remainder(a, b);
+  return m == 0.0f ? copysignf(0.0f, b) : m;
+}
+__device__ __forceinline__ double aotc_mod(double a, double b) {
+  double m = aotc_remainder(a, b);
+  return m == 0.0 ? copysign(0.0, b) : m;
 }
 template <typename T> __device__ __forceinline__ T aotc_div_floor(T a, T b) {
   T q = a / b;

@@ -78,16 +78,35 @@ V divMode(Converter& c) {
   return {c.op(OpKind::Trunc, {c.op(OpKind::Div, {a, b})})};
 }
 
+/// y clamped to a tensor bound (`beyond` Lt for a min, Gt for a max): the
+/// bound where y is beyond it or the bound is NaN.  ATen's clamp with tensor
+/// bounds propagates a NaN of any operand (torch.clamp(1., min=nan) is nan,
+/// in 1.13 and 2.x); y's own NaN stays.  For floats the test is "y not
+/// within the bound, and y a number" (a NaN bound fails every comparison),
+/// which reads the bound only through the broadcast comparison: an isnan of
+/// a smaller bound would be a kernel of its own.
+ValueId clampTo(Converter& c, ValueId y, ValueId bound, OpKind beyond) {
+  ValueId out;
+  if (isFloating(promoteTypes(c.type(y).dtype, c.type(bound).dtype))) {
+    ValueId within = bin(c, beyond == OpKind::Lt ? OpKind::Ge : OpKind::Le, {y, bound});
+    ValueId number = c.op(OpKind::LogicalNot, {c.op(OpKind::IsNan, {y})});
+    out = c.op(OpKind::LogicalAnd, {c.op(OpKind::LogicalNot, {within}), number});
+  } else {
+    out = bin(c, beyond, {y, bound});
+  }
+  return c.op(OpKind::Where, {out, bound, y});
+}
+
 /// clamp(self, min: Tensor?, max: Tensor?): max(min(...)) as ATen, NaN kept.
 V clampTensor(Converter& c) {
   ValueId y = c.tensor(0, "self");
   if (c.has(1, "min")) {
     ValueId lo = c.operand(1, "min", y);
-    y = c.op(OpKind::Where, {bin(c, OpKind::Lt, {y, lo}), lo, y});
+    y = clampTo(c, y, lo, OpKind::Lt);
   }
   if (c.has(2, "max")) {
     ValueId hi = c.operand(2, "max", y);
-    y = c.op(OpKind::Where, {bin(c, OpKind::Gt, {y, hi}), hi, y});
+    y = clampTo(c, y, hi, OpKind::Gt);
   }
   return {y};
 }
@@ -193,8 +212,8 @@ Entries pointwiseConverters() {
     {"aten.clamp.Tensor", clampTensor},
     {"aten.clamp_min.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), c.number(1, "min"), std::nullopt)}; }},
     {"aten.clamp_max.default", [](Converter& c) -> V { return {clampOp(c, c.tensor(0, "self"), std::nullopt, c.number(1, "max"))}; }},
-    {"aten.clamp_min.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); ValueId lo = c.tensor(1, "min"); return {c.op(OpKind::Where, {bin(c, OpKind::Lt, {x, lo}), lo, x})}; }},
-    {"aten.clamp_max.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); ValueId hi = c.tensor(1, "max"); return {c.op(OpKind::Where, {bin(c, OpKind::Gt, {x, hi}), hi, x})}; }},
+    {"aten.clamp_min.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {clampTo(c, x, c.tensor(1, "min"), OpKind::Lt)}; }},
+    {"aten.clamp_max.Tensor", [](Converter& c) -> V { ValueId x = c.tensor(0, "self"); return {clampTo(c, x, c.tensor(1, "max"), OpKind::Gt)}; }},
     {"aten.masked_fill.Scalar", [](Converter& c) -> V { return {maskedFill(c)}; }},
     {"aten.masked_fill.Tensor", [](Converter& c) -> V { return {maskedFill(c)}; }},
     {"aten.elu.default",

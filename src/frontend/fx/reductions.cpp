@@ -190,6 +190,11 @@ Entries reductionsConverters() {
        Ints dims = c.ints(1, "dim");
        bool keep = c.boolean(2, "keepdim", false);
        ValueId m = c.op(OpKind::Detach, {reduceOp(c, OpKind::Amax, x, dims, true)});
+       // ATen shifts by 0 where the max is infinite (masked_fill of |max| ==
+       // inf): a row of +inf is +inf and of -inf is -inf, where x - max
+       // would make them NaN.
+       ValueId finite = c.op(OpKind::LogicalNot, {c.op(OpKind::IsInf, {m})});
+       m = c.op(OpKind::Where, {finite, m, c.scalar(0.0, c.type(m).dtype)});
        ValueId s = reduceOp(c, OpKind::Sum, c.op(OpKind::Exp, {bin(c, OpKind::Sub, {x, m})}), dims, true);
        ValueId r = bin(c, OpKind::Add, {c.op(OpKind::Log, {s}), m});
        return {keep ? r : reduceOp(c, OpKind::Sum, r, dims, false)};

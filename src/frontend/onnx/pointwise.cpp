@@ -42,9 +42,10 @@ Outs modOp(Node& c) {
   bool fmod = c.i("fmod", 0) != 0;
   if (isFloating(c.type(a).dtype)) {
     // Mod 28 defines fmod=0 for floats: A - floor(A / B) * B, the sign of B
-    // (Python's %, torch.remainder).
+    // (numpy's mod, Python's %), a zero included: mod, not torch.remainder
+    // (Note [Signed zero of mod]).
     if (!fmod && c.opset() < 28) c.fail("Mod of floating-point inputs requires fmod=1 before opset 28");
-    return {c.op(fmod ? OpKind::Fmod : OpKind::Remainder, {a, b})};
+    return {c.op(fmod ? OpKind::Fmod : OpKind::Mod, {a, b})};
   }
   return {safeIntBinary(c, fmod ? OpKind::Fmod : OpKind::Remainder, a, b)};
 }

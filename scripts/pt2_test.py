@@ -3,7 +3,8 @@
 
 Each program is exported with torch.export.export and saved with
 torch.export.save in both dialects -- the training IR export() returns and
-the Core ATen of ep.run_decompositions() -- then compiled twice:
+the Core ATen of ep.run_decompositions(), static and with a dynamic batch
+dim (exported at batch 4, run at batch 3) -- then compiled twice:
 `aotc compile m.pt2` (inference: outputs and the buffers the forward
 mutates, after_forward.<name>) and `aotc compile m.pt2 --train` (plus
 grad.<parameter> for a random grad output), and run on the reference and
@@ -89,11 +90,12 @@ class TransformerLayer(nn.Module):
         return self.head(self.layer(x)).mean(1)
 
 
+# Each program's example arguments at batch size b.
 PROGRAMS = {
-    "mlp": (MLP, lambda: (torch.randn(6, 8),)),
-    "conv_bn": (ConvBN, lambda: (torch.randn(3, 3, 8, 8),)),
-    "buffer_update": (BufferUpdate, lambda: (torch.randn(4, 5),)),
-    "transformer_layer": (TransformerLayer, lambda: (torch.randn(2, 5, 16),)),
+    "mlp": (MLP, lambda b: (torch.randn(b, 8),)),
+    "conv_bn": (ConvBN, lambda b: (torch.randn(b, 3, 8, 8),)),
+    "buffer_update": (BufferUpdate, lambda b: (torch.randn(b, 5),)),
+    "transformer_layer": (TransformerLayer, lambda b: (torch.randn(b, 5, 16),)),
 }
 
 
@@ -111,16 +113,22 @@ def relerr(got, want):
     return float(np.max(np.abs(np.asarray(got, dtype=np.float64) - want))) / max(1e-3, float(np.max(np.abs(want)))) if want.size else 0.0
 
 
-def check(name, dialect, train, backend, aotc, work):
+def check(name, dialect, dynamic, train, backend, aotc, work):
     ctor, make_args = PROGRAMS[name]
     torch.manual_seed(0)
     module = ctor().train()
-    args = make_args()
+    args = make_args(4)
     eager = copy.deepcopy(module)  # the state the archive holds
-    ep = torch.export.export(module, args)
+    if dynamic:
+        # One artifact for every batch in [1, 64] (Note [pt2 dynamic sizes]),
+        # exported at batch 4 and run at batch 3.
+        ep = torch.export.export(module, args, dynamic_shapes=[{0: torch.export.Dim("batch", min=1, max=64)}])
+        args = make_args(3)
+    else:
+        ep = torch.export.export(module, args)
     if dialect == "core":
         ep = ep.run_decompositions()
-    model = os.path.join(work, f"{name}_{dialect}.pt2")
+    model = os.path.join(work, f"{name}_{dialect}{'_dyn' if dynamic else ''}.pt2")
     torch.export.save(ep, model)
     arg_names = list(ep.module_call_graph[0].signature.forward_arg_names)
 
@@ -130,7 +138,7 @@ def check(name, dialect, train, backend, aotc, work):
     gout = torch.randn(out.shape, generator=gen)
     if train:
         out.backward(gout)
-    tag = f"{name}_{dialect}_{'train' if train else 'infer'}_{backend}"
+    tag = f"{name}_{dialect}{'_dyn' if dynamic else ''}_{'train' if train else 'infer'}_{backend}"
     inp, gpath, res = (os.path.join(work, f"{tag}_{k}.safetensors") for k in ("in", "gout", "out"))
     write_safetensors(inp, dict(zip(arg_names, args)))
     write_safetensors(gpath, {"grad_output.0": gout})
@@ -159,7 +167,8 @@ def check(name, dialect, train, backend, aotc, work):
     elif grads:
         failures.append(f"an inference artifact returned gradients {grads}")
     status = "ok" if not failures else "FAIL"
-    print(f"{status} {name} ({dialect}, {'--train' if train else 'inference'}, {backend}): worst relative error {worst:.2e}")
+    print(f"{status} {name} ({dialect}{', dynamic batch' if dynamic else ''}, {'--train' if train else 'inference'}, {backend}): "
+          f"worst relative error {worst:.2e}")
     for f in failures:
         print(f"  {f}")
     return not failures
@@ -178,9 +187,10 @@ def main():
     ok = True
     for name in names:
         for dialect in ("training", "core"):
-            for train in (False, True):
-                for backend in a.backend or ["reference", "emulate"]:
-                    ok = check(name, dialect, train, backend, os.path.abspath(a.aotc), work) and ok
+            for dynamic in (False, True):
+                for train in (False, True):
+                    for backend in a.backend or ["reference", "emulate"]:
+                        ok = check(name, dialect, dynamic, train, backend, os.path.abspath(a.aotc), work) and ok
     print("all programs match eager" if ok else "FAILED")
     return 0 if ok else 1
 

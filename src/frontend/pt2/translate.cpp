@@ -26,8 +26,10 @@
 //    the input at the end of the graph, which functionalize turns into the
 //    forward epilogue copy, as the training IR's in-place nodes (add_,
 //    batch_norm's running statistics, Note [FX converter tables]) are;
-//  * tokens, custom objects, the joint graph's loss and gradient outputs,
-//    symbolic (dynamic) sizes and subgraph arguments are refused by name.
+//  * symbolic sizes become the document's symbols and {"sym": EXPR}
+//    integers (Note [pt2 dynamic sizes], sizes.cpp);
+//  * tokens, custom objects, the joint graph's loss and gradient outputs
+//    and subgraph arguments are refused by name.
 // Training follows the ONNX door, not the FX one (frontend.cpp): an exported
 // program's parameters require grad whatever the user meant, so they do only
 // under --train.
@@ -52,25 +54,6 @@ std::string unionKey(const json& u, const SourceLoc& loc, const char* what) {
 const json& field(const json& j, const char* key, const SourceLoc& loc) {
   if (!j.is_object() || !j.contains(key)) throw UserError(loc, cat("malformed program: missing '", key, "'"));
   return j[key];
-}
-
-int64_t symInt(const json& s, const SourceLoc& loc, const std::string& what) {
-  const std::string k = unionKey(s, loc, "size");
-  if (k == "as_int" && s[k].is_number_integer()) return s[k].get<int64_t>();
-  if (k == "as_expr")
-    throw UserError(loc, cat(what, " has a symbolic size (", s[k].value("expr_str", std::string("?")),
-                             "): dynamic shapes from a .pt2 archive are not supported yet; export with static shapes"));
-  throw UserError(loc, cat(what, ": malformed size ", s.dump()));
-}
-
-/// {"dtype", "shape", "stride"} of a TensorMeta, as the FX document writes it.
-json tensorMeta(const json& m, const SourceLoc& loc, const std::string& what) {
-  DType d = scalarType(field(m, "dtype", loc), SourceLoc(loc.file, what, loc.op));
-  json shape = json::array(), stride = json::array();
-  for (const json& s : field(m, "sizes", loc)) shape.push_back(symInt(s, loc, what));
-  for (const json& s : field(m, "strides", loc)) stride.push_back(symInt(s, loc, what));
-  if (m.contains("layout") && m["layout"] != 7) throw UserError(loc, cat(what, " is not a strided tensor (layout ", m["layout"].dump(), ")"));
-  return {{"dtype", dtypeTorchName(d)}, {"shape", shape}, {"stride", stride}};
 }
 
 json floatValue(const json& v, const SourceLoc& loc) {
@@ -98,6 +81,24 @@ class Translator {
     auto it = rename_.find(name);
     return {{"node", it == rename_.end() ? name : it->second}};
   }
+  /// A size: an integer, or {"sym": EXPR} (Note [pt2 dynamic sizes]).
+  json symInt(const json& s, const SourceLoc& loc, const std::string& what) {
+    const std::string k = unionKey(s, loc, "size");
+    if (k == "as_int" && s[k].is_number_integer()) return s[k];
+    if (k == "as_expr" && s[k].is_object() && s[k].contains("expr_str") && s[k]["expr_str"].is_string())
+      return {{"sym", sizeExpr(s[k]["expr_str"].get<std::string>(), symbolNames_, SourceLoc(loc.file, what, loc.op))}};
+    throw UserError(loc, cat(what, ": malformed size ", s.dump()));
+  }
+  /// {"dtype", "shape", "stride"} of a TensorMeta, as the FX document writes it.
+  json tensorMeta(const json& m, const SourceLoc& loc, const std::string& what) {
+    DType d = scalarType(field(m, "dtype", loc), SourceLoc(loc.file, what, loc.op));
+    json shape = json::array(), stride = json::array();
+    for (const json& s : field(m, "sizes", loc)) shape.push_back(symInt(s, loc, what));
+    for (const json& s : field(m, "strides", loc)) stride.push_back(symInt(s, loc, what));
+    if (m.contains("layout") && m["layout"] != 7) throw UserError(loc, cat(what, " is not a strided tensor (layout ", m["layout"].dump(), ")"));
+    return {{"dtype", dtypeTorchName(d)}, {"shape", shape}, {"stride", stride}};
+  }
+  void declareSymbols(const json& specs);
   json meta(const std::string& name, const SourceLoc& loc) {
     if (!values_->contains(name)) throw UserError(loc, "'" + name + "' has no entry in tensor_values");
     return tensorMeta((*values_)[name], loc, name);
@@ -120,7 +121,47 @@ class Translator {
   std::map<std::string, std::string> rename_;  // placeholder -> input name
   std::map<std::string, json> literals_;       // constant_input placeholders -> their value
   std::set<std::string> used_;                 // names in the document
+  std::map<std::string, std::string> symbolNames_;  // sympy symbol -> aotc symbol
+  json symbols_ = json::array();               // the document's "symbols"
 };
+
+/// Names each symbol after the first user-input dim that is exactly it
+/// (Note [pt2 dynamic sizes]), with its hint and range.
+void Translator::declareSymbols(const json& specs) {
+  const SourceLoc fileLoc{path_, "", ""};
+  const json ranges = ep_.value("range_constraints", json::object());
+  for (const json& spec : specs) {
+    if (!spec.contains("user_input")) continue;
+    const json& a = field(spec["user_input"], "arg", fileLoc);
+    if (!a.contains("as_tensor")) continue;
+    const std::string input = field(a["as_tensor"], "name", fileLoc).get<std::string>();
+    if (!values_->contains(input)) continue;
+    const json& sizes = field((*values_)[input], "sizes", fileLoc);
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (!sizes[d].contains("as_expr")) continue;
+      const json& e = sizes[d]["as_expr"];
+      const std::string srepr = e.value("expr_str", std::string());
+      if (srepr.rfind("Symbol(", 0) != 0) continue;
+      const size_t q = srepr.find_first_of("'\""), q2 = q == std::string::npos ? q : srepr.find(srepr[q], q + 1);
+      if (q2 == std::string::npos) continue;
+      const std::string sym = srepr.substr(q + 1, q2 - q - 1);
+      if (symbolNames_.count(sym)) continue;
+      std::string name = input + "_" + std::to_string(d);
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      if (!std::isalpha(static_cast<unsigned char>(name[0]))) name = "d" + name;
+      const SourceLoc loc{path_, input, "input"};
+      const json hint = e.contains("hint") && e["hint"].is_object() ? e["hint"].value("as_int", json()) : json();
+      if (!hint.is_number_integer()) throw UserError(loc, cat("dim ", d, " (", sym, ") has no integer hint"));
+      const json r = ranges.value(sym, json::object());
+      constexpr int64_t kMax = (int64_t{1} << 31) - 1;
+      const int64_t lo = r.contains("min_val") && r["min_val"].is_number_integer() ? std::max<int64_t>(1, r["min_val"].get<int64_t>()) : 1;
+      const int64_t hi = r.contains("max_val") && r["max_val"].is_number_integer() ? std::min(kMax, r["max_val"].get<int64_t>()) : kMax;
+      symbolNames_[sym] = name;
+      symbols_.push_back({{"name", name}, {"hint", hint}, {"min", lo}, {"max", hi}});
+    }
+  }
+}
 
 json Translator::argument(const json& a, const SourceLoc& loc) {
   const std::string k = unionKey(a, loc, "argument");
@@ -263,6 +304,9 @@ void Translator::node(const json& n, json& nodes) {
   SourceLoc loc = nodeLoc(n, name, target);
   // A check export already made on the example inputs (static shapes).
   if (target == "aten._assert_tensor_metadata.default") return;
+  // A range or relation export checked on the symbols: the symbols' ranges
+  // are declared, and every probe converts a static graph.
+  if (target == "aten._assert_scalar.default") return;
   json args = json::array(), kwargs = json::object();
   for (const json& in : field(n, "inputs", loc)) {
     const std::string argName = field(in, "name", loc).get<std::string>();
@@ -372,11 +416,16 @@ Program Translator::run() {
   Program p;
   p.doc = {{"format", "aotc.fx_graph"}, {"version", 2}, {"name", "model"}, {"inputs", json::array()},
            {"nodes", json::array()}, {"outputs", json::array()}};
+  declareSymbols(field(sig, "input_specs", fileLoc));
   inputs(field(sig, "input_specs", fileLoc), field(g, "inputs", fileLoc), p);
   const json& nodes = field(g, "nodes", fileLoc);
   if (!nodes.is_array()) throw UserError(fileLoc, "malformed program: nodes must be an array");
   for (const json& n : nodes) node(n, p.doc["nodes"]);
   outputs(field(sig, "output_specs", fileLoc), field(g, "outputs", fileLoc), p);
+  if (!symbols_.empty()) {
+    p.doc["version"] = 3;
+    p.doc["symbols"] = symbols_;
+  }
   return p;
 }
 

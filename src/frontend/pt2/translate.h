@@ -1,6 +1,7 @@
 //===- pt2/translate.h - An exported program as an FX document ---*- C++ -*-===//
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct Program {
 /// The serde dtype code's DType (torch/_export/serde/schema.py ScalarType), or
 /// a UserError at `loc` naming a dtype aotc does not have.
 DType scalarType(const json& code, const SourceLoc& loc);
+
+/// A sympy srepr size (Note [pt2 dynamic sizes], sizes.cpp) in aotc's size
+/// grammar, its symbols renamed by `names`; a UserError at `loc` naming what
+/// aotc's sizes cannot express.
+std::string sizeExpr(const std::string& srepr, const std::map<std::string, std::string>& names, const SourceLoc& loc);
 
 /// Translates a serialized ExportedProgram (models/<name>.json, schema 8)
 /// into the FX document the FX converter tables read (Note [pt2 front end]).

@@ -3,6 +3,9 @@
 
 #include <zip.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "aotc/support/diag.h"
 
 namespace aotc::pt2 {
@@ -53,6 +56,10 @@ Archive::Archive(const std::string& path) : path_(path), zip_(std::make_unique<Z
     if (err == ZIP_ER_NOZIP) throw UserError(loc, "not a zip archive (a .pt2 file is the zip torch.export.save writes)");
     throw UserError(loc, "cannot read the archive: " + zipMessage(err));
   }
+  {
+    std::error_code ec;
+    fileSize_ = std::filesystem::file_size(path, ec);
+  }
   const zip_int64_t n = zip_get_num_entries(zip_->z, 0);
   std::string root;
   for (zip_int64_t i = 0; i < n; ++i) {
@@ -99,6 +106,10 @@ std::string Archive::read(const std::string& name, uint64_t maxBytes) const {
   const SourceLoc loc{path_, name, ""};
   const uint64_t n = size(name);
   if (n > maxBytes) throw UserError(loc, cat("entry of ", n, " bytes is larger than the ", maxBytes, " aotc reads"));
+  // torch.export.save stores entries uncompressed; a compressed one may
+  // expand, but not without bound (a zip bomb is refused before it is read).
+  if (n > std::max<uint64_t>(fileSize_ * 16, uint64_t{64} << 20))
+    throw UserError(loc, cat("entry of ", n, " bytes expands to more than 16 times the archive's ", fileSize_, " bytes"));
   zip_file_t* f = zip_fopen_index(zip_->z, entries_.at(name), 0);
   if (!f) throw UserError(loc, "cannot open the entry: " + std::string(zip_strerror(zip_->z)));
   std::string out(n, '\0');

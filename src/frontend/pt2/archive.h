@@ -41,6 +41,7 @@ class Archive {
   std::string path_;
   std::unique_ptr<Zip> zip_;
   std::map<std::string, uint64_t> entries_;  ///< relative name -> libzip index
+  uint64_t fileSize_ = 0;
 };
 
 }  // namespace aotc::pt2

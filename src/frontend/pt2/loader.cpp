@@ -140,12 +140,12 @@ HostTensor readTensor(const Archive& a, const std::string& fqn, const Payload& p
   }
   if (offset < 0 || numel > kMaxElements) throw UserError(loc, "storage offset or element count out of range");
   const std::string record = p.dir + file;
+  const int64_t esize = dtypeSize(h.dtype);
+  if (numel > 0 && static_cast<uint64_t>(mulSize(last + 1, esize)) > a.size(record))
+    throw UserError(loc, cat("record ", record, " holds ", a.size(record), " bytes; the tensor needs ", mulSize(last + 1, esize)));
   auto it = records.find(record);
   if (it == records.end()) it = records.emplace(record, a.read(record, uint64_t{1} << 40)).first;
   const std::string& bytes = it->second;
-  const int64_t esize = dtypeSize(h.dtype);
-  if (numel > 0 && static_cast<uint64_t>(mulSize(last + 1, esize)) > bytes.size())
-    throw UserError(loc, cat("record ", record, " holds ", bytes.size(), " bytes; the tensor needs ", mulSize(last + 1, esize)));
   h.data.resize(static_cast<size_t>(numel));
   Ints idx(h.sizes.size(), 0);
   for (int64_t i = 0; i < numel; ++i) {
@@ -180,8 +180,23 @@ Loaded open(const Archive& a, const FrontendOptions& opts) {
 
 }  // namespace pt2
 
+namespace pt2 {
+Model load(const std::string& path, const FrontendOptions& opts);
+}
+
 Model loadPt2(const std::string& path, const FrontendOptions& opts) {
-  const pt2::Archive a(path);
+  // Type errors anywhere in a malformed program or config are the user's.
+  try {
+    return pt2::load(path, opts);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(SourceLoc{path, "", ""}, std::string("malformed archive: ") + e.what());
+  }
+}
+
+namespace pt2 {
+
+Model load(const std::string& path, const FrontendOptions& opts) {
+  const Archive a(path);
   pt2::Loaded l = pt2::open(a, opts);
   const std::map<std::string, pt2::Payload> payloads = pt2::payloads(a, l.model);
   std::map<std::string, HostTensor> weights;
@@ -200,9 +215,15 @@ Model loadPt2(const std::string& path, const FrontendOptions& opts) {
   return m;
 }
 
+}  // namespace pt2
+
 nlohmann::json pt2FxDocument(const std::string& path, const FrontendOptions& opts) {
-  const pt2::Archive a(path);
-  return pt2::open(a, opts).program.doc;
+  try {
+    const pt2::Archive a(path);
+    return pt2::open(a, opts).program.doc;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(SourceLoc{path, "", ""}, std::string("malformed archive: ") + e.what());
+  }
 }
 
 SourceGraph pt2SourceGraph(const std::string& path, const FrontendOptions& opts) {

@@ -11,6 +11,8 @@ archives made from a good one.  Run under the pinned PyTorch 2.x
   composites.pt2    training IR: every composite op the FX tables take for
                     torch.export (src/frontend/fx/composites.cpp), with a
                     BatchNorm in train() whose statistics update in place
+  mlp_dynamic.pt2   the MLP with a dynamic batch in [1, 64] (exported at 3,
+                    its inputs and results at 5)
   two_models.pt2    two programs in one archive (--model)
   bad_*.pt2         one defect each (pt2.test names them; bad_unsupported.pt2
                     has two targets aotc does not convert)
@@ -69,10 +71,12 @@ class Composites(nn.Module):
         return z * w.float()
 
 
-def save_case(name, module, args, arg_names, dialect="training"):
+def save_case(name, module, args, arg_names, dialect="training", dynamic=None):
     torch.manual_seed(0)
     eager = copy.deepcopy(module)
-    ep = torch.export.export(module, args)
+    ep = torch.export.export(module, args, dynamic_shapes=dynamic)
+    if dynamic:
+        args = tuple(torch.randn(5, *a.shape[1:]) for a in args)  # run at another batch
     if dialect == "core":
         ep = ep.run_decompositions()
     torch.export.save(ep, os.path.join(HERE, name + ".pt2"))
@@ -104,6 +108,8 @@ def main():
     save_case("conv_bn_core", ConvBN().train(), (torch.randn(2, 2, 4, 4),), ["x"], dialect="core")
     torch.manual_seed(2)
     save_case("composites", Composites().train(), (torch.randn(2, 2, 4, 4), torch.randn(2, 2, 5)), ["x", "s"])
+    torch.manual_seed(4)
+    save_case("mlp_dynamic", MLP(), (torch.randn(3, 4),), ["x"], dynamic=[{0: torch.export.Dim("batch", min=1, max=64)}])
     torch.manual_seed(3)
     ep_b = torch.export.export(MLP(), (torch.randn(2, 4),))
     package_pt2(os.path.join(HERE, "two_models.pt2"), exported_programs={"first": ep_mlp, "second": ep_b})

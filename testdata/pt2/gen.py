@@ -11,6 +11,8 @@ archives made from a good one.  Run under the pinned PyTorch 2.x
   composites.pt2    training IR: every composite op the FX tables take for
                     torch.export (src/frontend/fx/composites.cpp), with a
                     BatchNorm in train() whose statistics update in place
+  losses.pt2        training IR: pad (constant, reflect), cross_entropy_loss and a
+                    no_grad block (wrap_with_set_grad_enabled, inlined)
   mlp_dynamic.pt2   the MLP with a dynamic batch in [1, 64] (exported at 3,
                     its inputs and results at 5)
   two_models.pt2    two programs in one archive (--model)
@@ -71,6 +73,19 @@ class Composites(nn.Module):
         return z * w.float()
 
 
+class Losses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(6, 8), nn.Linear(8, 4)
+
+    def forward(self, x, t):
+        with torch.no_grad():                                   # wrap_with_set_grad_enabled
+            scale = self.l1(x).abs().mean()
+        h = torch.relu(self.l1(F.pad(x, (1, 1))[:, 1:-1]))     # pad
+        y = F.pad(h.unsqueeze(1), (1, 1), mode="reflect").squeeze(1)[:, 1:-1]
+        return F.cross_entropy(self.l2(y) * scale, t)           # cross_entropy_loss
+
+
 def save_case(name, module, args, arg_names, dialect="training", dynamic=None):
     torch.manual_seed(0)
     eager = copy.deepcopy(module)
@@ -108,6 +123,8 @@ def main():
     save_case("conv_bn_core", ConvBN().train(), (torch.randn(2, 2, 4, 4),), ["x"], dialect="core")
     torch.manual_seed(2)
     save_case("composites", Composites().train(), (torch.randn(2, 2, 4, 4), torch.randn(2, 2, 5)), ["x", "s"])
+    torch.manual_seed(5)
+    save_case("losses", Losses(), (torch.randn(4, 6), torch.tensor([0, 3, 1, 2])), ["x", "t"])
     torch.manual_seed(4)
     save_case("mlp_dynamic", MLP(), (torch.randn(3, 4),), ["x"], dynamic=[{0: torch.export.Dim("batch", min=1, max=64)}])
     torch.manual_seed(3)

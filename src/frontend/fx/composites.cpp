@@ -34,6 +34,55 @@ V delegate(Converter& c, const std::string& spelling, json args) {
   return r;
 }
 
+/// As delegate, when the rewritten node also reads values this converter
+/// made: `made` binds them to names the arguments refer to.
+V delegateWith(Converter& c, const std::string& spelling, json args, const Env& made) {
+  Env env = c.env();
+  for (const auto& [name, v] : made) env[name] = v;
+  json node = {{"name", c.node().value("name", "")}, {"target", spelling}, {"args", std::move(args)}};
+  Converter inner(c.graph(), node, c.loc(), env, c.noGrad());
+  inner.setInBackward(c.inBackward());
+  inner.setNames(c.names());
+  inner.setComplex(c.complexValues());
+  V r = convertTarget(inner, spelling);
+  c.delegatedTo(inner, spelling);
+  return r;
+}
+
+/// cross_entropy_loss(self, target, weight=None, reduction=Mean,
+/// ignore_index=-100, label_smoothing=0.0): nll_loss of log_softmax over the
+/// class dim (1, or 0 for an unbatched input), class-index targets only.
+V crossEntropy(Converter& c) {
+  ValueId x = c.tensor(0, "self"), t = c.tensor(1, "target");
+  if (isFloating(c.type(t).dtype)) c.fail("cross_entropy with class-probability targets is not supported");
+  if (c.number(5, "label_smoothing", 0.0) != 0) c.fail("cross_entropy with label_smoothing is not supported");
+  ValueId logp = softmaxLike(c, x, c.type(x).rank() >= 2 ? 1 : 0, true);
+  const std::string tmp = "cross_entropy.log_softmax";
+  V r = delegateWith(c, "aten.nll_loss_forward.default",
+                     json::array({{{"node", tmp}}, given(c, 1, "target", nullptr), given(c, 2, "weight", nullptr),
+                                  given(c, 3, "reduction", 1), given(c, 4, "ignore_index", -100)}),
+                     Env{{tmp, {logp}}});
+  return {r[0]};
+}
+
+/// pad(self, pad, mode="constant", value=None): constant_pad_nd, or the
+/// reflection / replication padding of the padded dims' count.
+V pad(Converter& c) {
+  const std::string mode = c.arg(2, "mode") && c.arg(2, "mode")->is_string() ? c.arg(2, "mode")->get<std::string>() : "constant";
+  const size_t n = c.ints(1, "pad").size();
+  if (mode == "constant") {
+    json value = given(c, 3, "value", nullptr);
+    return delegate(c, "aten.constant_pad_nd.default",
+                    json::array({given(c, 0, "self", nullptr), given(c, 1, "pad", nullptr), value.is_null() ? json(0) : value}));
+  }
+  if ((mode != "reflect" && mode != "replicate") || n % 2 || n < 2 || n > 6)
+    c.fail("pad mode '" + mode + "' over " + std::to_string(n / 2) + " dims is not supported");
+  if (c.has(3, "value")) c.fail("pad: a value is only for mode 'constant'");
+  const std::string spelling = std::string("aten.") + (mode == "reflect" ? "reflection" : "replication") + "_pad" +
+                               std::to_string(n / 2) + "d.default";
+  return delegate(c, spelling, json::array({given(c, 0, "self", nullptr), given(c, 1, "pad", nullptr)}));
+}
+
 /// linear(input, weight, bias=None): input @ weight^T + bias.
 V linear(Converter& c) {
   ValueId x = c.tensor(0, "input"), w = c.tensor(1, "weight");
@@ -215,6 +264,8 @@ Entries compositesConverters() {
     {"aten.max_pool2d.default", maxPool2d},
     {"aten.chunk.default", chunk},
     {"aten.to.dtype", toDtype},
+    {"aten.cross_entropy_loss.default", crossEntropy},
+    {"aten.pad.default", pad},
     {"aten.type_as.default", [](Converter& c) -> V { return {c.cast(c.tensor(0, "self"), c.type(c.tensor(1, "other")).dtype)}; }},
   };
 }

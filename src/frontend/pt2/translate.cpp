@@ -36,6 +36,8 @@
 //===----------------------------------------------------------------------===//
 #include "translate.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -77,9 +79,9 @@ class Translator {
  private:
   json argument(const json& a, const SourceLoc& loc);
   json ref(const std::string& name, const SourceLoc&) {
-    if (literals_.count(name)) return literals_.at(name);
-    auto it = rename_.find(name);
-    return {{"node", it == rename_.end() ? name : it->second}};
+    if (prefix_.empty() && literals_.count(name)) return literals_.at(name);
+    auto it = rename_.find(prefix_ + name);
+    return {{"node", it == rename_.end() ? prefix_ + name : it->second}};
   }
   /// A size: an integer, or {"sym": EXPR} (Note [pt2 dynamic sizes]).
   json symInt(const json& s, const SourceLoc& loc, const std::string& what) {
@@ -106,6 +108,7 @@ class Translator {
   SourceLoc nodeLoc(const json& n, const std::string& name, const std::string& target) const;
   void inputs(const json& specs, const json& graphInputs, Program& p);
   void node(const json& n, json& nodes);
+  void inlineGradRegion(const json& n, const SourceLoc& loc, json& nodes);
   void outputs(const json& specs, const json& graphOutputs, Program& p);
   std::string fresh(const std::string& stem) {
     std::string n = stem;
@@ -123,6 +126,9 @@ class Translator {
   std::set<std::string> used_;                 // names in the document
   std::map<std::string, std::string> symbolNames_;  // sympy symbol -> aotc symbol
   json symbols_ = json::array();               // the document's "symbols"
+  // Note [Inlined grad regions]: the scope of the region being inlined.
+  std::string prefix_;                         // its names' prefix ("" outside)
+  bool grad_ = true;                           // grad mode inside it
 };
 
 /// Names each symbol after the first user-input dim that is exactly it
@@ -307,6 +313,15 @@ void Translator::node(const json& n, json& nodes) {
   // A range or relation export checked on the symbols: the symbols' ranges
   // are declared, and every probe converts a static graph.
   if (target == "aten._assert_scalar.default") return;
+  if (target == "higher_order.wrap_with_set_grad_enabled") return inlineGradRegion(n, loc, nodes);
+  if (target.rfind("higher_order.", 0) == 0) {
+    // Reported with every other unsupported target (its subgraphs unread).
+    json hop = {{"name", prefix_ + (name.empty() ? target : name)}, {"target", target}, {"args", json::array()}};
+    if (!loc.source.empty()) hop["source"] = loc.source;
+    if (!loc.scope.empty()) hop["module"] = loc.scope;
+    nodes.push_back(std::move(hop));
+    return;
+  }
   json args = json::array(), kwargs = json::object();
   for (const json& in : field(n, "inputs", loc)) {
     const std::string argName = field(in, "name", loc).get<std::string>();
@@ -330,17 +345,19 @@ void Translator::node(const json& n, json& nodes) {
   for (const json& o : outputs) {
     const std::string k = unionKey(o, loc, "output");
     if (k == "as_tensor") {
-      outs.push_back({field(o[k], "name", loc).get<std::string>(), metas.size()});
-      metas.push_back(meta(outs.back().name, loc));
+      const std::string raw = field(o[k], "name", loc).get<std::string>();
+      outs.push_back({prefix_ + raw, metas.size()});
+      metas.push_back(meta(raw, loc));
     } else if (k == "as_tensors" && outputs.size() == 1) {
       for (const json& t : o[k]) {
-        outs.push_back({field(t, "name", loc).get<std::string>(), metas.size()});
-        metas.push_back(meta(outs.back().name, loc));
+        const std::string raw = field(t, "name", loc).get<std::string>();
+        outs.push_back({prefix_ + raw, metas.size()});
+        metas.push_back(meta(raw, loc));
       }
     } else if (k == "as_none") {
       metas.push_back(nullptr);
     } else if ((k == "as_sym_int" || k == "as_sym_bool" || k == "as_sym_float") && outputs.size() == 1 && o[k].contains("as_name")) {
-      scalarName = o[k]["as_name"].get<std::string>();
+      scalarName = prefix_ + o[k]["as_name"].get<std::string>();
     } else {
       throw UserError(loc, "output of kind " + k + " is not supported");
     }
@@ -349,6 +366,7 @@ void Translator::node(const json& n, json& nodes) {
   if (!kwargs.empty()) fx["kwargs"] = std::move(kwargs);
   if (!loc.source.empty()) fx["source"] = loc.source;
   if (!loc.scope.empty()) fx["module"] = loc.scope;
+  if (!grad_) fx["grad_enabled"] = false;
   const bool single = outputs.size() == 1 && outputs[0].begin().key() == "as_tensor";
   if (!scalarName.empty()) {
     fx["name"] = scalarName;
@@ -356,7 +374,7 @@ void Translator::node(const json& n, json& nodes) {
     fx["name"] = outs[0].name;
     fx["meta"] = metas[0];
   } else {
-    fx["name"] = name.empty() ? fresh("node") : name;
+    fx["name"] = name.empty() ? fresh("node") : prefix_ + name;
     if (!metas.empty()) fx["meta"] = metas;
   }
   const std::string fxName = fx["name"].get<std::string>();
@@ -366,6 +384,53 @@ void Translator::node(const json& n, json& nodes) {
   for (const Out& o : outs) {
     used_.insert(o.name);
     nodes.push_back({{"name", o.name}, {"target", "getitem"}, {"args", json::array({json{{"node", fxName}}, o.index})}});
+  }
+}
+
+// Note [Inlined grad regions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A `with torch.no_grad():` (or enable_grad) block in the forward is the
+// higher-order op wrap_with_set_grad_enabled(enabled, subgraph, *args) in the
+// training IR.  Its subgraph is inlined: its inputs bound to the op's
+// arguments, its nodes translated with grad_enabled as the op says (the FX
+// loader's per-node grad mode), their names prefixed with the op's name and
+// a dot (unique: an exported program's names have no dots), and the op's
+// outputs bound to the subgraph's.
+void Translator::inlineGradRegion(const json& n, const SourceLoc& loc, json& nodes) {
+  const json& ins = field(n, "inputs", loc);
+  if (!ins.is_array() || ins.size() < 2 || !field(ins[0], "arg", loc).contains("as_bool") || !field(ins[1], "arg", loc).contains("as_graph"))
+    throw UserError(loc, "wrap_with_set_grad_enabled takes a bool, a subgraph and its arguments");
+  const bool enabled = ins[0]["arg"]["as_bool"].get<bool>();
+  const json& sub = field(ins[1]["arg"]["as_graph"], "graph", loc);
+  const json& subIns = field(sub, "inputs", loc);
+  if (!subIns.is_array() || subIns.size() + 2 != ins.size()) throw UserError(loc, "the subgraph's inputs do not match the arguments");
+  std::vector<std::string> bound;
+  for (size_t i = 0; i < subIns.size(); ++i) {
+    json outer = argument(field(ins[i + 2], "arg", loc), loc);
+    if (!outer.is_object() || !outer.contains("node")) throw UserError(loc, "a subgraph argument that is not a tensor is not supported");
+    bound.push_back(outer["node"].get<std::string>());
+  }
+  const std::string prefix = prefix_ + n.value("name", std::string("region")) + ".";
+  const std::string savedPrefix = prefix_;
+  const json* savedValues = values_;
+  const bool savedGrad = grad_;
+  for (size_t i = 0; i < subIns.size(); ++i)
+    rename_[prefix + field(field(subIns[i], "as_tensor", loc), "name", loc).get<std::string>()] = bound[i];
+  prefix_ = prefix;
+  values_ = &field(sub, "tensor_values", loc);
+  grad_ = enabled;
+  for (const json& sn : field(sub, "nodes", loc)) node(sn, nodes);
+  std::vector<json> results;
+  for (const json& o : field(sub, "outputs", loc)) results.push_back(argument(o, loc));
+  prefix_ = savedPrefix;
+  values_ = savedValues;
+  grad_ = savedGrad;
+  const json& outs = field(n, "outputs", loc);
+  if (!outs.is_array() || outs.size() != results.size()) throw UserError(loc, "the subgraph's outputs do not match the op's");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].contains("as_none")) continue;
+    if (!results[i].is_object() || !results[i].contains("node")) throw UserError(loc, "a subgraph result that is not a tensor is not supported");
+    rename_[prefix_ + field(field(outs[i], "as_tensor", loc), "name", loc).get<std::string>()] = results[i]["node"].get<std::string>();
   }
 }
 
@@ -406,6 +471,29 @@ void Translator::outputs(const json& specs, const json& graphOutputs, Program& p
   for (json& c : copies) nodes.push_back(std::move(c));
 }
 
+// Note [Core ATen and training]: ep.run_decompositions() gives PyTorch's
+// inference IR.  It keeps what the forward computes but not all of what its
+// gradient needs: a detach() becomes aten.alias, and a `with torch.no_grad()`
+// block is inlined without its grad mode.  With --train, such a program is
+// refused at the first node that shows either (an alias, or a node whose
+// provenance metadata names a grad-mode or autocast region), naming the
+// training IR as the door that keeps them; one with neither trains as the
+// training IR does.
+void refuseLostGradModes(const json& nodes, const std::function<SourceLoc(const json&)>& where) {
+  for (const json& n : nodes) {
+    const std::string target = n.value("target", std::string());
+    std::string md;
+    if (n.contains("metadata") && n["metadata"].is_object())
+      for (const char* k : {"torch_fn", "from_node"})
+        if (n["metadata"].contains(k) && n["metadata"][k].is_string()) md += n["metadata"][k].get<std::string>();
+    const bool alias = target == "torch.ops.aten.alias.default";
+    if (alias || md.find("set_grad_enabled") != std::string::npos || md.find("autocast") != std::string::npos)
+      throw UserError(where(n), std::string("--train: this Core ATen program (run_decompositions(), PyTorch's inference IR) has lost ") +
+                                    (alias ? "a detach() (now aten.alias)" : "a torch.no_grad / enable_grad / autocast region") +
+                                    " here, so its gradients are unknown; compile the training IR torch.export.export returns");
+  }
+}
+
 Program Translator::run() {
   const SourceLoc fileLoc{path_, "", ""};
   const json& gm = field(ep_, "graph_module", fileLoc);
@@ -420,6 +508,12 @@ Program Translator::run() {
   inputs(field(sig, "input_specs", fileLoc), field(g, "inputs", fileLoc), p);
   const json& nodes = field(g, "nodes", fileLoc);
   if (!nodes.is_array()) throw UserError(fileLoc, "malformed program: nodes must be an array");
+  const json verifiers = ep_.value("verifiers", json::array());
+  if (train_ && verifiers.is_array() && std::find(verifiers.begin(), verifiers.end(), json("TRAINING")) == verifiers.end())
+    refuseLostGradModes(nodes, [&](const json& n) {
+      std::string t = n.value("target", std::string());
+      return nodeLoc(n, n.value("name", std::string()), t.rfind("torch.ops.", 0) == 0 ? t.substr(10) : t);
+    });
   for (const json& n : nodes) node(n, p.doc["nodes"]);
   outputs(field(sig, "output_specs", fileLoc), field(g, "outputs", fileLoc), p);
   if (!symbols_.empty()) {

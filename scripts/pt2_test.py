@@ -13,7 +13,7 @@ state it was exported with.  Run under the pinned PyTorch 2.x
 (scripts/setup-venv.sh); the torch2 CTest label does.
 
 Usage: pt2_test.py AOTC [--backend reference|emulate ...] [--work DIR] [PROGRAM ...]
-       (programs: mlp conv_bn buffer_update transformer_layer loss_nograd, the
+       (programs: mlp conv_bn buffer_update transformer_layer loss_nograd nested_inputs, the
        default; resnet18 mobilenet_v2 vit by name)
 """
 import argparse
@@ -107,6 +107,35 @@ class LossNoGrad(nn.Module):
         return nn.functional.cross_entropy(self.l2(h) * scale, t)
 
 
+class NestedInputs(nn.Module):
+    """Nested arguments: inputs named by their paths (d.a, pair.1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+
+    def forward(self, x, d, pair):
+        return self.l(x) + d["a"] * d["b"] + pair[0] - pair[1]
+
+
+def flat_inputs(names, args):
+    """{path: tensor} as aotc names user inputs (x, d.a, pair.1)."""
+    out = {}
+
+    def walk(prefix, v):
+        if isinstance(v, torch.Tensor):
+            out[prefix] = v
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{prefix}.{k}", x)
+        else:
+            for i, x in enumerate(v):
+                walk(f"{prefix}.{i}", x)
+    for n, a in zip(names, args):
+        walk(n, a)
+    return out
+
+
 def zoo(name):
     import torchvision
     return {"resnet18": lambda: torchvision.models.resnet18(num_classes=10),
@@ -121,6 +150,8 @@ PROGRAMS = {
     "buffer_update": (BufferUpdate, lambda b: (torch.randn(b, 5),)),
     "transformer_layer": (TransformerLayer, lambda b: (torch.randn(b, 5, 16),)),
     "loss_nograd": (LossNoGrad, lambda b: (torch.randn(b, 6), torch.randint(0, 4, (b,)))),
+    "nested_inputs": (NestedInputs, lambda b: (torch.randn(b, 4), {"a": torch.randn(b, 4), "b": torch.randn(b, 4)},
+                                               (torch.randn(b, 4), torch.randn(b, 4)))),
 }
 DEFAULT = list(PROGRAMS)
 # torchvision models, run by name (not in CTest's run: minutes on emulate).
@@ -154,7 +185,7 @@ def check(name, dialect, dynamic, train, backend, aotc, work, double=False):
     # --double: the float64 twin, for a model whose float32 results are
     # ill-conditioned (BatchNorm over a few elements in mobilenet_v2's last
     # 1x1 feature maps).
-    make_args = (lambda b: tuple(a.double() if a.is_floating_point() else a for a in base_args(b))) if double else base_args
+    make_args = (lambda b: torch.utils._pytree.tree_map(lambda a: a.double() if a.is_floating_point() else a, base_args(b))) if double else base_args
     if double:
         module = module.double()
     args = make_args(4)
@@ -163,7 +194,7 @@ def check(name, dialect, dynamic, train, backend, aotc, work, double=False):
         # One artifact for every batch in [1, 64] (Note [pt2 dynamic sizes]),
         # exported at batch 4 and run at batch 3.
         batch = torch.export.Dim("batch", min=1, max=64)
-        ep = torch.export.export(module, args, dynamic_shapes=[{0: batch} for _ in args])
+        ep = torch.export.export(module, args, dynamic_shapes=torch.utils._pytree.tree_map(lambda _: {0: batch}, args))
         args = make_args(3)
     else:
         ep = torch.export.export(module, args)
@@ -187,7 +218,7 @@ def check(name, dialect, dynamic, train, backend, aotc, work, double=False):
         out.backward(gout)
     tag = f"{name}_{dialect}{'_dyn' if dynamic else ''}_{'train' if train else 'infer'}_{backend}"
     inp, gpath, res = (os.path.join(work, f"{tag}_{k}.safetensors") for k in ("in", "gout", "out"))
-    write_safetensors(inp, dict(zip(arg_names, args)))
+    write_safetensors(inp, flat_inputs(arg_names, args))
     write_safetensors(gpath, {"grad_output.0": gout})
     got = run_aotc(aotc, model, os.path.join(work, tag), inp, gpath, res, backend, train)
 

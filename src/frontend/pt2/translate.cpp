@@ -71,6 +71,56 @@ const char* memoryFormat(const json& v) {
   return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 4 ? names[v.get<int64_t>()] : nullptr;
 }
 
+/// The leaves of a pytree spec (torch.utils._pytree's JSON) below `spec`,
+/// named `prefix` plus their tuple/list indices and dict keys; false for a
+/// node type it does not know (a namedtuple, a dataclass).
+bool leafPaths(const json& spec, const std::string& prefix, std::vector<std::string>& out) {
+  if (!spec.is_object()) return false;
+  const json type = spec.value("type", json());
+  const json children = spec.value("children_spec", json::array());
+  if (type.is_null()) {
+    out.push_back(prefix);
+    return true;
+  }
+  if (!type.is_string() || !children.is_array()) return false;
+  json keys = json::array();
+  if (type == "builtins.dict") {
+    if (!spec.contains("context") || !spec["context"].is_string()) return false;
+    keys = json::parse(spec["context"].get<std::string>(), nullptr, false);
+    if (!keys.is_array() || keys.size() != children.size()) return false;
+  } else if (type != "builtins.tuple" && type != "builtins.list") {
+    return false;
+  }
+  for (size_t i = 0; i < children.size(); ++i) {
+    std::string key = keys.empty() ? std::to_string(i) : keys[i].is_string() ? keys[i].get<std::string>() : keys[i].dump();
+    if (!leafPaths(children[i], prefix.empty() ? key : prefix + "." + key, out)) return false;
+  }
+  return true;
+}
+
+/// The user inputs' names by the forward's arguments (`x`, `d.a`, `pair.1`),
+/// from module_call_graph[0]'s in_spec and forward_arg_names; empty when the
+/// archive does not say or the spec holds a type this reader does not know
+/// (the placeholders' names are used then).
+std::vector<std::string> argumentPaths(const json& ep) {
+  try {
+    const json& sig = ep.at("graph_module").at("module_call_graph").at(0).at("signature");
+    const json names = sig.at("forward_arg_names");
+    const json spec = json::parse(sig.at("in_spec").get<std::string>());
+    const json& root = spec.at(1);
+    const json& args = root.at("children_spec").at(0);
+    if (root.value("type", json()) != "builtins.tuple" || args.value("type", json()) != "builtins.tuple") return {};
+    const json& children = args.at("children_spec");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < children.size(); ++i)
+      if (i >= names.size() || !leafPaths(children[i], names[i].get<std::string>(), out)) return {};
+    if (!leafPaths(root.at("children_spec").at(1), "", out)) return {};
+    return out;
+  } catch (const json::exception&) {
+    return {};
+  }
+}
+
 class Translator {
  public:
   Translator(const json& ep, const std::string& path, bool train) : ep_(ep), path_(path), train_(train) {}
@@ -259,9 +309,17 @@ void Translator::inputs(const json& specs, const json& graphInputs, Program& p) 
   if (!specs.is_array() || !graphInputs.is_array() || specs.size() != graphInputs.size())
     throw UserError(fileLoc, "malformed program: the signature's input specs do not match the graph's inputs");
   json& docInputs = p.doc["inputs"];
+  // User inputs by the forward's argument paths (argumentPaths) when
+  // the spec gives one per user input.
+  std::vector<std::string> paths = argumentPaths(ep_);
+  size_t users = 0, user = 0;
+  for (const json& spec : specs) users += spec.is_object() && spec.contains("user_input");
+  if (paths.size() != users) paths.clear();
   for (const json& spec : specs) {
     const std::string kind = unionKey(spec, fileLoc, "input spec");
     const json& s = spec[kind];
+    const size_t thisUser = user;
+    user += kind == "user_input";
     if (kind == "constant_input") {
       const json& value = field(s, "value", fileLoc);
       const std::string vk = unionKey(value, fileLoc, "constant value");
@@ -278,6 +336,7 @@ void Translator::inputs(const json& specs, const json& graphInputs, Program& p) 
       if (ak != "as_tensor")
         throw UserError(fileLoc, cat("user input of kind ", ak, " (", a.dump().substr(0, 80), "): aotc compiles tensor inputs only"));
       placeholder = name = field(a[ak], "name", fileLoc).get<std::string>();
+      if (!paths.empty() && validName(paths[thisUser])) name = paths[thisUser];
       role = "user_input";
     } else if (kind == "parameter" || kind == "buffer" || kind == "tensor_constant") {
       placeholder = field(field(s, "arg", fileLoc), "name", fileLoc).get<std::string>();

@@ -10,9 +10,9 @@ src/CMakeLists.txt and fails (exit 1, one line per violation) when
     through the libraries it links (a test may include what its LINKS reach).
 So `ir` including `ops` (the op table) fails here, not just at link time.
 
-The front ends are two rooms of one library, src/frontend/fx/ and
-src/frontend/onnx/ (Note [FX converter tables], Note [ONNX converter
-tables]); it also fails when
+The front ends are three rooms of one library, src/frontend/fx/,
+src/frontend/onnx/ and src/frontend/pt2/ (Note [FX converter tables], Note
+[ONNX converter tables], Note [pt2 front end]); it also fails when
   - a file in one room includes a private header ("x.h", not "aotc/...") that
     is not in its own room (the rooms share only the public headers);
   - src/frontend/ holds code outside the rooms other than the entry
@@ -25,7 +25,7 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FRONTEND_ROOMS = ("fx", "onnx")
+FRONTEND_ROOMS = ("fx", "onnx", "pt2")
 FRONTEND_ENTRY = ("frontend.cpp",)
 FRONTEND_MAX_LINES = 800
 

@@ -13,7 +13,7 @@ pkgs=(
   python3-torch python3-torchvision python3-numpy python3-networkx python3-jsonschema
   python3-onnx libonnx-testdata python3-venv
   libgraphviz-dev graphviz chromium
-  libjemalloc-dev
+  libjemalloc-dev libzip-dev
 )
 
 missing=()

@@ -71,7 +71,7 @@ void addDirectory(const fs::path& dir, std::vector<std::string>& out) {
        it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const fs::path& p = it->path();
-    if (p.extension() == ".onnx" || (p.extension() == ".json" && isFxGraph(p))) found.push_back(p.lexically_normal().string());
+    if (p.extension() == ".onnx" || p.extension() == ".pt2" || (p.extension() == ".json" && isFxGraph(p))) found.push_back(p.lexically_normal().string());
   }
   if (ec) throw UserError(SourceLoc{dir.string(), "", ""}, "cannot list directory: " + ec.message());
   std::sort(found.begin(), found.end());

@@ -158,7 +158,10 @@ int main(int argc, char** argv) {
     c->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
     c->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
     c->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
-    c->add_flag("--train", copts.frontend.train, "ONNX: a training artifact (floating-point initializers not frozen require grad)");
+    c->add_flag("--train", copts.frontend.train,
+                "ONNX and .pt2: a training artifact (ONNX: floating-point initializers not frozen require grad; .pt2: "
+                "parameters that require grad)");
+    c->add_option("--model", copts.frontend.model, ".pt2: which program of an archive that holds several");
     c->add_option("--frozen", frozenList, "ONNX --train: initializers that stay constant (comma list)")->delimiter(',');
     c->add_option("--shape", shapeSpecs, "ONNX: an input's shape, INPUT=2x3x224x224 (repeatable)");
     c->add_option("--dim", dimSpecs, "ONNX: a symbolic dim's size, PARAM=8 (repeatable)");
@@ -175,8 +178,8 @@ int main(int argc, char** argv) {
                 "dynamic shapes: 64-bit indices in every kernel, for sizes where a tensor spans 2^31 elements or more "
                 "(default: 32-bit when the hints fit, sizes beyond refused at run time)");
   };
-  auto* compile = app.add_subcommand("compile", "compile a model (FX JSON or ONNX) into an artifact directory");
-  compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py, or .onnx)")->required();
+  auto* compile = app.add_subcommand("compile", "compile a model (FX JSON, ONNX or a torch.export .pt2) into an artifact directory");
+  compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py, .onnx, or .pt2 from torch.export.save)")->required();
   compile->add_option("-o,--output", copts.out_dir, "artifact directory to write")->required();
   compile->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));
   compileFlags(compile);

@@ -1,6 +1,6 @@
 //===- frontend.h - The front-end-neutral model and its one entry -*- C++ -*-===//
 //
-// Note [Front ends]: every front end (FX JSON, ONNX) produces a Model: a
+// Note [Front ends]: every front end (FX JSON, ONNX, .pt2) produces a Model: a
 // captured graph built through the one Builder (aotc/ops/builder.h) with the
 // decompositions kept beside the ops (aotc/ops/decompose.h), plus where the
 // initial values of its parameters, buffers and constants come from.
@@ -36,11 +36,12 @@ struct Model {
   /// The example arguments as the exporter recorded them: tensor leaves name
   /// their input, other values were specialized into the graph.
   nlohmann::json arguments = nlohmann::json::array();
-  std::string format = "fx";  ///< fx | onnx
+  std::string format = "fx";  ///< fx | onnx | pt2
 };
 
-/// Options only some front ends read (the ONNX ones; an FX file with any of
-/// them set is refused rather than silently ignoring them).
+/// Options only some front ends read (ONNX's, and --train and --model for a
+/// .pt2; a file with one its front end does not read is refused rather than
+/// silently ignoring it).
 struct FrontendOptions {
   bool train = false;                     ///< ONNX: float initializers become parameters
   std::vector<std::string> frozen;        ///< ONNX --train: initializers that stay constant
@@ -50,7 +51,9 @@ struct FrontendOptions {
   /// the compiler needs as compile-time values (a Reshape's shape, a TopK's
   /// K); only those are taken, and they leave the artifact's inputs.
   std::string constant_inputs;
-  bool any() const { return train || !frozen.empty() || !shapes.empty() || !dims.empty() || !constant_inputs.empty(); }
+  /// .pt2 --model: which program of an archive that holds several.
+  std::string model;
+  bool any() const { return train || !frozen.empty() || !shapes.empty() || !dims.empty() || !constant_inputs.empty() || !model.empty(); }
 };
 
 /// A model's graph as its file has it, before conversion: what `aotc graph
@@ -72,8 +75,8 @@ struct SourceGraph {
 /// By extension, like loadModel.  Throws UserError on a malformed file.
 SourceGraph readSourceGraph(const std::string& path);
 
-/// Loads a model: `.onnx` through the ONNX front end, anything else as an FX
-/// JSON dump.  Throws UserError naming the file and node.
+/// Loads a model: `.onnx` through the ONNX front end, `.pt2` through the
+/// torch.export archive reader, anything else as an FX JSON dump.  Throws UserError naming the file and node.
 Model loadModel(const std::string& path, const FrontendOptions& opts = {});
 
 }  // namespace aotc

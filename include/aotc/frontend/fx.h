@@ -21,6 +21,14 @@ FxModel loadFxGraph(const std::string& path);
 /// locates the weights file).
 FxModel loadFxGraphText(const std::string& text, const std::string& path);
 
+/// The same, from a document held in memory whose parameters', buffers' and
+/// constants' initial values are `weights` (by input name) rather than a
+/// safetensors file beside it: the .pt2 front end translates an exported
+/// program into this form (Note [pt2 front end]).  The document needs no
+/// "weights" field; every non-user input must be in `weights` with its
+/// declared dtype and shape.
+FxModel loadFxDocument(const nlohmann::json& doc, const std::string& path, std::map<std::string, HostTensor> weights);
+
 /// The file's nodes as it has them, unsupported ones included.
 SourceGraph fxSourceGraph(const std::string& path);
 

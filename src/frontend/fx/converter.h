@@ -279,6 +279,8 @@ DType dtypeArg(Converter& c, size_t i, const char* kw, DType dflt);
 int64_t dimArg(Converter& c, size_t i, const char* kw, ValueId x, int64_t dflt = 0);
 V inplaceOf(Converter& c, ValueId v);
 std::optional<double> optNumber(Converter& c, size_t i, const char* kw);
+// normalization.cpp
+V batchNormOf(Converter& c, bool functional);
 // reductions.cpp
 V reduce(Converter& c, OpKind k, bool with_dims);
 V cumsum(Converter& c);
@@ -291,6 +293,7 @@ ValueId storageRoot(const Graph& g, ValueId v);
 V convolution(Converter& c);
 
 Entries attentionConverters();
+Entries compositesConverters();
 Entries controlConverters();
 Entries creationConverters();
 Entries gathersConverters();

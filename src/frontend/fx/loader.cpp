@@ -381,6 +381,16 @@ std::vector<std::string> supportedFxTargets() {
   return v;
 }
 
+FxModel loadFxJson(const json& doc, const std::string& path, const std::map<std::string, HostTensor>* held);
+
+FxModel loadFxDocument(const json& doc, const std::string& path, std::map<std::string, HostTensor> weights) {
+  try {
+    return loadFxJson(doc, path, &weights);
+  } catch (const json::exception& e) {
+    throw UserError(SourceLoc{path, "", ""}, std::string("malformed graph: ") + e.what());
+  }
+}
+
 FxModel loadFxGraph(const std::string& path) {
   // Type errors anywhere in a malformed document are the user's: name the file.
   try {
@@ -472,7 +482,7 @@ FxModel loadFxGraphText(const std::string& text, const std::string& path) {
   }
 }
 
-FxModel convertFxDocument(const json& doc, const std::string& path);
+FxModel convertFxDocument(const json& doc, const std::string& path, const std::map<std::string, HostTensor>* held);
 
 /// Note [Dynamic FX graphs]: a version 3 document with symbols (Note
 /// [Dynamic export] in tools/fx_export.py) is converted once per probe
@@ -520,10 +530,14 @@ static json atBinding(const json& j, const sym::Bindings& b, const SourceLoc& fi
 }
 
 FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
+  return loadFxJson(parseFxJson(text, path), path, nullptr);
+}
+
+/// A parsed document; `held`: initial values in memory (loadFxDocument).
+FxModel loadFxJson(const json& doc, const std::string& path, const std::map<std::string, HostTensor>* held) {
   const SourceLoc fileLoc{path, "", ""};
-  json doc = parseFxJson(text, path);
   std::vector<SymbolDecl> symbols = doc.is_object() ? fxSymbols(doc, fileLoc) : std::vector<SymbolDecl>{};
-  if (symbols.empty()) return convertFxDocument(doc, path);
+  if (symbols.empty()) return convertFxDocument(doc, path, held);
   // Note [Dynamic FX graphs].
   // The probes convert independently, on one thread per core (the first
   // failing probe's error is the one reported, as a serial loop would).
@@ -531,7 +545,7 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
   std::vector<FxModel> models(probes.size());
   parallelFor(probes.size(), std::max(1u, std::thread::hardware_concurrency()), [&](size_t i) {
     try {
-      models[i] = convertFxDocument(atBinding(doc, probes[i], fileLoc), path);
+      models[i] = convertFxDocument(atBinding(doc, probes[i], fileLoc), path, held);
     } catch (const UserError& e) {
       std::vector<Diagnostic> d = e.diagnostics();
       for (Diagnostic& x : d) x.message += " (converting at " + bindingText(probes[i]) + ", a probe of the dynamic sizes)";
@@ -562,7 +576,7 @@ FxModel loadFxGraphUnchecked(const std::string& text, const std::string& path) {
   return out;
 }
 
-FxModel convertFxDocument(const json& doc, const std::string& path) {
+FxModel convertFxDocument(const json& doc, const std::string& path, const std::map<std::string, HostTensor>* held) {
   const SourceLoc fileLoc{path, "", ""};
   auto need = [&](const char* key, json::value_t t, const char* what) -> const json& {
     if (!doc.is_object() || !doc.contains(key) || doc[key].type() != t)
@@ -585,16 +599,16 @@ FxModel convertFxDocument(const json& doc, const std::string& path) {
   if (nodes.size() > kMaxNodes)
     throw UserError(fileLoc, cat("graph has ", nodes.size(), " nodes; aotc compiles graphs of at most ", kMaxNodes));
   const json& outputs = need("outputs", json::value_t::array, "an array");
-  std::string weights = need("weights", json::value_t::string, "a file name").get<std::string>();
+  std::string weights = held ? "" : need("weights", json::value_t::string, "a file name").get<std::string>();
   // Path tricks: the weights file is a plain name resolved beside the JSON.
-  if (weights.empty() || weights.find('/') != std::string::npos || weights.find('\\') != std::string::npos ||
-      weights == "." || weights == "..")
+  if (!held && (weights.empty() || weights.find('/') != std::string::npos || weights.find('\\') != std::string::npos ||
+      weights == "." || weights == ".."))
     throw UserError(fileLoc, "'weights' must be a plain file name beside the model, got '" + weights + "'");
 
   FxModel m;
   m.graph.name = doc.value("name", "model");
   if (!validName(m.graph.name)) m.graph.name = "model";
-  m.weights_path = (fs::path(path).parent_path() / weights).string();
+  if (!held) m.weights_path = (fs::path(path).parent_path() / weights).string();
 
   Env env;
   bool needWeights = false;
@@ -622,7 +636,19 @@ FxModel convertFxDocument(const json& doc, const std::string& path) {
       }
     }
   }
-  if (needWeights) {
+  if (needWeights && held) {
+    for (auto& gi : m.graph.inputs) {
+      if (gi.role == InputRole::UserInput) continue;
+      const std::string& n = m.graph.values[gi.value].name;
+      auto it = held->find(n);
+      if (it == held->end()) throw UserError(SourceLoc{path, n, "input"}, cat(inputRoleName(gi.role), " has no initial value"));
+      const TensorType& t = m.graph.type(gi.value);
+      if (it->second.dtype != t.dtype || it->second.sizes != t.sizes)
+        throw UserError(SourceLoc{path, n, "input"}, cat("initial value is ", dtypeName(it->second.dtype), " ",
+                                 TensorType::contiguous(it->second.dtype, it->second.sizes).str(), ", the graph declares ", t.str()));
+      m.weights[n] = it->second;
+    }
+  } else if (needWeights) {
     // A renamed or moved weights file: say which field names it.
     std::error_code ec;
     if (!fs::exists(m.weights_path, ec))

@@ -9,15 +9,15 @@
 
 namespace aotc::fx {
 
-namespace {
-
 /// native_batch_norm(input, weight?, bias?, running_mean?, running_var?,
 /// training, momentum, eps) -> (out, save_mean, save_invstd), decomposed
 /// into primitive ops so its gradient is autodiff's; in training the running
 /// statistics are updated in place (copy_), which functionalize turns into
 /// forward epilogue copies.  Statistics use the biased variance for
 /// normalization and the unbiased one for running_var, as ATen does.
-V batchNorm(Converter& c) {
+/// `functional` (_native_batch_norm_legit_functional, torch.export's Core
+/// ATen): nothing is written; the new running statistics are results 3 and 4.
+V batchNormOf(Converter& c, bool functional) {
   ValueId x = c.tensor(0, "input");
   TensorType xt = c.type(x);
   if (xt.rank() < 2) c.fail("batch_norm expects an input of at least 2 dims");
@@ -55,20 +55,30 @@ V batchNorm(Converter& c) {
   if (b != kNoValue) out = c.op(OpKind::Add, {out, bcast(b)});
   if (training) {
     const int64_t n = xt.numel() / std::max<int64_t>(C, 1);
-    auto update = [&](ValueId running, ValueId stat, bool unbiased) {
+    auto update = [&](ValueId running, ValueId stat, bool unbiased) -> ValueId {
+      if (running == kNoValue) return kNoValue;
       // The unbiased variance scales by n / (n - 1): a size scalar (Note [Size scalars]).
       auto factor = [&] { return unbiased && n > 1 ? c.sizeScalar(momentum, n, n - 1, dt) : sc(momentum * 1.0); };
       ValueId s = c.op(OpKind::Mul, {c.op(OpKind::Detach, {stat}), factor()});
       ValueId keep = c.op(OpKind::Mul, {running, sc(1.0 - momentum)});
-      c.op(OpKind::CopyInplace, {running, c.op(OpKind::Add, {keep, s})});
+      ValueId updated = c.op(OpKind::Add, {keep, s});
+      if (!functional) c.op(OpKind::CopyInplace, {running, updated});
+      return updated;
     };
-    if (rm != kNoValue) update(rm, mean, false);
-    if (rv != kNoValue) update(rv, var, true);
-    return {mixed ? c.cast(out, xdt) : out, mean, invstd};
+    ValueId newMean = update(rm, mean, false), newVar = update(rv, var, true);
+    V r{mixed ? c.cast(out, xdt) : out, mean, invstd};
+    if (functional) r.insert(r.end(), {newMean, newVar});
+    return r;
   }
   TensorType empty = TensorType::contiguous(dt, {0});
-  return {mixed ? c.cast(out, xdt) : out, constantLike(c, 0.0, empty), constantLike(c, 0.0, empty)};
+  V r{mixed ? c.cast(out, xdt) : out, constantLike(c, 0.0, empty), constantLike(c, 0.0, empty)};
+  if (functional) r.insert(r.end(), {rm, rv});  // eval: the statistics unchanged
+  return r;
 }
+
+namespace {
+
+V batchNorm(Converter& c) { return batchNormOf(c, false); }
 
 V layerNorm(Converter& c) {
   ValueId x = c.tensor(0, "input");

@@ -41,7 +41,7 @@ std::map<std::string, ConvertFn> withPointwiseRows(std::map<std::string, Convert
 const Table& converters() {
   static const Table table = [] {
     Table t;
-    for (Entries (*family)() : {&pointwiseConverters, &reductionsConverters, &viewsConverters, &creationConverters, &gathersConverters, &windowsConverters, &linalgConverters, &normalizationConverters, &attentionConverters, &lossesConverters, &randomConverters, &samplingConverters, &controlConverters, &trainingConverters})
+    for (Entries (*family)() : {&pointwiseConverters, &reductionsConverters, &viewsConverters, &creationConverters, &gathersConverters, &windowsConverters, &linalgConverters, &normalizationConverters, &attentionConverters, &lossesConverters, &randomConverters, &samplingConverters, &controlConverters, &trainingConverters, &compositesConverters})
       for (auto& [spelling, fn] : family())
         AOTC_CHECK(t.emplace(spelling, std::move(fn)).second, "fx: ", spelling, " is spelled twice");
     return withPointwiseRows(std::move(t));

@@ -4,7 +4,9 @@
 // pointwise rows' ATen names, Note [FX converter tables]) and fails naming
 // every spelling that no committed FX program uses: some JSON file under
 // testdata/ must hold a node whose target is it, so the e2e suite runs it
-// against eager (or testdata/errors checks its refusal).  kNoFixtureYet lists
+// against eager (or testdata/errors checks its refusal); a committed .pt2
+// archive (testdata/pt2, read as the FX document the .pt2 front end makes of
+// it, Note [pt2 front end]) counts too.  kNoFixtureYet lists
 // the spellings that had none when the tables were split (issue 35); the list
 // only shrinks: a listed spelling that gains a fixture fails too, until it is
 // taken off the list.
@@ -28,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aotc/frontend/fx.h"
+#include "aotc/frontend/pt2.h"
 #include "converter.h"
 
 namespace aotc {
@@ -51,6 +54,24 @@ const std::map<std::string, std::string> kNoSchema = {
     {"aotc.autograd_function", "aotc's own node for a custom autograd.Function: every argument is read as a tensor"},
 };
 
+/// Every committed program: the FX JSON files and the .pt2 archives (as the
+/// FX documents they translate to), but not the bad archives of pt2.test.
+std::vector<std::pair<std::filesystem::path, nlohmann::json>> fixtures() {
+  std::vector<std::pair<std::filesystem::path, nlohmann::json>> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(AOTC_SOURCE_DIR) / "testdata")) {
+    if (e.path().extension() == ".json") {
+      std::ifstream f(e.path());
+      nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_discarded()) out.emplace_back(e.path(), std::move(j));
+    } else if (e.path().extension() == ".pt2" && e.path().filename().string().rfind("bad_", 0) != 0) {
+      FrontendOptions o;
+      if (e.path().filename() == "two_models.pt2") o.model = "first";
+      out.emplace_back(e.path(), pt2FxDocument(e.path().string(), o));
+    }
+  }
+  return out;
+}
+
 void targets(const nlohmann::json& j, std::set<std::string>& out) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
@@ -64,12 +85,7 @@ void targets(const nlohmann::json& j, std::set<std::string>& out) {
 
 TEST(FxTables, EverySpellingHasAFixtureLine) {
   std::set<std::string> used;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(AOTC_SOURCE_DIR) / "testdata")) {
-    if (e.path().extension() != ".json") continue;
-    std::ifstream f(e.path());
-    nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_discarded()) targets(j, used);
-  }
+  for (const auto& [path, j] : fixtures()) targets(j, used);
   std::string missing, stale;
   std::set<std::string> spellings;
   for (const std::string& s : supportedFxTargets()) {
@@ -115,13 +131,9 @@ TEST(FxTables, SchemasNameEveryArgumentTheFixturesPass) {
   std::vector<std::string> all = supportedFxTargets();
   std::set<std::string> listed(all.begin(), all.end());
   std::vector<nlohmann::json> nodes;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(AOTC_SOURCE_DIR) / "testdata")) {
+  for (const auto& [path, j] : fixtures())
     // testdata/errors holds nodes that are wrong on purpose.
-    if (e.path().extension() != ".json" || e.path().string().find("/testdata/errors/") != std::string::npos) continue;
-    std::ifstream f(e.path());
-    nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_discarded()) listedNodes(j, listed, nodes);
-  }
+    if (path.string().find("/testdata/errors/") == std::string::npos) listedNodes(j, listed, nodes);
   EXPECT_GT(nodes.size(), 1000u);
   std::set<std::string> bad;
   for (const nlohmann::json& n : nodes) {

@@ -1,0 +1,172 @@
+"""Writes the .pt2 fixtures of testdata/cli/pt2.test (issue 46): small programs
+saved by torch.export.save, their inputs and eager's results, and bad
+archives made from a good one.  Run under the pinned PyTorch 2.x
+(scripts/setup-venv.sh) from this folder:
+
+    ~/.cache/aotc/venv-torch2/bin/python gen.py
+
+  mlp.pt2           training IR: linear, relu (inference: output.0)
+  conv_bn_core.pt2  Core ATen (run_decompositions) of conv + BatchNorm in
+                    train(): the running statistics are buffer_mutation outputs
+  composites.pt2    training IR: every composite op the FX tables take for
+                    torch.export (src/frontend/fx/composites.cpp), with a
+                    BatchNorm in train() whose statistics update in place
+  losses.pt2        training IR: pad (constant, reflect), cross_entropy_loss and a
+                    no_grad block (wrap_with_set_grad_enabled, inlined)
+  mlp_dynamic.pt2   the MLP with a dynamic batch in [1, 64] (exported at 3,
+                    its inputs and results at 5)
+  two_models.pt2    two programs in one archive (--model)
+  bad_*.pt2         one defect each (pt2.test names them; bad_unsupported.pt2
+                    has two targets aotc does not convert)
+"""
+import copy
+import io
+import json
+import os
+import sys
+import zipfile
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export.pt2_archive._package import package_pt2
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from fx_export import write_safetensors  # noqa: E402
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(4, 6), nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.l1(x)))
+
+
+class ConvBN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.bn = nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.c(x))).mean((2, 3))
+
+
+class Composites(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.c3 = nn.Conv1d(2, 2, 3, padding=1), nn.Conv2d(2, 4, 3, padding=1), nn.Conv3d(1, 1, 1)
+        self.bn, self.ln, self.gn = nn.BatchNorm2d(4), nn.LayerNorm(4), nn.GroupNorm(2, 4)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, s):
+        y = self.gn(self.bn(self.c2(x)))                        # conv2d, batch_norm (train), group_norm
+        y = F.max_pool2d(y, 2)                                   # max_pool2d
+        y = F.dropout(y.flatten(2).transpose(1, 2).contiguous(), 0.0, True)  # flatten, contiguous, dropout
+        y = self.ln(self.fc(y))                                  # linear, layer_norm
+        a, b = y.chunk(2, dim=-1)                                # chunk
+        z = torch.matmul(a, b.transpose(1, 2)).softmax(-1)       # matmul, softmax.int
+        z = z + F.log_softmax(z, -1).unflatten(-1, (2, 2))[..., 0, :].sum(-1, keepdim=True)  # log_softmax.int, unflatten
+        w = self.c1(s).to(torch.float64).sum() + self.c3(s.unsqueeze(1).unsqueeze(-1)).type_as(s).sum()    # conv1d, to.dtype, conv3d, type_as
+        return z * w.float()
+
+
+class Losses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(6, 8), nn.Linear(8, 4)
+
+    def forward(self, x, t):
+        with torch.no_grad():                                   # wrap_with_set_grad_enabled
+            scale = self.l1(x).abs().mean()
+        h = torch.relu(self.l1(F.pad(x, (1, 1))[:, 1:-1]))     # pad
+        y = F.pad(h.unsqueeze(1), (1, 1), mode="reflect").squeeze(1)[:, 1:-1]
+        return F.cross_entropy(self.l2(y) * scale, t)           # cross_entropy_loss
+
+
+def save_case(name, module, args, arg_names, dialect="training", dynamic=None):
+    torch.manual_seed(0)
+    eager = copy.deepcopy(module)
+    ep = torch.export.export(module, args, dynamic_shapes=dynamic)
+    if dynamic:
+        args = tuple(torch.randn(5, *a.shape[1:]) for a in args)  # run at another batch
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    torch.export.save(ep, os.path.join(HERE, name + ".pt2"))
+    before = {k: v.clone() for k, v in eager.named_buffers()}
+    with torch.no_grad():
+        out = eager(*args)
+    expected = {"output.0": out}
+    for k, v in eager.named_buffers():
+        if not torch.equal(v, before[k]):
+            expected[f"after_forward.{k}"] = v
+    write_safetensors(os.path.join(HERE, name + ".inputs.safetensors"), dict(zip(arg_names, args)))
+    write_safetensors(os.path.join(HERE, name + ".expected.safetensors"), expected)
+    return ep
+
+
+def rewrite(src, dst, edit):
+    """Copies archive `src` to `dst`, entry by entry through edit(name, bytes)
+    -> [(name, bytes)] (stored, as torch.export.save writes)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            for n, b in edit(info.filename, zin.read(info.filename)):
+                zout.writestr(zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0)), b)
+
+
+def main():
+    torch.manual_seed(0)
+    ep_mlp = save_case("mlp", MLP(), (torch.randn(2, 4),), ["x"])
+    torch.manual_seed(1)
+    save_case("conv_bn_core", ConvBN().train(), (torch.randn(2, 2, 4, 4),), ["x"], dialect="core")
+    torch.manual_seed(2)
+    save_case("composites", Composites().train(), (torch.randn(2, 2, 4, 4), torch.randn(2, 2, 5)), ["x", "s"])
+    torch.manual_seed(5)
+    save_case("losses", Losses(), (torch.randn(4, 6), torch.tensor([0, 3, 1, 2])), ["x", "t"])
+    torch.manual_seed(4)
+    save_case("mlp_dynamic", MLP(), (torch.randn(3, 4),), ["x"], dynamic=[{0: torch.export.Dim("batch", min=1, max=64)}])
+    torch.manual_seed(3)
+    ep_b = torch.export.export(MLP(), (torch.randn(2, 4),))
+    package_pt2(os.path.join(HERE, "two_models.pt2"), exported_programs={"first": ep_mlp, "second": ep_b})
+
+    good = os.path.join(HERE, "mlp.pt2")
+    data = open(good, "rb").read()
+    open(os.path.join(HERE, "bad_truncated.pt2"), "wb").write(data[: len(data) * 2 // 3])
+
+    def bump_major(n, b):
+        if n.endswith("models/model.json"):
+            j = json.loads(b)
+            j["schema_version"]["major"] = 9
+            b = json.dumps(j).encode()
+        return [(n, b)]
+    rewrite(good, os.path.join(HERE, "bad_schema.pt2"), bump_major)
+    rewrite(good, os.path.join(HERE, "bad_escape.pt2"),
+            lambda n, b: [(n, b)] + ([("mlp/../../evil", b"x")] if n.endswith("archive_format") else []))
+    rewrite(good, os.path.join(HERE, "bad_short_record.pt2"),
+            lambda n, b: [(n, b[:8] if n.endswith("data/weights/weight_0") else b)])
+    rewrite(good, os.path.join(HERE, "bad_big_endian.pt2"), lambda n, b: [(n, b"big" if n.endswith("byteorder") else b)])
+    rewrite(good, os.path.join(HERE, "bad_aoti.pt2"),
+            lambda n, b: [] if "/models/" in n else [(n, b)] + ([("mlp/data/aotinductor/model/model.so", b"\0")] if n.endswith("archive_format") else []))
+    rewrite(good, os.path.join(HERE, "bad_pickled.pt2"), lambda n, b: [(n, b.replace(b'"use_pickle": false', b'"use_pickle": true', 1)
+                                                                        if n.endswith("_weights_config.json") else b)])
+    def unsupported(n, b):
+        if n.endswith("models/model.json"):
+            j = json.loads(b)
+            nodes = j["graph_module"]["graph"]["nodes"]
+            nodes[1]["target"] = "torch.ops.aten.special_bessel_j0.default"   # relu
+            nodes[2]["target"] = "torch.ops.higher_order.my_region"           # the second linear
+            b = json.dumps(j).encode()
+        return [(n, b)]
+    rewrite(good, os.path.join(HERE, "bad_unsupported.pt2"), unsupported)
+    # The layout torch.export.save wrote before PyTorch 2.8.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for n in ("serialized_exported_program.json", "serialized_state_dict.pt", "serialized_constants.pt", "version"):
+            z.writestr(n, b"{}")
+    open(os.path.join(HERE, "bad_legacy.pt2"), "wb").write(buf.getvalue())
+
+
+if __name__ == "__main__":
+    main()

@@ -145,6 +145,45 @@ std::vector<std::pair<const char*, const StepCost*>> largest(const Roofline& r, 
   return all;
 }
 
+/// The fusion estimates of one program (FusionEstimate says which).
+void fusionEstimates(const Program& prog, const char* name, std::vector<FusionEstimate>& out) {
+  auto bytesOf = [&](const std::string& b) -> int64_t {
+    const Buffer* buf = prog.buffer(b);
+    return buf ? buf->layout.span() * dtypeSize(buf->layout.dtype) : 0;
+  };
+  std::set<std::string> kept;
+  for (const ProgramOutput& o : prog.outputs) kept.insert(o.buffer);
+  for (size_t i = 0; i < prog.steps.size(); ++i) {
+    const Conv* c = std::get_if<Conv>(&prog.steps[i]);
+    if (!c || c->call != ConvCall::Forward) continue;
+    const std::string& y = c->out.buffer;
+    const int64_t yb = numel(c->out.dims) * dtypeSize(c->dtype);
+    std::vector<size_t> readers;
+    for (size_t k = i + 1; k < prog.steps.size(); ++k) {
+      const std::vector<std::string> bs = stepBuffers(prog.steps[k]);
+      if (std::find(bs.begin(), bs.end(), y) != bs.end()) readers.push_back(k);
+    }
+    for (size_t k : readers) {
+      const Launch* l = std::get_if<Launch>(&prog.steps[k]);
+      if (!l || l->args.empty() || l->args[0] == y) continue;
+      // Every other buffer it names is small beside y: a reduction of y alone.
+      bool alone = true;
+      for (const std::string& a : l->args)
+        if (a != y && bytesOf(a) * 16 > yb) alone = false;
+      if (alone) out.push_back(FusionEstimate{name, "genstats", i, k, c->node, yb});
+    }
+    if (readers.size() == 1 && !kept.count(y)) {
+      const Launch* l = std::get_if<Launch>(&prog.steps[readers[0]]);
+      if (l && !l->args.empty() && l->args[0] != y && bytesOf(l->args[0]) <= yb) {
+        bool pointwise = true;  // its other operands are small (a per-channel scale or bias)
+        for (size_t a = 1; a < l->args.size(); ++a)
+          if (l->args[a] != y && bytesOf(l->args[a]) * 16 > yb) pointwise = false;
+        if (pointwise && bytesOf(l->args[0]) * 16 > yb) out.push_back(FusionEstimate{name, "epilogue", i, readers[0], c->node, 2 * yb});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<GpuSpec>& knownGpus() { return kGpus; }
@@ -249,6 +288,8 @@ Roofline roofline(const Manifest& m, const GpuSpec& gpu) {
   r.dynamic_at_hints = m.symbolic != nullptr;
   r.forward = cost(m, m.forward, m.precision, gpu);
   r.backward = cost(m, m.backward, m.precision, gpu);
+  fusionEstimates(m.forward, "forward", r.fusions);
+  fusionEstimates(m.backward, "backward", r.fusions);
   for (const ProgramCost* p : {&r.forward, &r.backward}) {
     r.step.bytes += p->bytes;
     r.step.flops += p->flops;
@@ -274,6 +315,10 @@ nlohmann::ordered_json toJson(const Roofline& r, size_t n) {
     j["programs"][name] = pj;
   }
   j["step"] = totalsJson(r.step);
+  j["fusion_estimates"] = nlohmann::ordered_json::array();
+  for (const FusionEstimate& f : r.fusions)
+    j["fusion_estimates"].push_back(
+        {{"program", f.program}, {"kind", f.kind}, {"conv", f.conv}, {"launch", f.launch}, {"node", f.node}, {"bytes_saved", f.bytes_saved}});
   j["largest"] = nlohmann::ordered_json::array();
   for (const auto& [prog, c] : largest(r, n)) {
     nlohmann::ordered_json e = {{"program", prog}};
@@ -318,6 +363,19 @@ std::string roofText(const Roofline& r, size_t n, bool everyStep) {
                   (c->kind == "launch" ? c->name : c->call).c_str(), c->math.c_str(), human(static_cast<double>(c->bytes), "B").c_str(),
                   human(c->flops, "FLOP").c_str(), ms(c->bound_s).c_str());
     os << line << nodeList(*c) << "\n";
+  }
+  if (!r.fusions.empty()) {
+    std::map<std::string, std::pair<int64_t, int64_t>> by;
+    for (const FusionEstimate& f : r.fusions) {
+      auto& [count, bytes] = by[f.kind];
+      ++count;
+      bytes += f.bytes_saved;
+    }
+    os << "  fusion estimates (cuDNN graph API, not built):";
+    for (const auto& [k, v] : by)
+      os << "  " << k << " " << v.first << " convolutions, " << human(static_cast<double>(v.second), "B") << " saved ("
+         << ms(static_cast<double>(v.second) / r.gpu.bandwidth) << ")";
+    os << "\n";
   }
   if (everyStep)
     for (const auto& [name, p] : {std::pair{"forward", &r.forward}, std::pair{"backward", &r.backward}}) {

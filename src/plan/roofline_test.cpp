@@ -35,6 +35,7 @@ Manifest handCounted() {
   fwd.a.dims = {2, 8, 10, 10};
   fwd.b.dims = {16, 8, 3, 3};
   fwd.out.dims = {2, 16, 10, 10};
+  fwd.out.buffer = "cy";
   Launch relu;
   relu.kernel = "k_relu";
   relu.work = LaunchWork{20000, 10, 4, 1, 1};  // counts the broadcast bias at 3200 elements
@@ -131,6 +132,34 @@ TEST(Roofline, CountsBytesAndFlopsByHand) {
   EXPECT_GE(j["largest"][0]["bound_s"].get<double>(), j["largest"][1]["bound_s"].get<double>());
   EXPECT_EQ(j["programs"]["backward"]["steps"].size(), 4u);
   EXPECT_EQ(j["step"]["library_calls"], 5);
+}
+
+TEST(Roofline, EstimatesConvolutionFusions) {
+  // cy (the convolution's 6,400-byte result) has one reader, the relu that
+  // writes ry beside a small bias: an epilogue fusion saves its write and read.
+  Manifest m = handCounted();
+  Roofline r = roofline(m, unitGpu());
+  ASSERT_EQ(r.fusions.size(), 1u);
+  EXPECT_EQ(r.fusions[0].kind, "epilogue");
+  EXPECT_EQ(r.fusions[0].bytes_saved, 2 * 6400);
+  EXPECT_EQ(r.fusions[0].launch, 1u);
+  // A statistics launch reading cy alone: GenStats saves its read; cy now has
+  // two readers, so no epilogue fusion.
+  m.forward.buffers.push_back(Buffer{"stats", BufferKind::Alloc, Layout{DType::F32, {16}, {1}, 0}, "", "", 64, 12800});
+  Launch stats;
+  stats.kernel = "k_stats";
+  stats.args = {"stats", "cy"};
+  m.forward.steps.insert(m.forward.steps.begin() + 1, stats);
+  r = roofline(m, unitGpu());
+  ASSERT_EQ(r.fusions.size(), 1u);
+  EXPECT_EQ(r.fusions[0].kind, "genstats");
+  EXPECT_EQ(r.fusions[0].bytes_saved, 6400);
+  EXPECT_EQ(r.fusions[0].launch, 1u);
+  // Kept for the backward (a program output): no epilogue fusion either way.
+  m = handCounted();
+  m.forward.outputs = {ProgramOutput{"saved", "cy"}};
+  EXPECT_TRUE(roofline(m, unitGpu()).fusions.empty());
+  EXPECT_EQ(toJson(roofline(handCounted(), unitGpu()))["fusion_estimates"][0]["bytes_saved"], 12800);
 }
 
 TEST(Roofline, GpusByArchNameAndFile) {

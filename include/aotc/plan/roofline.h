@@ -85,8 +85,27 @@ struct ProgramCost {
   int64_t launches = 0, library_calls = 0;
 };
 
+/// Note [Roofline] (fusion estimates): bytes cuDNN's graph API could save by
+/// fusing a convolution with the launch that reads its result (not built:
+/// what the report says is on the table).
+///  - "genstats": a launch that reduces the convolution's output y alone to
+///    per-channel values (BatchNorm's statistics) rides in the forward
+///    convolution's epilogue (cuDNN's conv + GenStats, sm_80+): its read of
+///    y goes, |y| bytes;
+///  - "epilogue": a pointwise launch that is y's only reader, y not kept
+///    (a bias, scale, activation after an inference convolution) runs in
+///    the convolution's epilogue (cuDNN runtime fusion): y is neither
+///    written nor read, 2 |y| bytes.
+struct FusionEstimate {
+  std::string program, kind;  ///< kind: genstats, epilogue
+  size_t conv = 0, launch = 0;  ///< step indices
+  std::string node;             ///< the convolution's node
+  int64_t bytes_saved = 0;
+};
+
 struct Roofline {
   GpuSpec gpu;
+  std::vector<FusionEstimate> fusions;
   bool dynamic_at_hints = false;
   ProgramCost forward, backward;
   ProgramCost step;  ///< forward + backward (its `steps` empty)

@@ -50,8 +50,8 @@ class Case:
 
 
 class Gen:
-    def __init__(self, seed, kind):
-        self.r = random.Random(seed * 7919 + KINDS.index(kind))
+    def __init__(self, seed, kind, attempt=0):
+        self.r = random.Random(seed * 7919 + KINDS.index(kind) + attempt * 104729)
         self.seed, self.kind = seed, kind
         self.dynamic = kind == "dynamic"
         self.body, self.init, self.args, self.helpers = [], [], [], []
@@ -445,6 +445,10 @@ class Gen:
                  ("no_grad_mul_", f"with torch.no_grad():\n            {n}.mul_({c})"),
                  ("narrow_add_", f"{n}.narrow(-1, 0, 1).add_({c})" if s else None),
                  ("twice", f"{n}.add_(1.0)\n        {n}.mul_({c})")]
+        if n.startswith("self."):   # a buffer's running average of a computed value
+            src = self.pick(lambda w: w.is_float and w.name.startswith("v"))
+            if src is not None:
+                forms.append(("buffer_ema", f"{n}.mul_(0.9).add_({src.name}.detach().mean().to({n}.dtype) * 0.1)"))
         op, e = r.choice([f for f in forms if f[1]])
         self.body.append(e)
         self.ops.add("mut:" + op)
@@ -531,6 +535,9 @@ class Fn{k}(torch.autograd.Function):
         if extra and r.random() < 0.4:
             outs.append(r.choice(extra))
         names = [o.name for o in outs]
+        if r.random() < 0.15 and outs[0].shape:   # outputs that alias each other
+            names.append(f"{outs[0].name}[0]")
+            self.ops.add("out:alias_output")
         if self.kind == "mutation" and r.random() < 0.4:   # an output that aliases an input
             t = r.choice([t for t in mut_targets if not t.name.startswith("self.")] or [x])
             names.append(r.choice([f"{t.name}.view(-1)", f"{t.name}[0]" if t.shape else t.name,
@@ -592,5 +599,7 @@ def _promote(a, b):
     return a if order[a] >= order[b] else b
 
 
-def generate(seed, kind):
-    return Gen(seed, kind).build()
+def generate(seed, kind, attempt=0):
+    """Case `seed` of `kind`; `attempt` > 0 draws another program for the same
+    seed (the fuzzer's retry when eager refuses the first one)."""
+    return Gen(seed, kind, attempt).build()

@@ -40,6 +40,10 @@ import oracle  # noqa: E402
 # slice fail until it is taken off this list.
 KNOWN_FINDINGS = {
 }
+# A case whose program eager refuses (an in-place op on a value autograd
+# saved, a view of a non-contiguous input) draws another program for the
+# same seed, up to this many times.
+TRIES = 4
 
 
 def _norm(msg):
@@ -102,11 +106,16 @@ def main():
         if a.minutes and time.time() - t0 > a.minutes * 60:
             print(f"difffuzz: stopping after {a.minutes} minutes, {i} cases started", flush=True)
             break
-        case = cases[i] if cases else gen.generate(a.seed + i, a.kinds[i % len(a.kinds)])
-        case_dir = os.path.join(work, "cases", f"{case.kind}-{case.seed}")
-        shutil.rmtree(case_dir, ignore_errors=True)
-        os.makedirs(case_dir)
-        res = oracle.eager_and_export(case_dir, case.source)
+        for attempt in range(1 if cases else TRIES):
+            case = cases[i] if cases else gen.generate(a.seed + i, a.kinds[i % len(a.kinds)], attempt)
+            case_dir = os.path.join(work, "cases", f"{case.kind}-{case.seed}")
+            shutil.rmtree(case_dir, ignore_errors=True)
+            os.makedirs(case_dir)
+            res = oracle.eager_and_export(case_dir, case.source)
+            if res and res.status == "discarded" and attempt + 1 < TRIES:
+                discarded[f"{case.kind}: {res.cls} (retried)"] += 1
+                continue
+            break
         results = [res] if res else oracle.run_case(aotc, case_dir, a.partitioners, a.backends, a.timeout)
         statuses = {r.status for r in results}
         if "discarded" in statuses:

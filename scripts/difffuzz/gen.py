@@ -27,6 +27,7 @@ custom autograd.Function's backward, under no_grad, the same input twice,
 metadata mutations, outputs that alias inputs).
 """
 import random
+import re
 
 KINDS = ("plain", "mixed", "dynamic", "mutation")
 DIMS = (2, 3, 4, 6, 7, 8)   # never a factor 5: Note [Fuzz program shape]
@@ -90,7 +91,7 @@ class Gen:
             make = f"torch.randint(0, {low}, {self.shp(shape)}, generator=g)"
         else:
             make = f"torch.randn({self.shp(shape)}, generator=g).to({dt})"
-            if grad:
+            if grad and not getattr(self, "inference", False):
                 make += ".requires_grad_()"
         self.args.append((name, make, shape))
         v = Val(name, shape, "int64" if low is not None else dtype)
@@ -174,6 +175,8 @@ class Gen:
                  ("lerp", f"torch.lerp({a}, {b}, 0.3)"), ("atan2", f"torch.atan2({a}, {b}.abs() + 0.5)"),
                  ("masked_fill", f"{a}.masked_fill({b} > 0.5, 0.25)"), ("addcmul", f"torch.addcmul({a}, {a}, {b}, value=0.5)")]
         op, e = self.r.choice(forms)
+        if op == "masked_fill" and self.r.random() < 0.8:   # aotc refuses a mask wider than the input
+            e = f"{v.name}.masked_fill({w.name} > 0.5, 0.25)"
         out = _broadcast(v.shape, w.shape)
         return self.fresh(e, out, v.dtype, op)
 
@@ -484,7 +487,8 @@ class Fn{k}(torch.autograd.Function):
             shape[0] = BATCH
         elif r.random() < 0.3:
             shape[0] = BATCH
-        x = self.new_input(shape, "float32", grad=self.kind == "mutation" or r.random() < 0.85)
+        self.inference = self.kind == "plain" and r.random() < 0.15
+        x = self.new_input(shape, "float32", grad=not self.inference and (self.kind == "mutation" or r.random() < 0.85))
         self.pool.append(x)
         mut_targets = []
         if self.kind == "mutation":
@@ -531,9 +535,12 @@ class Fn{k}(torch.autograd.Function):
         if self.kind == "mutation" and r.random() < 0.6:
             self.mutation(mut_targets)
         outs = [self.pool[-1]]
-        extra = [v for v in self.pool[:-1] if v.name.startswith("v")]
-        if extra and r.random() < 0.4:
-            outs.append(r.choice(extra))
+        # Values nothing reads become outputs too (up to three), so that
+        # little of what was generated is dead code the exporter drops.
+        text = "\n".join(self.body)
+        dead = [v for v in self.pool[:-1] if v.name.startswith("v")
+                and len(re.findall(rf"\b{v.name}\b", text)) == 1]
+        outs += dead[-3:]
         names = [o.name for o in outs]
         if r.random() < 0.15 and outs[0].shape:   # outputs that alias each other
             names.append(f"{outs[0].name}[0]")
@@ -556,6 +563,8 @@ class Fn{k}(torch.autograd.Function):
         lines += ["", "", "class Model(torch.nn.Module):", "    def __init__(self):", "        super().__init__()",
                   f"        g = torch.Generator().manual_seed({self.seed})"]
         lines += ["        " + s for s in self.init]
+        if self.inference:   # an inference program: nothing requires grad
+            lines.append("        self.requires_grad_(False)")
         argn = ", ".join(a for a, _, _ in self.args)
         lines += ["", f"    def forward(self, {argn}):"]
         if self.dynamic:

@@ -522,7 +522,10 @@ class Fn{k}(torch.autograd.Function):
                 self.mutation(mut_targets)
                 continue
             if self.kind == "mutation" and r.random() < 0.1:
-                v = self.pick(lambda v: v.is_float)
+                # Half the time on an input or buffer itself: its backward then
+                # mutates the caller's tensor (after_backward.*), maybe after the
+                # forward mutated it too.
+                v = r.choice(mut_targets) if r.random() < 0.3 else self.pick(lambda v: v.is_float)
                 self.custom_fn(v)
                 continue
             v = self.pick()

@@ -131,7 +131,14 @@ def main():
         found = [r for r in results if r.status == "finding"]
         for r in results:
             if r.status == "refused":
-                refusals[_norm(r.refusal)] += 1
+                reason = _norm(r.refusal)
+                refusals[reason] += 1
+                if refusals[reason] <= 2:   # a sample of each reason, to read
+                    d = os.path.join(work, "refusals", f"{case.kind}-{case.seed}")
+                    shutil.rmtree(d, ignore_errors=True)
+                    shutil.copytree(case_dir, d, ignore=shutil.ignore_patterns("*.aotc"))
+                    with open(os.path.join(d, "detail.txt"), "a") as f:
+                        f.write(r.detail + "\n")
         key = (case.kind, case.seed)
         for r in found:
             findings[r.cls] += 1

@@ -140,14 +140,15 @@ def main():
                     with open(os.path.join(d, "detail.txt"), "a") as f:
                         f.write(r.detail + "\n")
         key = (case.kind, case.seed)
-        for r in found:
-            findings[r.cls] += 1
-            dest = save_finding(work, case_dir, case, r)
+        for cls in sorted({r.cls for r in found}):   # findings count cases, not steps
+            findings[cls] += 1
             known = KNOWN_FINDINGS.get(key)
-            if known and known[0] == r.cls:
+            if known and known[0] == cls:
                 seen_known.add(key)
             else:
-                unexpected.append(f"{case.kind}-{case.seed}: {r.cls} ({dest})")
+                unexpected.append(f"{case.kind}-{case.seed}: {cls} ({os.path.join(work, 'findings', cls)})")
+        for r in found:
+            save_finding(work, case_dir, case, r)
             print(f"[{i}] {case.kind}-{case.seed}: FINDING {r.cls}: {r.detail[:600]}", flush=True)
         if not found and not a.quiet:
             tag = "refused: " + results[0].refusal[:150] if "refused" in statuses else "ok"
@@ -159,7 +160,7 @@ def main():
           f"backends {' '.join(a.backends)}, partitioners {' '.join(a.partitioners)}, torch {oracle.torch.__version__})")
     print(f"  cases run: {sum(by_kind.values())} " + " ".join(f"{k}={by_kind[k]}" for k in gen.KINDS))
     print(f"  discarded: {sum(discarded.values())} " + ", ".join(f"{k}={v}" for k, v in sorted(discarded.items())))
-    print(f"  findings: {sum(findings.values())} " + " ".join(f"{k}={v}" for k, v in sorted(findings.items())))
+    print(f"  findings (cases): {sum(findings.values())} " + " ".join(f"{k}={v}" for k, v in sorted(findings.items())))
     print(f"  refusals: {sum(refusals.values())}")
     for msg, c in refusals.most_common(15):
         print(f"    {c:4d}  {msg}")

@@ -41,7 +41,8 @@ from gen_util import reference  # noqa: E402
 # chain of a dozen ops, reductions and matmuls accumulates rounding that a
 # hand-picked test does not; and scaled by the tensor's largest magnitude
 # (a gradient summed over many terms cancels).  A wrong rule is off by far
-# more.  Integers and bools are exact.
+# more.  Integers and bools are exact.  A float result is held to the
+# loosest tolerance of the float dtypes its program uses (compare's floor).
 TOL = {"F32": 1e-4, "F64": 1e-9, "F16": 1e-2, "BF16": 5e-2}
 LIMIT = 1e4          # eager values beyond this: discard (the chain blew up)
 DYNAMIC_RUN_B = (3, 7)
@@ -56,8 +57,10 @@ def load(path):
     return {k: (d, torch.from_numpy(a)) for k, (d, a) in load_typed(path).items()}
 
 
-def compare(got, want, keys):
-    """Differences of `got` from eager's `want` over the names `keys` selects."""
+def compare(got, want, keys, floor=0.0):
+    """Differences of `got` from eager's `want` over the names `keys` selects;
+    no tolerance is below `floor` (the loosest of the program's float dtypes:
+    a float64 result cast from a float32 one carries float32's rounding)."""
     bad = []
     for k, (dt, w) in want.items():
         if not keys(k):
@@ -71,7 +74,7 @@ def compare(got, want, keys):
             continue
         if not w.numel():
             continue
-        tol = TOL.get(dt, 0.0)
+        tol = max(TOL.get(dt, 0.0), floor) if dt in TOL else 0.0
         scale = max(1.0, float(w[w.isfinite()].abs().max())) if w.isfinite().any() else 1.0
         same = (g == w) | (g.isnan() & w.isnan())
         err = torch.where(same, torch.zeros_like(g), (g - w).abs())
@@ -169,6 +172,10 @@ def run_case(aotc, case_dir, partitioners, backends, timeout=120, forward_only=T
     p = os.path.join(case_dir, "prog")
     want = load(os.path.join(case_dir, "ref.expected.safetensors"))
     ecache = os.path.join(os.path.dirname(case_dir), "emulate-cache")
+    with open(os.path.join(case_dir, "prog.py")) as f:
+        source = f.read()
+    floor = max(TOL[st] for dt, st in (("float32", "F32"), ("float16", "F16"), ("bfloat16", "BF16"))
+                if "torch." + dt in source)
     results = []
     for part in partitioners:
         art = f"{p}.{part}.aotc"
@@ -195,7 +202,7 @@ def run_case(aotc, case_dir, partitioners, backends, timeout=120, forward_only=T
                     continue
                 keys = (lambda k: True) if mode == "train" else \
                     (lambda k: k.startswith("output.") or k.startswith("after_forward."))
-                bad = compare(load(out), want, keys)
+                bad = compare(load(out), want, keys, floor)
                 if bad:
                     results.append(Result("finding", "mismatch", what + ":\n  " + "\n  ".join(bad[:8])))
     return results or [Result("ok")]

@@ -54,7 +54,8 @@ class Gen:
     def __init__(self, seed, kind, attempt=0):
         self.r = random.Random(seed * 7919 + KINDS.index(kind) + attempt * 104729)
         self.seed, self.kind = seed, kind
-        self.dynamic = kind == "dynamic"
+        # A mutation case has a dynamic batch dim a quarter of the time.
+        self.dynamic = kind == "dynamic" or (kind == "mutation" and self.r.random() < 0.25)
         self.body, self.init, self.args, self.helpers = [], [], [], []
         self.pool, self.n = [], 0
         self.ops, self.dtypes = set(), set()
@@ -431,6 +432,27 @@ class Gen:
             return self.fresh(f"{b.name}.to({v.name}.dtype) * {v.name}", v.shape, v.dtype, "bool_to_float")
         return self.fresh(f"{b.name} & ({v.name} < 0.9)", v.shape, "bool", "logical_and")
 
+    def op_inplace(self, v):
+        """In-place ops on an intermediate (a clone, so autograd saved nothing
+        the op overwrites), directly and through views."""
+        if not v.is_float or not v.shape:
+            return None
+        w = self.fresh(f"{v.name}.clone()", v.shape, v.dtype)
+        n, s = w.name, w.shape
+        forms = [("ip_add_", f"{n}.add_({v.name}.sin())"), ("ip_relu_", f"F.relu({n}, inplace=True)"),
+                 ("ip_select_mul_", f"{n}[0].mul_(3.0)"), ("ip_slice_fill_", f"{n}[..., :1].fill_(0.5)"),
+                 ("ip_transpose_add_", f"{n}.transpose(0, -1)[0].add_(1.0)"),
+                 ("ip_mul_partner_", None)]
+        op, e = self.r.choice(forms)
+        if op == "ip_mul_partner_":
+            p = self.broadcast_partner(v)
+            if _broadcast(p.shape, s) != s:
+                return None
+            e = f"{n}.mul_({p.name})"
+        self.body.append(e)
+        self.ops.add(op)
+        return w
+
     # ------------------------------------------------------------ mutation
     def mutation(self, targets):
         """One in-place statement on a user input / buffer (or its view)."""
@@ -512,6 +534,7 @@ class Fn{k}(torch.autograd.Function):
         ops = [self.op_unary] * 5 + [self.op_binary] * 5 + [self.op_reduce] * 2 + [self.op_view] * 4 + \
               [self.op_matmul] * 2 + [self.op_softmax, self.op_conv, self.op_layer_norm, self.op_gather,
                                       self.op_batch_norm]
+        ops += [self.op_inplace]
         if len(x.shape) == 4:
             ops += [self.op_conv] * 4
         if self.kind == "mixed":
@@ -550,8 +573,8 @@ class Fn{k}(torch.autograd.Function):
             self.ops.add("out:alias_output")
         if self.kind == "mutation" and r.random() < 0.4:   # an output that aliases an input
             t = r.choice([t for t in mut_targets if not t.name.startswith("self.")] or [x])
-            names.append(r.choice([f"{t.name}.view(-1)", f"{t.name}[0]" if t.shape else t.name,
-                                   f"{t.name}.transpose(0, -1)"]))
+            names.append(r.choice([f"{t.name}.view(-1)" if not getattr(t, "noncontig", False) else t.name,
+                                   f"{t.name}[0]" if t.shape else t.name, f"{t.name}.transpose(0, -1)", t.name]))
             self.ops.add("out:alias_input")
         return self.render(names)
 

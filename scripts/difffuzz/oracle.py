@@ -166,9 +166,10 @@ def eager_and_export(case_dir, source):
     return None
 
 
-def run_case(aotc, case_dir, partitioners, backends, timeout=120, forward_only=True):
+def run_case(aotc, case_dir, partitioners, backends, timeout=120, forward_only=None):
     """Compiles and runs an exported case; a list of Results (one per failing
-    step, or one ok/refused)."""
+    step, or one ok/refused).  `forward_only`: the backends that also run
+    --forward-only (default: all of them)."""
     p = os.path.join(case_dir, "prog")
     want = load(os.path.join(case_dir, "ref.expected.safetensors"))
     ecache = os.path.join(os.path.dirname(case_dir), "emulate-cache")
@@ -184,8 +185,10 @@ def run_case(aotc, case_dir, partitioners, backends, timeout=120, forward_only=T
         if r:
             results.append(r)
             continue
-        modes = [("train", [])] + ([("forward-only", ["--forward-only"])] if forward_only else [])
         for backend in backends:
+            modes = [("train", [])]
+            if forward_only is None or backend in forward_only:
+                modes.append(("forward-only", ["--forward-only"]))
             for mode, flags in modes:
                 out = f"{p}.{part}.{backend}.{mode}.safetensors"
                 cmd = [aotc, "run", art, "--backend", backend, "--inputs", p + ".safetensors",

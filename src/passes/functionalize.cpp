@@ -202,15 +202,17 @@ class Functionalizer {
     s.version++;
     s.lastMutation = n.loc;
     (n.phase == Phase::Backward ? s.bwMutated : s.fwMutated) = true;
-    // The alias written through now holds newv -- but where keep_grad hides
-    // the op from autograd, its value must be read through keep_grad's base
+    // The alias written through now holds newv -- but under no_grad autograd
+    // sees no op at all, so its value must be read through keep_grad's base
     // (the chain replayed on it), or gradients of later uses of this alias
     // flow through the invisible op: x.t_(); with no_grad: x.mul_(-1);
-    // return x gave -grad (issue 48's fuzzer, mutation-7).
+    // return x gave -grad (issue 48's fuzzer, mutation-7).  Through a
+    // detach()ed alias the op is recorded on that alias (d.add_(y) gives d a
+    // gradient to y), so it keeps newv.
     if (a.chain.empty())
       a.cached = base;
     else
-      a.cached = invisible && !joint_ ? kNoValue : newv;
+      a.cached = attrBool(n.attrs, "no_grad", false) && !joint_ ? kNoValue : newv;
     a.cachedVersion = s.version;
   }
 

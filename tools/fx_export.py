@@ -199,6 +199,14 @@ def _signature(t):
     return (t.data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
+# Ops whose schema does not mark what they write: native_batch_norm updates
+# running_mean and running_var in place when training (its schema has no
+# ``(a!)`` in PyTorch 1.13 or 2.x).  Never pruned, even when nothing reads
+# their results: a training batch norm whose output is unused still moves
+# the running statistics (found by the differential fuzzer, issue 48).
+_HIDDEN_MUTATIONS = {torch.ops.aten.native_batch_norm.default}
+
+
 class _Graph:
     """One graph being recorded: the model's, or a custom Function's forward or
     backward region.  Tensors are identified by their TensorImpl (``_cdata``);
@@ -260,7 +268,7 @@ class _Graph:
         if not torch.is_grad_enabled():
             entry["grad_enabled"] = False
         entry.update(self.where())
-        if hasattr(func, "_schema") and not func._schema.is_mutable:
+        if hasattr(func, "_schema") and not func._schema.is_mutable and func not in _HIDDEN_MUTATIONS:
             entry["_pure"] = True
         return entry
 

@@ -105,6 +105,36 @@ class ExportTest(unittest.TestCase):
             schema = json.load(f)
         jsonschema.validators.validator_for(schema)(schema).validate(doc)
 
+    def test_unused_training_batch_norm_still_updates_its_statistics(self):
+        """native_batch_norm writes running_mean/var without saying so in its
+        schema: a node whose output nothing reads is kept (issue 48's fuzzer,
+        mixed-13: the exporter pruned it and the statistics never moved)."""
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = torch.nn.BatchNorm1d(3)
+
+            def forward(self, x):
+                self.bn(x)
+                return x * 2
+        m = M()
+        x = torch.randn(4, 3)
+        doc = self.export(m, (x,), name="bn")
+        self.assertIn("aten.native_batch_norm.default", [n["target"] for n in doc["nodes"]])
+        if AOTC is None:
+            return
+        fx_export.write_safetensors(os.path.join(self.tmp, "x.safetensors"), {"x": x})
+        art, out = os.path.join(self.tmp, "bn.aotc"), os.path.join(self.tmp, "out.safetensors")
+        for cmd in ([AOTC, "-q", "compile", os.path.join(self.tmp, "bn.json"), "-o", art, "--no-cache"],
+                    [AOTC, "run", art, "--forward-only", "--inputs", os.path.join(self.tmp, "x.safetensors"), "--out", out]):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        m(x)
+        got = load(out)
+        for k in ("running_mean", "running_var"):
+            want = getattr(m.bn, k).double().numpy()
+            self.assertTrue(abs(got["after_forward.bn." + k] - want).max() < 1e-6, k)
+
     def test_function(self):
         def f(a, b):
             return torch.mm(a, b).relu()

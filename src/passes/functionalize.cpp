@@ -79,11 +79,38 @@ class Functionalizer {
       A[gi.value] = Alias{static_cast<int>(storages_.size() - 1), {}, v, 0, static_cast<int>(i)};
     }
     lastObject_.assign(in_.inputs.size(), kNoValue);
-    for (const Node& n : in_.nodes) visit(in_, n, A);
+    // Note [Forward outputs in the joint]: the forward's results (user
+    // outputs, input metadata) are the values at the end of the forward.
+    // A custom backward may mutate an input they alias (return x, or x after
+    // x.transpose_(), then Fn.apply(x) whose backward does x.mul_(2)): read
+    // after the whole joint, they would replay their view chain on the
+    // backward's value -- a forward result computed in the backward (the
+    // default partitioner indexed a value the forward lacks and crashed; the
+    // verifier refused the input_meta case).  So they are resolved after the
+    // last forward node, and every view replay is placed in the phase of the
+    // node that reads it.
+    std::vector<ValueId> fwOut(in_.outputs.size(), kNoValue);
+    size_t fwEnd = 0;  // nodes before this index hold every forward node
+    for (size_t k = 0; k < in_.nodes.size(); ++k)
+      if (in_.nodes[k].phase == Phase::Forward) fwEnd = k + 1;
+    auto forwardOutputs = [&] {
+      phase_ = Phase::Forward;
+      for (size_t i = 0; i < in_.outputs.size(); ++i)
+        if (in_.outputs[i].role == OutputRole::User || in_.outputs[i].role == OutputRole::InputMeta)
+          fwOut[i] = current(A, in_.outputs[i].value, SourceLoc{});
+    };
+    for (size_t k = 0; k < in_.nodes.size(); ++k) {
+      if (joint_ && k == fwEnd) forwardOutputs();
+      phase_ = in_.nodes[k].phase;
+      visit(in_, in_.nodes[k], A);
+    }
+    if (joint_ && fwEnd == in_.nodes.size()) forwardOutputs();
+    phase_ = joint_ ? Phase::Backward : Phase::Forward;
     emitEpilogue();
-    for (const GraphOutput& o : in_.outputs) {
+    for (size_t i = 0; i < in_.outputs.size(); ++i) {
+      const GraphOutput& o = in_.outputs[i];
       GraphOutput r = o;
-      r.value = current(A, o.value, SourceLoc{});
+      r.value = fwOut[i] != kNoValue ? fwOut[i] : current(A, o.value, SourceLoc{});
       const Alias& a = A[o.value];
       const Storage& s = storages_[static_cast<size_t>(a.storage)];
       if (o.role == OutputRole::User && s.input >= 0 && !s.tangent && !joint_) {
@@ -117,7 +144,7 @@ class Functionalizer {
     Storage& s = storages_[static_cast<size_t>(a.storage)];
     if (a.cachedVersion == s.version && a.cached != kNoValue) return a.cached;
     ValueId v = s.current;
-    for (const ViewStep& st : a.chain) v = addOp(out_, st.op, {v}, st.attrs, loc);
+    for (const ViewStep& st : a.chain) v = addOp(out_, st.op, {v}, st.attrs, loc, phase_);
     a.cached = v;
     a.cachedVersion = s.version;
     return v;
@@ -128,7 +155,7 @@ class Functionalizer {
   ValueId inverse(const ViewStep& step, ValueId base, ValueId v, const SourceLoc& loc) {
     const OpRule* r = opRule(step.op);
     AOTC_CHECK(r && r->inverse, "no inverse for view op ", opName(step.op));
-    Builder b(out_, loc);
+    Builder b(out_, loc, phase_);
     return r->inverse(b, step.attrs, base, v);
   }
 
@@ -165,7 +192,7 @@ class Functionalizer {
     } else {
       std::vector<ValueId> bases{s.current};
       for (size_t i = 0; i + 1 < a.chain.size(); ++i)
-        bases.push_back(addOp(out_, a.chain[i].op, {bases.back()}, a.chain[i].attrs, n.loc));
+        bases.push_back(addOp(out_, a.chain[i].op, {bases.back()}, a.chain[i].attrs, n.loc, phase_));
       base = newv;
       for (size_t i = a.chain.size(); i-- > 0;) base = inverse(a.chain[i], bases[i], base, n.loc);
     }
@@ -175,7 +202,17 @@ class Functionalizer {
     s.version++;
     s.lastMutation = n.loc;
     (n.phase == Phase::Backward ? s.bwMutated : s.fwMutated) = true;
-    a.cached = a.chain.empty() ? base : newv;
+    // The alias written through now holds newv -- but under no_grad autograd
+    // sees no op at all, so its value must be read through keep_grad's base
+    // (the chain replayed on it), or gradients of later uses of this alias
+    // flow through the invisible op: x.t_(); with no_grad: x.mul_(-1);
+    // return x gave -grad (issue 48's fuzzer, mutation-7).  Through a
+    // detach()ed alias the op is recorded on that alias (d.add_(y) gives d a
+    // gradient to y), so it keeps newv.
+    if (a.chain.empty())
+      a.cached = base;
+    else
+      a.cached = attrBool(n.attrs, "no_grad", false) && !joint_ ? kNoValue : newv;
     a.cachedVersion = s.version;
   }
 
@@ -221,7 +258,7 @@ class Functionalizer {
           if (out_.type(newv).dtype != st.dtype)
             throw UserError(n.loc, cat("copy_ from ", dtypeName(out_.type(newv).dtype), " into ", dtypeName(st.dtype),
                                        " needs a cast, which this op set does not have yet"));
-          if (out_.type(newv).sizes != st.sizes) newv = addOp(out_, OpKind::Expand, {newv}, Attrs{{"size", st.sizes}}, n.loc);
+          if (out_.type(newv).sizes != st.sizes) newv = addOp(out_, OpKind::Expand, {newv}, Attrs{{"size", st.sizes}}, n.loc, n.phase);
         } else {
           Attrs attrs = n.attrs;
           attrs.erase("no_grad");
@@ -335,6 +372,7 @@ class Functionalizer {
   Graph out_;
   std::vector<Storage> storages_;
   std::vector<ValueId> lastObject_;  ///< per input: the last value that is its tensor object
+  Phase phase_ = Phase::Forward;     ///< the phase of the node being read (Note [Forward outputs in the joint])
 };
 
 }  // namespace

@@ -350,12 +350,63 @@ def programs():
         ("mut_permute_chain", mut_permute_chain, (rn(2, 3, 4, rg=True),)),
         ("args_named_tangent", args_named_tangent, (rn(2, 3, rg=True), rn(2, 3, rg=True))),
         ("mut_buffer_broadcast_grad", BufferAndBroadcastGrad(), (rn(2, 4, rg=True),)),
+        ("mut_custom_bw_returned", mut_custom_bw_returned, (rn(2, 3, rg=True), rn(2, 3, rg=True))),
+        ("mut_meta_then_custom_bw", mut_meta_then_custom_bw, (rn(2, 3, rg=True),)),
+        ("state_unused_batch_norm", UnusedBatchNorm(), (rn(4, 3, rg=True),)),
+        ("mut_view_no_grad_then_used", mut_view_no_grad_then_used, (rn(3, 2, rg=True), rn(2, rg=True))),
+        ("mut_meta_then_no_grad", mut_meta_then_no_grad, (rn(3, 2, rg=True),)),
     ]
 
 
 def main():
     torch.manual_seed(0)  # the modules' own initialization: regenerated fixtures are the same bytes
     write_fixtures(programs(), HERE)
+
+
+# ---------------------------------------------------------------- issue 48 (differential fuzzer findings)
+
+def mut_custom_bw_returned(x, w):
+    """A custom backward mutates an input the forward returns as it is
+    (issue 48's fuzzer: the default partitioner crashed)."""
+    return SaveAndDoubleInBackward.apply(x) * w, x
+
+
+def mut_meta_then_custom_bw(x):
+    """A metadata mutation, then a custom backward mutating the same input
+    (issue 48's fuzzer: refused by the verifier after functionalize-joint)."""
+    x.transpose_(0, 1)
+    return SaveAndDoubleInBackward.apply(x).sin()
+
+
+def mut_view_no_grad_then_used(x, w):
+    """A view mutated under no_grad, then used: autograd sees the view as it
+    was (issue 48's fuzzer: the gradient went through the mutation)."""
+    v = x[0]
+    with torch.no_grad():
+        v.mul_(2.0)
+    return v * w
+
+
+def mut_meta_then_no_grad(x):
+    """x.t_(), then a no_grad mutation, then x returned (issue 48's fuzzer,
+    mutation-7: the gradient had the wrong sign)."""
+    x.t_()
+    with torch.no_grad():
+        x.mul_(-1.0)
+    return x
+
+
+class UnusedBatchNorm(torch.nn.Module):
+    """A training batch norm whose result nothing reads still updates its
+    running statistics (issue 48's fuzzer: the exporter pruned the node)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        self.bn(x)
+        return x.tanh()
 
 
 if __name__ == "__main__":

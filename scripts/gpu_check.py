@@ -21,8 +21,7 @@ step, so a run cut off at its time limit still returns what it measured:
      CUDA graph capture that fails is reported and the row is measured again
      without graphs;
   3. per training step, `aotc inspect ART --roofline --json` (issue 45 item
-     2; scripts/manifest_roofline.py counts the same from the manifest where
-     the command is not in this aotc, and the report says which):
+     2):
      efficiency = the step's bound / its measured time (synchronized wall,
      CUDA-event gpu time and the profiler's kernel sum), and the 15 CUDA
      activities with the most time per step (bench_gpu.py's --profile),
@@ -89,25 +88,14 @@ class Report:
 
 
 def roofline(aotc, art, gpu=None):
-    """The artifact's roofline: `aotc inspect ART --roofline --json [--gpu]`,
-    else scripts/manifest_roofline.py's count; "source" says which."""
-    errors = []
-    for extra in ((["--gpu", gpu] if gpu else []), []):
-        r = subprocess.run([aotc, "inspect", art, "--roofline", "--json", *extra], capture_output=True, text=True)
-        if r.returncode == 0:
-            try:
-                res = json.loads(r.stdout)
-                res["source"] = "aotc inspect --roofline" + (f" --gpu {extra[1]}" if extra else "")
-                return res
-            except ValueError as e:
-                errors.append(f"unreadable JSON ({e})")
-        else:
-            errors.append((r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:200])
-        if not gpu:
-            break
-    import manifest_roofline
-    res = manifest_roofline.roofline(art, gpu if gpu in manifest_roofline.GPUS else None)
-    res["source"] += "; aotc inspect --roofline failed: " + " / ".join(errors)
+    """The artifact's roofline: `aotc inspect ART --roofline --json [--gpu]`
+    (Note [Roofline]); a failure is the row's roofline_error."""
+    extra = ["--gpu", gpu] if gpu else []
+    r = subprocess.run([aotc, "inspect", art, "--roofline", "--json", *extra], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError((r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:200])
+    res = json.loads(r.stdout)
+    res["source"] = "aotc inspect --roofline" + (f" --gpu {gpu}" if gpu else "")
     return res
 
 

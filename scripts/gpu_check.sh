@@ -75,7 +75,7 @@ b=$(cd "$(dirname "$0")/.." && pwd)
 LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$b/bin/aotc.bin" "$@"
 EOF
 chmod +x "$bundle/bin/aotc"
-for s in gpu_check.py bench_gpu.py gpu_test.py compare_safetensors.py manifest_roofline.py traffic_ideal.py; do
+for s in gpu_check.py bench_gpu.py gpu_test.py compare_safetensors.py traffic_ideal.py; do
   cp "$root/scripts/$s" "$bundle/src/scripts/"
 done
 cp "$root/tools/fx_export.py" "$bundle/src/tools/"

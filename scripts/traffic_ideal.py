@@ -29,9 +29,8 @@ Runs on the CPU (PyTorch 2.x, or Debian's 1.13).  Per model and precision:
          differ in their saved statistics, not in the activations).
   aotc   with --aotc: the model exported with tools/fx_export.py, compiled
          `--arch sm_90 --precision P`, and counted by `aotc inspect ART
-         --roofline --json` (step.bytes: every launch's work.bytes plus the
-         library calls' operands); where that command is not in this aotc,
-         scripts/manifest_roofline.py counts the same from the manifest.
+         --roofline --json` (step.bytes: every launch's bytes and the
+         library calls' operands, by Note [Roofline]'s rule).
 
 Prints a table (GiB per training step, and aotc / ideal, aotc / eager,
 eager / ideal) and writes it all as JSON with --json (per model and
@@ -221,31 +220,16 @@ def eager_step(make, shape, precision):
 
 
 def aotc_bytes(aotc, fx_json, art, precision):
-    """(step bytes, launches, library calls, how counted) of the artifact compiled for sm_90."""
+    """(step bytes, launches, library calls) of the artifact compiled for sm_90."""
     r = subprocess.run([aotc, "-q", "compile", fx_json, "-o", art, "--arch", "sm_90", "--precision", precision],
                        capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"aotc compile {fx_json} --precision {precision}: {r.stderr.strip()[:300]}")
     r = subprocess.run([aotc, "inspect", art, "--roofline", "--json"], capture_output=True, text=True)
-    how = "aotc inspect --roofline"
-    try:
-        rf = json.loads(r.stdout) if r.returncode == 0 else None
-    except ValueError:
-        rf = None
-    if rf is None:
-        import manifest_roofline
-        rf = manifest_roofline.roofline(art)
-        how = "manifest (scripts/manifest_roofline.py)"
-    s = rf["step"]
-    if how != "aotc inspect --roofline":
-        return s["bytes"], s["launches"], s["library_calls"], how, None
-    # The fallback's count beside the command's, as a cross-check of both.
-    import manifest_roofline
-    try:
-        fallback = manifest_roofline.roofline(art)["step"]["bytes"]
-    except (ValueError, KeyError) as e:
-        fallback = f"not counted: {e}"
-    return s["bytes"], s["launches"], s["library_calls"], how, fallback
+    if r.returncode:
+        raise RuntimeError(f"aotc inspect {art} --roofline: {r.stderr.strip()[:300]}")
+    s = json.loads(r.stdout)["step"]
+    return s["bytes"], s["launches"], s["library_calls"]
 
 
 def selftest(aotc):
@@ -280,11 +264,11 @@ def selftest(aotc):
         with tempfile.TemporaryDirectory(prefix="aotc-traffic-test-") as tmp:
             torch.manual_seed(0)
             export(mlp(), (torch.randn(2, 4),), os.path.join(tmp, "mlp"))
-            b, launches, calls, how, fallback = aotc_bytes(aotc, os.path.join(tmp, "mlp.json"), os.path.join(tmp, "mlp.aotc"), "fp32")
+            b, launches, calls = aotc_bytes(aotc, os.path.join(tmp, "mlp.json"), os.path.join(tmp, "mlp.aotc"), "fp32")
             # Every correct program reads the parameters and writes their gradients.
             if not b >= 92 + 92 or launches + calls < 1:
-                errors.append(f"aotc's mlp step: {b} bytes in {launches} launches and {calls} library calls ({how})")
-            print(f"aotc's mlp step: {b} bytes ({how}; manifest_roofline.py: {fallback}), {launches} launches, {calls} library calls")
+                errors.append(f"aotc's mlp step: {b} bytes in {launches} launches and {calls} library calls")
+            print(f"aotc's mlp step: {b} bytes, {launches} launches, {calls} library calls")
     for e in errors:
         print("FAIL " + e)
     print(f"traffic_ideal selftest (PyTorch {torch.__version__}): {'ok' if not errors else f'{len(errors)} failures'}")
@@ -330,9 +314,8 @@ def main():
                        "eager_bytes": eager, "eager_ops": eager_ops, "eager_top_ops": top, "eager_over_ideal": eager / ideal}
                 if fx_json:
                     art = os.path.join(work, f"{name}_b{opts.batch}.{precision}.aotc")
-                    b, launches, calls, how, fallback = aotc_bytes(opts.aotc, fx_json, art, precision)
-                    row.update({"aotc_bytes": b, "aotc_launches": launches, "aotc_library_calls": calls, "aotc_counted_by": how,
-                                "aotc_bytes_by_manifest_roofline": fallback,
+                    b, launches, calls = aotc_bytes(opts.aotc, fx_json, art, precision)
+                    row.update({"aotc_bytes": b, "aotc_launches": launches, "aotc_library_calls": calls,
                                 "aotc_over_ideal": b / ideal, "aotc_over_eager": b / eager})
                 row["seconds"] = time.monotonic() - t0
                 results["rows"].append(row)

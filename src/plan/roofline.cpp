@@ -91,10 +91,10 @@ std::string ms(double s) {
   return buf;
 }
 
-ProgramCost cost(const Manifest& m, const Program& prog, const std::string& precision, const GpuSpec& gpu) {
+ProgramCost cost(const Manifest& m, const Program& prog, const GpuSpec& gpu) {
   ProgramCost pc;
   for (size_t i = 0; i < prog.steps.size(); ++i) {
-    StepCost c = stepCost(prog, prog.steps[i], precision);
+    StepCost c = stepCost(prog, prog.steps[i], m.precision);
     c.index = i;
     if (const Launch* l = std::get_if<Launch>(&prog.steps[i]))
       if (const KernelSpec* k = m.kernel(l->kernel)) {
@@ -286,8 +286,8 @@ Roofline roofline(const Manifest& m, const GpuSpec& gpu) {
   Roofline r;
   r.gpu = gpu;
   r.dynamic_at_hints = m.symbolic != nullptr;
-  r.forward = cost(m, m.forward, m.precision, gpu);
-  r.backward = cost(m, m.backward, m.precision, gpu);
+  r.forward = cost(m, m.forward, gpu);
+  r.backward = cost(m, m.backward, gpu);
   fusionEstimates(m.forward, "forward", r.fusions);
   fusionEstimates(m.backward, "backward", r.fusions);
   for (const ProgramCost* p : {&r.forward, &r.backward}) {

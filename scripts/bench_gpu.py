@@ -520,8 +520,14 @@ def bandwidth(opts, env, work, results):
         rt.synchronize()
         want = mod(*args)
         got = rt.output(0, want)
-        if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
-            raise RuntimeError(f"{title}: aotc's result differs from eager's by {(got - want).abs().max().item()}")
+        # Each side against float64 (a row sum's rounding depends on its
+        # order): aotc may be at most 4x as far as eager, past a floor.
+        want64 = mod(*(a.double() for a in args))
+        scale = want64.abs().max().item() or 1.0
+        ea = (got.double() - want64).abs().max().item() / scale
+        ee = (want.double() - want64).abs().max().item() / scale
+        if not ea <= max(4 * ee, 1e-6):
+            raise RuntimeError(f"{title}: aotc's result is {ea:.2e} from float64 (relative to its largest), eager's {ee:.2e}")
         t = timeit(rt.forward, opts.iters, sync)
         rt.synchronize()
         eager_t = timeit(lambda: mod(*args), opts.iters, sync)

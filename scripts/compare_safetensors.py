@@ -69,7 +69,17 @@ def main():
             print(f"{name}: shape {got[name].shape} != {want[name].shape}")
             bad += 1
         elif not np.allclose(got[name], want[name], rtol=tol, atol=tol, equal_nan=equal_nan):
-            print(f"{name}: max abs diff {np.max(np.abs(got[name] - want[name])):.3g}")
+            g, w = got[name], want[name]
+            if np.issubdtype(g.dtype, np.floating) or np.issubdtype(g.dtype, np.complexfloating):
+                nan_g, nan_w = np.isnan(g), np.isnan(w)
+                fin = np.isfinite(g) & np.isfinite(w)
+                inf = ~fin & ~nan_g & ~nan_w
+                d = np.abs(g[fin] - w[fin])
+                print(f"{name}: max abs diff {d.max() if d.size else 0:.3g} where both are finite; NaN in one only at "
+                      f"{int(np.count_nonzero(nan_g != nan_w))}, different infinities at "
+                      f"{int(np.count_nonzero(inf & (g != w)))} of {g.size}")
+            else:
+                print(f"{name}: max abs diff {np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))):.3g}")
             bad += 1
         else:
             print(f"{name}: ok")

@@ -82,8 +82,12 @@ def one(case):
         outs[b] = out
     tol = "3e-2" if ("f16" in name or "bf16" in name) else "1e-3"
     # The running interpreter (on a GPU machine /usr/bin/python3 may lack numpy).
-    r = sh([sys.executable, os.path.join(src, "scripts/compare_safetensors.py"), outs[backend], outs["reference"], "--tol", tol])
-    return name, None if r.returncode == 0 else "differs: " + r.stdout.strip().splitlines()[-1]
+    r = sh([sys.executable, os.path.join(src, "scripts/compare_safetensors.py"), outs[backend], outs["reference"], "--tol", tol, "--equal-nan"])
+    if r.returncode == 0:
+        return name, None
+    lines = r.stdout.strip().splitlines()
+    bad = [l for l in lines[:-1] if not l.endswith(": ok")]
+    return name, "differs: " + lines[-1] + (" (" + "; ".join(bad[:3]) + ")" if bad else "")
 
 
 failed = 0

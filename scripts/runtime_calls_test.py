@@ -53,6 +53,9 @@ SIZES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1,
 ENQUEUE = {"cuLaunchKernel", "cublasLtMatmul", "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
            "cudnnConvolutionBackwardFilter", "cuMemcpyDtoDAsync_v2", "cuGraphLaunch", "cuEventRecord",
            "cuStreamWaitEvent", "cuCtxGetCurrent", "cuMemcpyDtoHAsync_v2"}
+# Calls with no stream argument: they run on the legacy stream (Note [One stream]).
+LEGACY_STREAM_CALLS = {"cuMemsetD8_v2", "cuMemsetD16_v2", "cuMemsetD32_v2", "cuMemcpy", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
+                       "cuMemcpyDtoD_v2", "cuCtxSynchronize"}
 CONV = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData", "cudnnConvolutionBackwardFilter"}
 
 
@@ -270,6 +273,13 @@ def check_log(log, manifest, prepared_steps, default_mode=False):
         for c in calls:
             if c.startswith("cublasLtMatmul ") and "algo=set" not in c:
                 problems.append(f"{marker}: a matmul without a preset algorithm: {c}")
+            # Note [One stream]: nothing on the NULL or legacy stream but the
+            # two calls that join the caller's, and no stream-less memset or
+            # copy (they run on the legacy stream, unordered with the session's).
+            name = c.split()[0]
+            if name in LEGACY_STREAM_CALLS or (name not in ("cuEventRecord", "cuStreamWaitEvent", "cuStreamCreate")
+                                               and any(f"stream={w} " in c + " " for w in ("0", "legacy", "per_thread"))):
+                problems.append(f"{marker}: work outside the session's stream: {c}")
         parts = marker.split()
         if len(parts) != 3 or parts[0] != "step" or int(parts[1]) not in prepared_steps:
             continue

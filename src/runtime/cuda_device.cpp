@@ -84,7 +84,7 @@ struct Dl {
   X(init, cuInit) X(deviceGetCount, cuDeviceGetCount) X(deviceGet, cuDeviceGet) X(deviceGetAttribute, cuDeviceGetAttribute)       \
   X(primaryCtxRetain, cuDevicePrimaryCtxRetain) X(primaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                              \
   X(ctxSetCurrent, cuCtxSetCurrent) X(ctxGetCurrent, cuCtxGetCurrent) X(memAlloc, cuMemAlloc_v2) X(memFree, cuMemFree_v2)       \
-  X(memsetD8, cuMemsetD8_v2) X(memsetD8Async, cuMemsetD8Async) X(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
+  X(memsetD8Async, cuMemsetD8Async) X(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
   X(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2) X(memcpyDtoDAsync, cuMemcpyDtoDAsync_v2) X(moduleLoadData, cuModuleLoadData)          \
   X(moduleUnload, cuModuleUnload) X(moduleGetFunction, cuModuleGetFunction) X(moduleGetGlobal, cuModuleGetGlobal_v2)              \
   X(launchKernel, cuLaunchKernel) X(getErrorString, cuGetErrorString) X(streamCreate, cuStreamCreate)                           \
@@ -333,6 +333,17 @@ struct ConvPrep {
   bool dbl = false;
 };
 
+// Note [One stream]
+// ~~~~~~~~~~~~~~~~~
+// Everything a session puts on the GPU (zeroing a fresh allocation, copies
+// in and out, launches, library calls) goes on its own stream, stream_,
+// created CU_STREAM_NON_BLOCKING so that it does not serialize with the
+// legacy stream the caller's framework may use.  The price of that flag is
+// that no call without a stream argument (cuMemsetD8, cuMemcpy, ...) is
+// ordered with the session's work: those run on the legacy stream,
+// asynchronously to the host for device memory.  The driver table loads
+// none of them; scripts/runtime_calls_test.py fails any call the runtime
+// makes on the NULL or legacy stream.
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal) : driver_{"libcuda.so.1"} {
@@ -384,7 +395,12 @@ class CudaDevice final : public Device {
     size_t n = (bytes + 16 + 255) / 256 * 256;
     CUresult r = d_.memAlloc(&p, n);
     if (r != CUDA_SUCCESS) fail(cat("cannot allocate ", bytes, " bytes of device memory (", error(r), ")"));
-    check(d_.memsetD8(p, 0, n), "cuMemsetD8");
+    // Note [One stream]: zeroed on the session's stream.  cuMemsetD8 (no
+    // stream) runs on the legacy stream, asynchronously to the host, and a
+    // non-blocking stream_ does not wait for it: on an H200 it landed after
+    // the inputs copied in behind it, or in the middle of the first step, and
+    // results were wrong at random (gpu_check, 2026-11-27).
+    check(d_.memsetD8Async(p, 0, n, stream_), "cuMemsetD8Async");
     live_[p] = n;
     return p;
   }
@@ -405,8 +421,14 @@ class CudaDevice final : public Device {
     check(d_.memcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
     check(d_.streamSynchronize(stream_), "cuStreamSynchronize");
   }
-  void fill(DevicePtr dst, unsigned char value, size_t bytes) override { check(d_.memsetD8Async(dst, value, bytes, stream_), "cuMemsetD8Async"); }
-  void copyAsync(DevicePtr dst, DevicePtr src, size_t bytes) override { check(d_.memcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync"); }
+  void fill(DevicePtr dst, unsigned char value, size_t bytes) override {
+    current();
+    check(d_.memsetD8Async(dst, value, bytes, stream_), "cuMemsetD8Async");
+  }
+  void copyAsync(DevicePtr dst, DevicePtr src, size_t bytes) override {
+    current();
+    check(d_.memcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync");
+  }
 
   void setStream(void* stream) override { caller_ = reinterpret_cast<CUstream>(stream); }
   void beginPhase() override {

@@ -854,10 +854,17 @@ class CudaPhase final : public PreparedPhase {
     const bool anyAlgo = nondeterministicAllowed();
     constexpr int kWant = 16;
     int found = 0;
+    // Note [One math type]: cuDNN's heuristics list candidates of several
+    // math types (an algorithm with tensor ops, i.e. TF32 for float32,
+    // beside the same algorithm without); under FMA math only those without
+    // tensor ops are taken, so that --precision fp32 never computes in TF32.
+    const bool noTensorOps = math == CUDNN_FMA_MATH;
     auto choose = [&](const auto* perf, const char* what) {
       for (int i = 0; i < found; ++i)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && (anyAlgo || perf[i].determinism == CUDNN_DETERMINISTIC)) return static_cast<int>(perf[i].algo);
-      fail(cat("cuDNN offers no ", anyAlgo ? "" : "deterministic ", "algorithm for ", what, " of node ", c.node,
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && (anyAlgo || perf[i].determinism == CUDNN_DETERMINISTIC) &&
+            !(noTensorOps && (perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
+          return static_cast<int>(perf[i].algo);
+      fail(cat("cuDNN offers no ", anyAlgo ? "" : "deterministic ", noTensorOps ? "float32 (no TF32) " : "", "algorithm for ", what, " of node ", c.node,
                anyAlgo ? "" : " (AOTC_CUDNN_NONDETERMINISTIC=1 allows the others)"));
     };
     if (c.call != plan::ConvCall::BackwardFilter) {  // forward: (x, w) -> y; backward data: (dy, w) -> dx

@@ -1396,15 +1396,24 @@ bool destroyDesc(void* h, int* id) {
   return true;
 }
 template <typename Perf>
-void fillPerf(Perf* p, const cudnnConvolutionDescriptor_t cd, float time) {
-  std::memset(p, 0, sizeof *p);
-  p->algo = static_cast<decltype(p->algo)>(1);
-  p->status = CUDNN_STATUS_SUCCESS;
-  p->time = time;
-  p->memory = kConvWorkspace;
-  p->determinism = CUDNN_DETERMINISTIC;
+int fillPerf(Perf* p, int requested, const cudnnConvolutionDescriptor_t cd, float time) {
+  // Two candidates, as cuDNN's heuristics list several math types: algo 0
+  // with tensor ops (TF32 for float32) first, then algo 1 in the
+  // descriptor's own math type.  Under FMA math the runtime must take algo 1
+  // (a convolution run with algo 0 under FMA math fails: Note [One math type]).
   ConvDesc* c = as<ConvDesc>(cd);
-  p->mathType = c ? c->math : CUDNN_DEFAULT_MATH;
+  const cudnnMathType_t own = c ? c->math : CUDNN_DEFAULT_MATH;
+  const int n = std::min(requested, 2);
+  for (int i = 0; i < n; ++i) {
+    std::memset(&p[i], 0, sizeof p[i]);
+    p[i].algo = static_cast<decltype(p[i].algo)>(i);
+    p[i].status = CUDNN_STATUS_SUCCESS;
+    p[i].time = time;
+    p[i].memory = kConvWorkspace;
+    p[i].determinism = CUDNN_DETERMINISTIC;
+    p[i].mathType = i == 0 ? CUDNN_TENSOR_OP_MATH : own;
+  }
+  return n;
 }
 // "n=..,..,.. " of a tensor or filter descriptor.
 struct Dims {
@@ -1419,10 +1428,13 @@ Dims dims(const void* h) {
   if (n == 0) std::snprintf(r.text, sizeof r.text, "?");
   return r;
 }
-#define FAKE_CONV_RET(handle, xDesc, wDesc, algo, bytes)                                                                                   \
+#define FAKE_CONV_RET(handle, xDesc, wDesc, convDesc, algo, bytes)                                                                         \
   do {                                                                                                                                     \
     CudnnHandle* h_ = as<CudnnHandle>(handle);                                                                                             \
     if (!h_) return RET0(CUDNN_STATUS_BAD_PARAM);                                                                                          \
+    ConvDesc* c_ = as<ConvDesc>(convDesc);                                                                                                 \
+    if (c_ && c_->math == CUDNN_FMA_MATH && static_cast<int>(algo) == 0)                                                                   \
+      return RET(CUDNN_STATUS_BAD_PARAM, "algo=0 is the fake's tensor-op candidate, run under FMA math");                                \
     recordLibraryCall(h_->stream, __func__);                                                                                               \
     return RET(CUDNN_STATUS_SUCCESS, "x=%s w=%s algo=%d workspace=%zu %s", dims<TensorDesc>(xDesc).text, dims<FilterDesc>(wDesc).text,   \
                static_cast<int>(algo), bytes, streamName(h_->stream).text);                                                                \
@@ -1557,74 +1569,68 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc,
   return RET(CUDNN_STATUS_SUCCESS, "desc=%d math=%d", c->id, static_cast<int>(mathType));
 }
 
-// Algorithm queries: one deterministic candidate (algo 1) needing 1 MiB.
+// Algorithm queries: two deterministic candidates needing 1 MiB each (fillPerf).
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t, int* count) {
-  *count = 1;
+  *count = 2;
   return RET0(CUDNN_STATUS_SUCCESS);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t, int* count) {
-  *count = 1;
+  *count = 2;
   return RET0(CUDNN_STATUS_SUCCESS);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t, int* count) {
-  *count = 1;
+  *count = 2;
   return RET0(CUDNN_STATUS_SUCCESS);
 }
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc,
                                                      const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t,
                                                      const int requestedAlgoCount, int* returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t* perfResults) {
   if (requestedAlgoCount < 1) return RET0(CUDNN_STATUS_BAD_PARAM);
-  fillPerf(perfResults, convDesc, -1.0f);
-  *returnedAlgoCount = 1;
-  return RET(CUDNN_STATUS_SUCCESS, "x=%s w=%s requested=%d returned=1", dims<TensorDesc>(srcDesc).text, dims<FilterDesc>(filterDesc).text, requestedAlgoCount);
+  *returnedAlgoCount = fillPerf(perfResults, requestedAlgoCount, convDesc, -1.0f);
+  return RET(CUDNN_STATUS_SUCCESS, "x=%s w=%s requested=%d returned=%d", dims<TensorDesc>(srcDesc).text, dims<FilterDesc>(filterDesc).text, requestedAlgoCount, *returnedAlgoCount);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc,
                                                           const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t,
                                                           const int requestedAlgoCount, int* returnedAlgoCount,
                                                           cudnnConvolutionBwdDataAlgoPerf_t* perfResults) {
   if (requestedAlgoCount < 1) return RET0(CUDNN_STATUS_BAD_PARAM);
-  fillPerf(perfResults, convDesc, -1.0f);
-  *returnedAlgoCount = 1;
-  return RET(CUDNN_STATUS_SUCCESS, "dy=%s w=%s requested=%d returned=1", dims<TensorDesc>(diffDesc).text, dims<FilterDesc>(filterDesc).text, requestedAlgoCount);
+  *returnedAlgoCount = fillPerf(perfResults, requestedAlgoCount, convDesc, -1.0f);
+  return RET(CUDNN_STATUS_SUCCESS, "dy=%s w=%s requested=%d returned=%d", dims<TensorDesc>(diffDesc).text, dims<FilterDesc>(filterDesc).text, requestedAlgoCount, *returnedAlgoCount);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t,
                                                             const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc,
                                                             const int requestedAlgoCount, int* returnedAlgoCount,
                                                             cudnnConvolutionBwdFilterAlgoPerf_t* perfResults) {
   if (requestedAlgoCount < 1) return RET0(CUDNN_STATUS_BAD_PARAM);
-  fillPerf(perfResults, convDesc, -1.0f);
-  *returnedAlgoCount = 1;
-  return RET(CUDNN_STATUS_SUCCESS, "x=%s dw=%s requested=%d returned=1", dims<TensorDesc>(srcDesc).text, dims<FilterDesc>(gradDesc).text, requestedAlgoCount);
+  *returnedAlgoCount = fillPerf(perfResults, requestedAlgoCount, convDesc, -1.0f);
+  return RET(CUDNN_STATUS_SUCCESS, "x=%s dw=%s requested=%d returned=%d", dims<TensorDesc>(srcDesc).text, dims<FilterDesc>(gradDesc).text, requestedAlgoCount, *returnedAlgoCount);
 }
 cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(cudnnHandle_t, const cudnnTensorDescriptor_t xDesc, const void*, const cudnnFilterDescriptor_t wDesc,
                                                      const void*, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t, void*,
                                                      const int requestedAlgoCount, int* returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t* perfResults,
                                                      void*, size_t workSpaceSizeInBytes) {
   if (requestedAlgoCount < 1) return RET0(CUDNN_STATUS_BAD_PARAM);
-  fillPerf(perfResults, convDesc, 0.01f);
-  *returnedAlgoCount = 1;
-  return RET(CUDNN_STATUS_SUCCESS, "x=%s w=%s requested=%d returned=1 workspace=%zu", dims<TensorDesc>(xDesc).text, dims<FilterDesc>(wDesc).text,
-             requestedAlgoCount, workSpaceSizeInBytes);
+  *returnedAlgoCount = fillPerf(perfResults, requestedAlgoCount, convDesc, 0.01f);
+  return RET(CUDNN_STATUS_SUCCESS, "x=%s w=%s requested=%d returned=%d workspace=%zu", dims<TensorDesc>(xDesc).text, dims<FilterDesc>(wDesc).text,
+             requestedAlgoCount, *returnedAlgoCount, workSpaceSizeInBytes);
 }
 cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(cudnnHandle_t, const cudnnFilterDescriptor_t wDesc, const void*, const cudnnTensorDescriptor_t dyDesc,
                                                           const void*, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t, void*,
                                                           const int requestedAlgoCount, int* returnedAlgoCount,
                                                           cudnnConvolutionBwdDataAlgoPerf_t* perfResults, void*, size_t workSpaceSizeInBytes) {
   if (requestedAlgoCount < 1) return RET0(CUDNN_STATUS_BAD_PARAM);
-  fillPerf(perfResults, convDesc, 0.01f);
-  *returnedAlgoCount = 1;
-  return RET(CUDNN_STATUS_SUCCESS, "dy=%s w=%s requested=%d returned=1 workspace=%zu", dims<TensorDesc>(dyDesc).text, dims<FilterDesc>(wDesc).text,
-             requestedAlgoCount, workSpaceSizeInBytes);
+  *returnedAlgoCount = fillPerf(perfResults, requestedAlgoCount, convDesc, 0.01f);
+  return RET(CUDNN_STATUS_SUCCESS, "dy=%s w=%s requested=%d returned=%d workspace=%zu", dims<TensorDesc>(dyDesc).text, dims<FilterDesc>(wDesc).text,
+             requestedAlgoCount, *returnedAlgoCount, workSpaceSizeInBytes);
 }
 cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnnHandle_t, const cudnnTensorDescriptor_t xDesc, const void*, const cudnnTensorDescriptor_t,
                                                             const void*, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc,
                                                             void*, const int requestedAlgoCount, int* returnedAlgoCount,
                                                             cudnnConvolutionBwdFilterAlgoPerf_t* perfResults, void*, size_t workSpaceSizeInBytes) {
   if (requestedAlgoCount < 1) return RET0(CUDNN_STATUS_BAD_PARAM);
-  fillPerf(perfResults, convDesc, 0.01f);
-  *returnedAlgoCount = 1;
-  return RET(CUDNN_STATUS_SUCCESS, "x=%s dw=%s requested=%d returned=1 workspace=%zu", dims<TensorDesc>(xDesc).text, dims<FilterDesc>(dwDesc).text,
-             requestedAlgoCount, workSpaceSizeInBytes);
+  *returnedAlgoCount = fillPerf(perfResults, requestedAlgoCount, convDesc, 0.01f);
+  return RET(CUDNN_STATUS_SUCCESS, "x=%s dw=%s requested=%d returned=%d workspace=%zu", dims<TensorDesc>(xDesc).text, dims<FilterDesc>(dwDesc).text,
+             requestedAlgoCount, *returnedAlgoCount, workSpaceSizeInBytes);
 }
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, const cudnnTensorDescriptor_t, const cudnnFilterDescriptor_t,
                                                       const cudnnConvolutionDescriptor_t, const cudnnTensorDescriptor_t, cudnnConvolutionFwdAlgo_t algo,
@@ -1647,20 +1653,20 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cons
 
 // Executions: nothing is computed.
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void*, const cudnnTensorDescriptor_t xDesc, const void*, const cudnnFilterDescriptor_t wDesc,
-                                      const void*, const cudnnConvolutionDescriptor_t, cudnnConvolutionFwdAlgo_t algo, void*, size_t workSpaceSizeInBytes,
+                                      const void*, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void*, size_t workSpaceSizeInBytes,
                                       const void*, const cudnnTensorDescriptor_t, void*) {
-  FAKE_CONV_RET(handle, xDesc, wDesc, algo, workSpaceSizeInBytes);
+  FAKE_CONV_RET(handle, xDesc, wDesc, convDesc, algo, workSpaceSizeInBytes);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void*, const cudnnFilterDescriptor_t wDesc, const void*,
-                                           const cudnnTensorDescriptor_t dyDesc, const void*, const cudnnConvolutionDescriptor_t,
+                                           const cudnnTensorDescriptor_t dyDesc, const void*, const cudnnConvolutionDescriptor_t convDesc,
                                            cudnnConvolutionBwdDataAlgo_t algo, void*, size_t workSpaceSizeInBytes, const void*,
                                            const cudnnTensorDescriptor_t, void*) {
-  FAKE_CONV_RET(handle, dyDesc, wDesc, algo, workSpaceSizeInBytes);
+  FAKE_CONV_RET(handle, dyDesc, wDesc, convDesc, algo, workSpaceSizeInBytes);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void*, const cudnnTensorDescriptor_t xDesc, const void*, const cudnnTensorDescriptor_t,
-                                             const void*, const cudnnConvolutionDescriptor_t, cudnnConvolutionBwdFilterAlgo_t algo, void*,
+                                             const void*, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo, void*,
                                              size_t workSpaceSizeInBytes, const void*, const cudnnFilterDescriptor_t dwDesc, void*) {
-  FAKE_CONV_RET(handle, xDesc, dwDesc, algo, workSpaceSizeInBytes);
+  FAKE_CONV_RET(handle, xDesc, dwDesc, convDesc, algo, workSpaceSizeInBytes);
 }
 cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void*, const cudnnTensorDescriptor_t aDesc, const void*, const void*,
                              const cudnnTensorDescriptor_t, void*) {

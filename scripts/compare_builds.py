@@ -8,7 +8,8 @@ on what the cache holds, which e2e_test checks), so the second compile of
 each kernel is a cache hit.
 
 The models: the FX fixtures (testdata/{fx,conformance,exporter,random,ops}),
-the ONNX models of testdata/onnx (forward, and --train where it compiles)
+the ONNX models of testdata/onnx and the torch.export archives of
+testdata/pt2 (forward, and --train where it compiles)
 and, with --onnx-conformance, every model of ONNX's backend test suite
 (/usr/share/libonnx-testdata, as scripts/onnx_conformance finds it), compiled
 as that script compiles it: its inputs given as --constant-inputs.
@@ -100,6 +101,10 @@ def main():
         name = "onnx/" + os.path.splitext(os.path.basename(m))[0]
         jobs.append((name, m, []))
         jobs.append((name + "-train", m, ["--train"]))
+    for m in sorted(glob.glob(os.path.join(root, "testdata", "pt2", "*.pt2"))):
+        name = "pt2/" + os.path.splitext(os.path.basename(m))[0]
+        jobs.append((name, m, []))
+        jobs.append((name + "-train", m, ["--train"]))
     if args.onnx_conformance:
         jobs += conformance_jobs(root, work, args.onnx_suite)
 
@@ -130,7 +135,7 @@ def main():
     with ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
         for job, (verdict, msg) in zip(jobs, pool.map(one, jobs)):
             counts[verdict] += 1
-            kind = "fx" if not job[0].startswith(("onnx/", "onnx-conformance/")) else job[0].split("/")[0]
+            kind = "fx" if not job[0].startswith(("onnx/", "onnx-conformance/", "pt2/")) else job[0].split("/")[0]
             kinds.setdefault(kind, {"same": 0, "refused": 0, "fail": 0})[verdict] += 1
             if msg:
                 print(msg, flush=True)

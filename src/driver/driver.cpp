@@ -19,6 +19,7 @@
 #include <random>
 #include <sstream>
 
+#include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "aotc/codegen/codegen.h"
@@ -168,31 +169,19 @@ std::string CompileSummary::timings() const {
   return buf;
 }
 
-CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
-  using clock = std::chrono::steady_clock;
-  auto t0 = clock::now();
-  auto ms = [&] { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
-  // Whether NVRTC supports the archs is checked when NVRTC is needed
-  // (Note [Lazy NVRTC]); a misspelling is refused now.
-  for (auto& a : opts.archs)
-    if (!archSpelling(a) || opts.cache_dir.empty()) requireArch(a);
-  {
-    std::vector<std::string> stages = pipelineStageNames();
-    stages.insert(stages.begin(), "captured");
-    for (const std::string& p : opts.print_ir_after)
-      if (p != "all" && std::find(stages.begin(), stages.end(), p) == stages.end()) {
-        std::string known = "all";
-        for (const std::string& s : stages) known += ", " + s;
-        throw UserError(SourceLoc{}, "--print-ir-after: unknown pass '" + p + "' (known: " + known + ")");
-      }
-  }
-  Model fx = loadModel(opts.model, opts.frontend);
-  double tLoad = ms();
-  log->info("loaded {} ({} inputs, {} nodes) in {:.1f} ms", opts.model, fx.graph.inputs.size(), fx.graph.nodes.size(), ms());
-
+struct Compilation::State {
+  CompileOptions opts;
+  Logger log;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  std::function<void(const std::string&, const Graph&)> observer;
   int dumpIndex = 0;
-  if (!opts.dump_dir.empty()) fs::create_directories(opts.dump_dir);
-  auto dump = [&](const std::string& name, const Graph& g) {
+  std::optional<Model> model;
+  std::optional<PipelineResult> engine;
+  std::optional<Generated> generated;
+  double tLoad = 0, tEngine = 0, tCodegen = 0;
+  double ms() const { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); }
+  /// --print-ir-after, --dump-dir, then the observer.
+  void dump(const std::string& name, const Graph& g) {
     bool all = std::find(opts.print_ir_after.begin(), opts.print_ir_after.end(), "all") != opts.print_ir_after.end();
     if (all || std::find(opts.print_ir_after.begin(), opts.print_ir_after.end(), name) != opts.print_ir_after.end())
       std::fprintf(stderr, "// ----- IR after %s\n%s", name.c_str(), printGraph(g).c_str());
@@ -201,37 +190,102 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
       std::snprintf(buf, sizeof buf, "%02d-", dumpIndex++);
       writeFile(fs::path(opts.dump_dir) / (buf + name + ".ir"), printGraph(g));
     }
-  };
-  dump("captured", fx.graph);
-  const unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+    if (observer) observer(name, g);
+  }
+  unsigned jobs() const { return opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency()); }
+};
+
+Compilation::Compilation(CompileOptions opts, Logger log) : s_(std::make_unique<State>()) {
+  s_->opts = std::move(opts);
+  s_->log = log ? std::move(log) : spdlog::default_logger();
+  // A misspelled arch is refused now; whether NVRTC supports the archs when
+  // code is generated (Note [Lazy NVRTC]: the earlier stages need no NVRTC).
+  for (auto& a : s_->opts.archs)
+    if (!archSpelling(a)) requireArch(a);
+  std::vector<std::string> stages = pipelineStageNames();
+  stages.insert(stages.begin(), "captured");
+  for (const std::string& p : s_->opts.print_ir_after)
+    if (p != "all" && std::find(stages.begin(), stages.end(), p) == stages.end()) {
+      std::string known = "all";
+      for (const std::string& st : stages) known += ", " + st;
+      throw UserError(SourceLoc{}, "--print-ir-after: unknown pass '" + p + "' (known: " + known + ")");
+    }
+}
+
+Compilation::Compilation(CompileOptions opts, Logger log, Model model) : Compilation(std::move(opts), std::move(log)) {
+  s_->model = std::move(model);
+}
+
+Compilation::~Compilation() = default;
+
+const CompileOptions& Compilation::options() const { return s_->opts; }
+
+void Compilation::observe(std::function<void(const std::string&, const Graph&)> f) { s_->observer = std::move(f); }
+
+PipelineOptions Compilation::pipelineOptions() const {
+  const CompileOptions& opts = s_->opts;
   PipelineOptions po;
   po.partitioner = opts.partitioner;
   po.precision = opts.precision;
-  po.channels_last = opts.conv_layout != "nchw";
-  if (opts.loss_scaling == "dynamic" || (opts.loss_scaling == "auto" && opts.precision == Precision::Fp16)) po.loss_scaling = LossScaling{};
-  else if (opts.loss_scaling != "auto" && opts.loss_scaling != "none")
-    throw UserError(SourceLoc{}, "--loss-scaling must be auto, dynamic or none, not '" + opts.loss_scaling + "'");
-  if (!opts.print_ir_after.empty() || !opts.dump_dir.empty()) po.after_pass = dump;
-  po.jobs = jobs;
+  po.channels_last = opts.conv_layout == ConvLayout::Auto;
+  if (opts.loss_scaling == LossScalingMode::Dynamic || (opts.loss_scaling == LossScalingMode::Auto && opts.precision == Precision::Fp16))
+    po.loss_scaling = LossScaling{};
+  po.jobs = s_->jobs();
+  return po;
+}
+
+const Model& Compilation::model() {
+  State& st = *s_;
+  if (!st.model) {
+    st.model = loadModel(st.opts.model, st.opts.frontend);
+    st.log->info("loaded {} ({} inputs, {} nodes) in {:.1f} ms", st.opts.model, st.model->graph.inputs.size(), st.model->graph.nodes.size(),
+                 st.ms());
+    st.tLoad = st.ms();
+  }
+  return *st.model;
+}
+
+const PipelineResult& Compilation::engine() {
+  State& st = *s_;
+  if (st.engine) return *st.engine;
+  const Model& fx = model();
+  if (!st.opts.dump_dir.empty()) fs::create_directories(st.opts.dump_dir);
+  st.dump("captured", fx.graph);
+  PipelineOptions po = pipelineOptions();
+  if (!st.opts.print_ir_after.empty() || !st.opts.dump_dir.empty() || st.observer)
+    po.after_pass = [&st](const std::string& name, const Graph& g) { st.dump(name, g); };
   PipelineResult pr = runPipeline(fx.graph, po);
-  log->info("engine passes done at {:.1f} ms", ms());
-  checkStorageGroups(fx, pr, opts.model);
-  double tEngine = ms();
+  st.log->info("engine passes done at {:.1f} ms", st.ms());
+  checkStorageGroups(fx, pr, st.opts.model);
+  st.engine = std::move(pr);
+  st.tEngine = st.ms();
+  return *st.engine;
+}
+
+const Compilation::Generated& Compilation::generated() {
+  State& st = *s_;
+  if (st.generated) return *st.generated;
+  const PipelineResult& pr = engine();
+  const Model& fx = model();
+  const CompileOptions& opts = st.opts;
+  if (opts.cache_dir.empty())
+    for (auto& a : opts.archs) requireArch(a);
+  const PipelineOptions po = pipelineOptions();
+  Generated gen;
   ManifestInfo mi;
   mi.model_name = fx.graph.name;
   mi.source_file = fs::path(opts.model).filename().string();
   mi.archs = opts.archs;
-  mi.flags = {{"partitioner", opts.partitioner}, {"archs", opts.archs}};
+  mi.flags = {{"partitioner", std::string(optionName(opts.partitioner))}, {"archs", opts.archs}};
   if (opts.sm_count > 0) mi.flags["sm_count"] = opts.sm_count;
   // Recorded only when not fp32: fp32 artifacts stay the bytes they were.
   if (opts.precision != Precision::Fp32) mi.flags["precision"] = precisionName(opts.precision);
-  if (opts.conv_layout != "auto") mi.flags["conv_layout"] = opts.conv_layout;
+  if (opts.conv_layout != ConvLayout::Auto) mi.flags["conv_layout"] = std::string(optionName(opts.conv_layout));
   mi.precision = precisionName(opts.precision);
   // Note [Loss scaling]: the pass adds its state only to a program with gradients.
-  std::map<std::string, HostTensor> lossScalingState;
   if (po.loss_scaling && pr.functional.inputNamed(kLossScaleInput)) {
     const LossScaling& ls = *po.loss_scaling;
-    mi.flags["loss_scaling"] = "dynamic";
+    mi.flags["loss_scaling"] = std::string(optionName(LossScalingMode::Dynamic));
     mi.loss_scaling = plan::LossScalingSpec{ls.init_scale, ls.growth_factor, ls.backoff_factor, ls.growth_interval,
                                             kLossScaleInput, kGrowthTrackerInput, kFoundInfInput};
     auto scalar = [](DType d, double v) {
@@ -240,9 +294,9 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
       t.data = {v};
       return t;
     };
-    lossScalingState = {{kLossScaleInput, scalar(DType::F32, ls.init_scale)},
-                        {kGrowthTrackerInput, scalar(DType::I32, 0)},
-                        {kFoundInfInput, scalar(DType::F32, 0)}};
+    gen.loss_scaling_state = {{kLossScaleInput, scalar(DType::F32, ls.init_scale)},
+                              {kGrowthTrackerInput, scalar(DType::I32, 0)},
+                              {kFoundInfInput, scalar(DType::F32, 0)}};
   }
   const LaunchShapeRule shapeRule = launchShapeRuleFor(opts.archs, opts.sm_count);
   mi.nvrtc_version = nvrtcVersionCached(opts.cache_dir);
@@ -250,25 +304,21 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   mi.output_paths = fx.output_paths;
   mi.arguments = fx.arguments;
   mi.weights = "weights.safetensors";
-  CodegenResult cg;
-  std::vector<KernelModule> modules;
-  plan::Manifest manifest;
-  std::string manifestText;
   if (pr.functional.isSymbolic()) {
     // Note [Dynamic codegen]: one artifact for every size the symbols allow.
-    DynamicCodegen d = generateDynamic(pr, mi, kKernelsPerModule, jobs, opts.wide_index);
-    cg = std::move(d.cg);
-    modules = std::move(d.modules);
-    manifest = std::move(d.atHint);
-    manifestText = d.manifest.dump(1) + "\n";
+    DynamicCodegen d = generateDynamic(pr, mi, kKernelsPerModule, st.jobs(), opts.wide_index);
+    gen.cg = std::move(d.cg);
+    gen.modules = std::move(d.modules);
+    gen.manifest = std::move(d.atHint);
+    gen.manifest_text = d.manifest.dump(1) + "\n";
   } else {
     CodegenOptions co;
     co.launchShape = shapeRule;
-    cg = generateCuda(pr.partition, co);
+    gen.cg = generateCuda(pr.partition, co);
     if (opts.check_launch_shapes) {
       // Note [Launch shape]: refused, naming every launch that breaks the rule.
-      std::vector<std::string> problems = launchShapeProblems(cg.forward, "forward", shapeRule);
-      for (std::string& p : launchShapeProblems(cg.backward, "backward", shapeRule)) problems.push_back(std::move(p));
+      std::vector<std::string> problems = launchShapeProblems(gen.cg.forward, "forward", shapeRule);
+      for (std::string& p : launchShapeProblems(gen.cg.backward, "backward", shapeRule)) problems.push_back(std::move(p));
       if (!problems.empty()) {
         std::string msg = std::to_string(problems.size()) + " launch(es) break the launch-shape rule (" + std::to_string(shapeRule.sms) +
                           " SMs; Note [Launch shape]):";
@@ -276,27 +326,45 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
         throw UserError(SourceLoc{opts.model, "", ""}, msg);
       }
     }
-    modules = groupKernels(cg.kernels, kKernelsPerModule);
-    manifest = buildManifest(pr.functional, pr.partition, cg, modules, mi);
-    manifestText = plan::toJson(manifest).dump(1) + "\n";
+    gen.modules = groupKernels(gen.cg.kernels, kKernelsPerModule);
+    gen.manifest = buildManifest(pr.functional, pr.partition, gen.cg, gen.modules, mi);
+    gen.manifest_text = plan::toJson(gen.manifest).dump(1) + "\n";
     // Note [Typed plan]: what is written reads back as the same plan.
     // A manifest its own reader refuses is the code generator's fault, never
     // the model's: reported as an internal error (exit 3), not as bad input.
     plan::Manifest back;
     try {
-      back = plan::manifestFromJson(nlohmann::json::parse(manifestText), "manifest.json", kMaxElements);
+      back = plan::manifestFromJson(nlohmann::json::parse(gen.manifest_text), "manifest.json", kMaxElements);
     } catch (const UserError& e) {
       internalError(__FILE__, __LINE__, "the code generator wrote a manifest its own reader refuses: " + e.diagnostics().front().str());
     }
-    AOTC_CHECK(nlohmann::json(back.flags) == nlohmann::json(manifest.flags) &&
-                   nlohmann::json(back.arguments) == nlohmann::json(manifest.arguments),
+    AOTC_CHECK(nlohmann::json(back.flags) == nlohmann::json(gen.manifest.flags) &&
+                   nlohmann::json(back.arguments) == nlohmann::json(gen.manifest.arguments),
                "the manifest's free-form fields do not read back");
-    back.flags = manifest.flags;
-    back.arguments = manifest.arguments;
-    AOTC_CHECK(back == manifest, "the manifest does not read back as the plan that was written");
+    back.flags = gen.manifest.flags;
+    back.arguments = gen.manifest.arguments;
+    AOTC_CHECK(back == gen.manifest, "the manifest does not read back as the plan that was written");
   }
-  double tCodegen = ms();
+  st.generated = std::move(gen);
+  st.tCodegen = st.ms();
+  return *st.generated;
+}
 
+CompileSummary Compilation::write() {
+  State& st = *s_;
+  const Generated& gen = generated();
+  const PipelineResult& pr = engine();
+  const Model& fx = model();
+  const CompileOptions& opts = st.opts;
+  const Logger& log = st.log;
+  const CodegenResult& cg = gen.cg;
+  const std::vector<KernelModule>& modules = gen.modules;
+  const plan::Manifest& manifest = gen.manifest;
+  const std::string& manifestText = gen.manifest_text;
+  const std::map<std::string, HostTensor>& lossScalingState = gen.loss_scaling_state;
+  const double tLoad = st.tLoad, tEngine = st.tEngine, tCodegen = st.tCodegen;
+  auto ms = [&] { return st.ms(); };
+  const unsigned jobs = st.jobs();
   StagingDir stage(opts.out_dir);
   fs::create_directories(stage.path() / "kernels");
   writeFile(stage.path() / "kernels" / "aotc_prelude.cuh", devicePrelude());
@@ -381,6 +449,8 @@ CompileSummary compileModel(const CompileOptions& opts, const Logger& log) {
   return s;
 }
 
+CompileSummary compileModel(const CompileOptions& opts, const Logger& log) { return Compilation(opts, log).write(); }
+
 /// The exporter's record of one argument (schemas/fx_graph.schema.json
 /// #/$defs/argument) as text: `{a: <opts.a>, b: None}`.
 template <typename J>
@@ -410,7 +480,7 @@ std::string specializedArguments(const J& args) {
   return s;
 }
 
-std::string inspect(const std::string& path) {
+std::string inspect(const std::string& path, const CompileOptions& base) {
   std::ostringstream os;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -470,7 +540,13 @@ std::string inspect(const std::string& path) {
          << m.loss_scaling->found_inf << "\n";
     return os.str();
   }
-  Model fx = loadModel(path);
+  // Note [One Compilation]: the model as compile loads it, its programs as
+  // compile (with the same flags) partitions them, under each partitioner.
+  CompileOptions opts = base;
+  opts.model = path;
+  const Logger quiet = std::make_shared<spdlog::logger>("aotc-inspect", std::make_shared<spdlog::sinks::null_sink_mt>());
+  Compilation loaded(opts, quiet);
+  const Model& fx = loaded.model();
   // Count the model's nodes (one FX node may lower to several IR nodes).
   std::map<std::string, int> ops;
   std::set<std::pair<std::string, std::string>> seen;
@@ -500,11 +576,13 @@ std::string inspect(const std::string& path) {
     }
   os << "  parameters: " << params << " tensors, " << paramBytes << " bytes\n";
   // The engine's view: what the compiled programs mutate and save.
-  for (const std::string& partitioner : partitionerNames()) {
-    PipelineOptions po;
-    po.partitioner = partitioner;
-    PipelineResult pr = runPipeline(fx.graph, po);
-    if (partitioner == partitionerNames().front()) {
+  std::string savedLines;
+  for (Partitioner partitioner : optionValues<Partitioner>()) {
+    CompileOptions o = opts;
+    o.partitioner = partitioner;
+    Compilation c(o, quiet, fx);
+    const PipelineResult& pr = c.engine();
+    if (partitioner == opts.partitioner) {  // the mutations (the same under every partitioner) as this compile places them
       std::vector<std::string> mutated;
       for (const Graph* g : {&pr.partition.forward, &pr.partition.backward})
         for (const Node& n : g->nodes)
@@ -515,8 +593,9 @@ std::string inspect(const std::string& path) {
     }
     int64_t saved = 0;
     for (ValueId v : pr.partition.forward.valuesNamed(pr.partition.saved)) saved += bytesOf(pr.partition.forward.type(v));
-    os << "  saved for backward (" << partitioner << "): " << pr.partition.saved.size() << " tensors, " << saved << " bytes\n";
+    savedLines += cat("  saved for backward (", optionName(partitioner), "): ", pr.partition.saved.size(), " tensors, ", saved, " bytes\n");
   }
+  os << savedLines;
   return os.str();
 }
 

@@ -96,7 +96,7 @@ void compileRunCompare(const fs::path& dir, const std::string& name, const std::
   CompileOptions o;
   o.model = (kFx / (name + ".json")).string();
   o.out_dir = scratch(name + "." + partitioner).string();
-  o.partitioner = partitioner;
+  o.partitioner = *parseOption<Partitioner>(partitioner);
   o.archs = archs;
   o.cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "kernels").string();  // Note [Shared test cache] (CMakeLists.txt)
   CompileSummary s = compileModel(o, quietLogger());

@@ -60,7 +60,7 @@ TEST_P(Model, MatchesEager) {
   CompileOptions o;
   o.model = (kModels / (name + ".json")).string();
   o.out_dir = (fs::path(AOTC_BINARY_DIR) / "e2e" / (name + "." + partitioner)).string();
-  o.partitioner = partitioner;
+  o.partitioner = *parseOption<Partitioner>(partitioner);
   o.archs = {"sm_90"};
   o.cache_dir = (fs::path(AOTC_TEST_CACHE_DIR) / "kernels").string();  // Note [Shared test cache] (CMakeLists.txt)
   auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());

@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "aotc/codegen/codegen.h"
 #include "aotc/ops/ops.h"
@@ -785,6 +787,7 @@ std::string graphOf(const GraphRequest& r, std::string* note) {
   Partition part;
   std::string name;
   std::optional<Graph> single;  // a stage that is one graph without code
+  std::optional<CodegenResult> compiled;  // the Compilation's code, for a model file's static programs
   if (artifact) {
     // An artifact holds its programs as IR (forward.ir, backward.ir, joint.ir).
     plan::Manifest m = loadManifest(r.path);
@@ -807,21 +810,24 @@ std::string graphOf(const GraphRequest& r, std::string* note) {
       P = sourcePicture(sg);
       if (note) *note = "the model has ops aotc cannot convert: drawing the file's own graph, those nodes highlighted";
     } else {
-      single = loadModel(r.path, r.frontend).graph;
+      single = loadModel(r.path, r.compile.frontend).graph;
     }
   } else {
-    Model model = loadModel(r.path, r.frontend);
-    name = model.graph.name;
-    PipelineOptions po;
-    po.partitioner = r.partitioner;
-    if (!programStage) {
-      po.after_pass = [&](const std::string& stage, const Graph& g) {
+    // Note [One Compilation]: the programs compile writes with these flags,
+    // and for a static graph the code generator's own steps from the same
+    // Compilation.
+    CompileOptions co = r.compile;
+    co.model = r.path;
+    Compilation c(co, std::make_shared<spdlog::logger>("aotc-graph", std::make_shared<spdlog::sinks::null_sink_mt>()));
+    if (!programStage)
+      c.observe([&](const std::string& stage, const Graph& g) {
         if (stage == r.stage) single = g;
-      };
-    }
-    PipelineResult pr = runPipeline(model.graph, po);
+      });
+    const PipelineResult& pr = c.engine();
+    name = c.model().graph.name;
     if (programStage) {
-      part = std::move(pr.partition);
+      part = pr.partition;
+      if (picture && part.forward.symbols.empty()) compiled = c.generated().cg;
     } else if (!single) {
       std::string stages = "captured";
       for (const std::string& s : pipelineStageNames())
@@ -841,9 +847,13 @@ std::string graphOf(const GraphRequest& r, std::string* note) {
     P.title = single->name + " (" + r.stage + ")";
     addGraph(P, *single, "g_", -1, Lowered{}, false);
   } else if (programStage) {
-    CodegenOptions co;
-    if (!part.forward.symbols.empty()) co.decide = &part;
-    cg = generateCuda(part, co);
+    if (compiled) {
+      cg = std::move(*compiled);
+    } else {
+      CodegenOptions co;
+      if (!part.forward.symbols.empty()) co.decide = &part;
+      cg = generateCuda(part, co);
+    }
     Lowered fw{&cg.forward, &cg.forwardStepNodes, &cg}, bw{&cg.backward, &cg.backwardStepNodes, &cg};
     if (r.stage == "program") {
       P.title = (name.empty() ? part.forward.name : name) + " (forward and backward programs)";

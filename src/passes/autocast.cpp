@@ -45,21 +45,9 @@
 
 namespace aotc {
 
-const char* precisionName(Precision p) {
-  switch (p) {
-    case Precision::Fp32: return "fp32";
-    case Precision::Tf32: return "tf32";
-    case Precision::Bf16: return "bf16";
-    case Precision::Fp16: return "fp16";
-  }
-  return "fp32";
-}
+const char* precisionName(Precision p) { return optionName(p).data(); }  // the table's literals end in NUL
 
-std::optional<Precision> parsePrecision(const std::string& s) {
-  for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::Fp16})
-    if (s == precisionName(p)) return p;
-  return std::nullopt;
-}
+std::optional<Precision> parsePrecision(const std::string& s) { return parseOption<Precision>(s); }
 
 namespace {
 

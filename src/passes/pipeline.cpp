@@ -43,7 +43,7 @@ std::vector<std::string> pipelineStageNames() {
           "partition.forward", "partition.backward", "channels-last.forward", "channels-last.backward"};
 }
 
-std::vector<std::string> partitionerNames() { return {"min-cut", "default"}; }
+std::vector<std::string> partitionerNames() { return optionNames<Partitioner>(); }
 
 namespace {
 
@@ -195,9 +195,9 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
     // The artifact's inputs are the functional graph's: its state too.
     if (r.joint.inputNamed(kLossScaleInput)) r.functional = withLossScalingInputs(r.functional);
   }
-  if (opts.partitioner == "min-cut") r.partition = guarded("partition (min-cut)", [&] { return partitionMinCut(r.joint); });
-  else if (opts.partitioner == "default") r.partition = guarded("partition (default)", [&] { return partitionDefault(r.joint); });
-  else throw UserError(SourceLoc{}, "unknown partitioner '" + opts.partitioner + "' (known: min-cut, default)");
+  if (opts.partitioner == Partitioner::MinCut) r.partition = guarded("partition (min-cut)", [&] { return partitionMinCut(r.joint); });
+  else if (opts.partitioner == Partitioner::Default) r.partition = guarded("partition (default)", [&] { return partitionDefault(r.joint); });
+  else AOTC_CHECK(false, "a partitioner without a case in runPipeline");
   r.partition.forward = stage("partition.forward", [&] { return std::move(r.partition.forward); });
   r.partition.backward = stage("partition.backward", [&] { return std::move(r.partition.backward); });
   if (opts.channels_last) {

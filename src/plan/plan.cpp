@@ -6,6 +6,7 @@
 // them together.  A dynamic-shape manifest's binding and instantiation live
 // in symbolic_manifest.cpp, the arena planner in arena.cpp.
 //===----------------------------------------------------------------------===//
+#include "aotc/support/options.h"
 #include "aotc/plan/plan.h"
 
 #include <algorithm>
@@ -684,8 +685,8 @@ class Reader {
     r.runtime_checks.input_alignment_bytes = integer(rc, "runtime_checks", "input_alignment_bytes", 1, 4096);
     if (m.contains("precision")) {
       r.precision = string(m, "", "precision");
-      if (r.precision != "fp32" && r.precision != "tf32" && r.precision != "bf16" && r.precision != "fp16")
-        fail("precision", "must be fp32, tf32, bf16 or fp16, not '" + r.precision + "'");
+      if (!parseOption<Precision>(r.precision))  // Note [Option names]
+        fail("precision", "must be " + optionChoices<Precision>() + ", not '" + r.precision + "'");
     }
     if (m.contains("loss_scaling")) {
       const json& l = object(m, "", "loss_scaling");

@@ -44,6 +44,7 @@
 
 #include "aotc/runtime/device.h"
 #include "aotc/support/diag.h"
+#include "aotc/support/options.h"
 
 namespace aotc {
 
@@ -616,7 +617,7 @@ class CudaDevice final : public Device {
 class CudaPhase final : public PreparedPhase {
  public:
   CudaPhase(CudaDevice& dev, const plan::Manifest& m, plan::Phase phase, const PhaseArgs& args)
-      : dev_(dev), args_(args), tf32_(m.precision == "tf32") {
+      : dev_(dev), args_(args), tf32_(parseOption<Precision>(m.precision) == Precision::Tf32) {
     const plan::Program& prog = m.program(phase);
     size_t ws = 0;
     steps_.reserve(prog.steps.size());

@@ -133,31 +133,31 @@ int main(int argc, char** argv) {
   bool noCache = false, timings = false;
   std::vector<std::string> frozenList, shapeSpecs, dimSpecs;
   // The compile flags, shared by compile and batch.
-  auto compileFlags = [&](CLI::App* c) {
-    c->add_option("--arch", arch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
+  std::string partitioner = std::string(aotc::optionName(copts.partitioner)), lossScaling = std::string(aotc::optionName(copts.loss_scaling)),
+              convLayout = std::string(aotc::optionName(copts.conv_layout));
+  // Note [One Compilation]: the flags that decide the programs, shared by
+  // compile, batch, graph and inspect (a picture or report of a model is of
+  // what compile writes with the same flags).  Choices from Note [Option names].
+  auto programFlags = [&](CLI::App* c) {
     c->add_option("--precision", precision,
                   "fp32 (as written), tf32 (float32 GEMMs and convolutions on TF32 tensor cores), bf16 or fp16 (the graph as "
                   "torch.autocast(\"cuda\", dtype) runs it; parameters and their gradients stay float32)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
-    c->add_option("--loss-scaling", copts.loss_scaling,
+        ->check(CLI::IsMember(aotc::optionNames<aotc::Precision>()));
+    c->add_option("--loss-scaling", lossScaling,
                   "dynamic loss scaling as torch.cuda.amp.GradScaler does it, on the device (scale 2^16, x2 after 2000 clean steps, "
                   "x0.5 after an overflow; the state is the inputs aotc.loss_scale, aotc.growth_tracker, aotc.found_inf): auto "
                   "(for --precision fp16 training), dynamic or none")
         ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "dynamic", "none"}));
-    c->add_option("--conv-layout", copts.conv_layout,
+        ->check(CLI::IsMember(aotc::optionNames<aotc::LossScalingMode>()));
+    c->add_option("--conv-layout", convLayout,
                   "auto (float16/bfloat16 convolutions and the pointwise values between them stored channels-last, NHWC, as "
                   "cuDNN's tensor cores take them; Note [Channels last]) or nchw (every tensor as PyTorch lays it out)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "nchw"}));
-    c->add_option("--partitioner", copts.partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
+        ->check(CLI::IsMember(aotc::optionNames<aotc::ConvLayout>()));
+    c->add_option("--partitioner", partitioner, "min-cut (recompute cheap ops in the backward) or default (save what the backward reads)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"min-cut", "default"}));
-    c->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here (batch: DIR/<model>)");
-    c->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
-    c->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
-    c->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
+        ->check(CLI::IsMember(aotc::optionNames<aotc::Partitioner>()));
     c->add_flag("--train", copts.frontend.train,
                 "ONNX and .pt2: a training artifact (ONNX: floating-point initializers not frozen require grad; .pt2: "
                 "parameters that require grad)");
@@ -167,6 +167,15 @@ int main(int argc, char** argv) {
     c->add_option("--dim", dimSpecs, "ONNX: a symbolic dim's size, PARAM=8 (repeatable)");
     c->add_option("--constant-inputs", copts.frontend.constant_inputs,
                   "ONNX: safetensors with values of graph inputs needed when compiling (shapes, axes, K); they leave the artifact's inputs");
+  };
+  // The flags of the artifact's build, compile and batch only.
+  auto compileFlags = [&](CLI::App* c) {
+    c->add_option("--arch", arch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
+    programFlags(c);
+    c->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here (batch: DIR/<model>)");
+    c->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
+    c->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
+    c->add_flag("--timings", timings, "print stage timings and kernel cache hits/misses");
     c->add_option("--print-ir-after", printAfter, "print the IR after these passes (comma list, or all) to stderr");
     c->add_option("--sm-count", copts.sm_count,
                   "SMs the kernels' launches are shaped for (default: the largest part of the archs, e.g. 132 for sm_90's H100 SXM)")
@@ -211,9 +220,7 @@ int main(int argc, char** argv) {
                                              std::to_string(aotc::kAutoKernelView) + " nodes)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "node", "kernel"}));
-  graph->add_option("--partitioner", copts.partitioner, "for the program, forward and backward stages")->capture_default_str();
-  graph->add_option("--shape", shapeSpecs, "ONNX: INPUT=2x3x224x224 (repeatable)");
-  graph->add_option("--dim", dimSpecs, "ONNX: PARAM=N (repeatable)");
+  programFlags(graph);
   graph->add_option("-o,--output", graphOut, "file to write (default: standard output)");
 
   std::string inspectPath;
@@ -227,6 +234,7 @@ int main(int argc, char** argv) {
                                       "(default: from the artifact's arch)");
   insp->add_flag("--json", rreq.json, "with --roofline: JSON (every step, the largest bounds, the totals)");
   insp->add_flag("--all-steps", rreq.every_step, "with --roofline: list every step in the text report");
+  programFlags(insp);
 
   std::string artifact, outFile;
   aotc::RunOptions ropts;
@@ -278,7 +286,10 @@ int main(int argc, char** argv) {
     // The compile flags (shared by compile and batch), checked once.
     auto setCompileFlags = [&] {
       copts.archs = splitList(arch);
-      copts.precision = *aotc::parsePrecision(precision);
+      copts.precision = *aotc::parseOption<aotc::Precision>(precision);
+      copts.loss_scaling = *aotc::parseOption<aotc::LossScalingMode>(lossScaling);
+      copts.conv_layout = *aotc::parseOption<aotc::ConvLayout>(convLayout);
+      copts.partitioner = *aotc::parseOption<aotc::Partitioner>(partitioner);
       copts.print_ir_after = splitList(printAfter);
       copts.frontend.frozen = frozenList;
       for (const std::string& spec : shapeSpecs) {
@@ -317,8 +328,7 @@ int main(int argc, char** argv) {
       return aotc::batchCompile(bopts, log);
     } else if (*graph) {
       setCompileFlags();
-      greq.partitioner = copts.partitioner;
-      greq.frontend = copts.frontend;
+      greq.compile = copts;
       std::string note;
       std::string text = aotc::graphOf(greq, &note);
       if (!note.empty()) log->warn("{}", note);
@@ -338,7 +348,8 @@ int main(int argc, char** argv) {
     } else if (*insp) {
       if (!roofline && (!rreq.gpu.empty() || rreq.json || rreq.every_step))
         throw aotc::UserError(aotc::SourceLoc{inspectPath}, "--gpu, --json and --all-steps go with --roofline");
-      const std::string text = roofline ? aotc::inspectRoofline(inspectPath, rreq) : aotc::inspect(inspectPath);
+      setCompileFlags();
+      const std::string text = roofline ? aotc::inspectRoofline(inspectPath, rreq) : aotc::inspect(inspectPath, copts);
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else if (*run) {
       // The host-compiled kernels of `--backend emulate` are cached per user.

@@ -9,14 +9,12 @@
 #include <string>
 
 #include "aotc/frontend/fx.h"
-#include "aotc/passes/passes.h"
+#include "fuzz_compile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    aotc::FxModel m = aotc::loadFxGraphText(text, "/nonexistent-dir/fuzz.json");
-    aotc::PipelineOptions po;
-    aotc::runPipeline(m.graph, po);
+    aotc_fuzz::engineOf(aotc::loadFxGraphText(text, "/nonexistent-dir/fuzz.json"));
   } catch (const aotc::UserError&) {
   }
   return 0;

@@ -8,14 +8,16 @@
 
 #include "aotc/text/text.h"
 #include "aotc/passes/passes.h"
+#include "fuzz_compile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
     aotc::Graph g = aotc::parseGraph(text, "fuzz.ir");
     aotc::verifyGraph(g, "fuzz.ir");
-    aotc::PipelineOptions po;
-    aotc::runPipeline(g, po);
+    aotc::Model m;
+    m.graph = std::move(g);
+    aotc_fuzz::engineOf(std::move(m));
   } catch (const aotc::UserError&) {
   }
   return 0;

@@ -10,16 +10,14 @@
 #include <string>
 
 #include "aotc/frontend/onnx.h"
-#include "aotc/passes/passes.h"
+#include "fuzz_compile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
     aotc::FrontendOptions opts;
     opts.train = size % 2 == 1;  // both artifact kinds
-    aotc::Model m = aotc::loadOnnxBytes(bytes, "/nonexistent-dir/fuzz.onnx", opts);
-    aotc::PipelineOptions po;
-    aotc::runPipeline(m.graph, po);
+    aotc_fuzz::engineOf(aotc::loadOnnxBytes(bytes, "/nonexistent-dir/fuzz.onnx", opts));
   } catch (const aotc::UserError&) {
   }
   return 0;

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "aotc/frontend/pt2.h"
-#include "aotc/passes/passes.h"
+#include "fuzz_compile.h"
 #include "fuzz_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -20,9 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     aotc::FrontendOptions opts;
     opts.train = size % 2 == 1;  // both artifact kinds
-    aotc::Model m = aotc::loadPt2(path, opts);
-    aotc::PipelineOptions po;
-    aotc::runPipeline(m.graph, po);
+    aotc_fuzz::compileFile(path, opts);
   } catch (const aotc::UserError&) {
   }
   return 0;

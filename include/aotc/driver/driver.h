@@ -1,12 +1,16 @@
 //===- driver.h - Everything the aotc tool does, minus argument parsing -*- C++ -*-===//
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <spdlog/logger.h>
 
+#include "aotc/codegen/codegen.h"
+#include "aotc/codegen/manifest.h"
 #include "aotc/frontend/frontend.h"
 #include "aotc/passes/passes.h"
 #include "aotc/runtime/reference_runtime.h"
@@ -17,7 +21,7 @@ struct CompileOptions {
   std::string model;
   std::string out_dir;
   std::vector<std::string> archs = {"sm_80", "sm_90"};
-  std::string partitioner = "min-cut";
+  Partitioner partitioner = Partitioner::MinCut;
   std::string dump_dir;                  ///< NN-<pass>.ir files, if set
   std::vector<std::string> print_ir_after;  ///< pass names, or "all"
   unsigned jobs = 0;                        ///< NVRTC threads; 0 = one per core
@@ -29,13 +33,10 @@ struct CompileOptions {
   /// the rule refuses the compile.
   int64_t sm_count = 0;
   bool check_launch_shapes = false;
-  /// --precision: fp32 (default), tf32, bf16, fp16 (Note [Autocast pass]).
+  /// Note [Option names]: the enums and their spellings (support/options.h).
   Precision precision = Precision::Fp32;
-  /// --loss-scaling: auto (dynamic for an fp16 training program, else none),
-  /// dynamic or none (Note [Loss scaling]).
-  std::string loss_scaling = "auto";
-  /// Note [Channels last]: auto or nchw (the pass off).
-  std::string conv_layout = "auto";
+  LossScalingMode loss_scaling = LossScalingMode::Auto;
+  ConvLayout conv_layout = ConvLayout::Auto;
 };
 
 struct CompileSummary {
@@ -58,9 +59,54 @@ struct CompileSummary {
 /// The logger every stage writes to (a named spdlog logger owned by the tool).
 using Logger = std::shared_ptr<spdlog::logger>;
 
-/// Compiles a model into an artifact directory, atomically: everything is
-/// written to a temporary directory beside `out_dir` and renamed into place
-/// only when complete.  Throws UserError on bad input.
+/// Note [One Compilation]
+/// ~~~~~~~~~~~~~~~~~~~~~~
+/// One object holds a compile's options and its stages' results, each
+/// computed once, in order, on first use: the model loaded, the engine's
+/// pipeline (functionalize ... partition, channels-last), the generated code
+/// and manifest, and the artifact written.  `aotc compile`, `batch`,
+/// `graph`, the fuzz targets and the tests all go through it, so a picture
+/// drawn by `aotc graph` with a compile's flags is of the programs that
+/// compile writes (`--precision`, `--conv-layout` and `--loss-scaling`
+/// included), and a new front end or option is wired in one place.
+class Compilation {
+ public:
+  /// Checks the options that need no model (archs, --print-ir-after).
+  Compilation(CompileOptions opts, Logger log);
+  /// A model already loaded (fuzz targets, tests): model() returns it.
+  Compilation(CompileOptions opts, Logger log, Model model);
+  ~Compilation();
+  Compilation(const Compilation&) = delete;
+  Compilation& operator=(const Compilation&) = delete;
+
+  const CompileOptions& options() const;
+  /// Called with every stage's name and graph as the engine runs (`aotc
+  /// graph`), after the dumps the options ask for; set before engine().
+  void observe(std::function<void(const std::string&, const Graph&)> f);
+  /// The pipeline's options these compile options make.
+  PipelineOptions pipelineOptions() const;
+
+  const Model& model();
+  const PipelineResult& engine();
+  struct Generated {
+    CodegenResult cg;
+    std::vector<KernelModule> modules;
+    plan::Manifest manifest;  ///< a dynamic artifact's at its hints
+    std::string manifest_text;
+    std::map<std::string, HostTensor> loss_scaling_state;  ///< Note [Loss scaling]: its initial state
+  };
+  const Generated& generated();
+  /// NVRTC, then the artifact, written atomically: everything goes to a
+  /// temporary directory beside `out_dir`, renamed into place only when
+  /// complete.  Throws UserError on bad input.
+  CompileSummary write();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+/// Compilation(opts, log).write().
 CompileSummary compileModel(const CompileOptions& opts, const Logger& log);
 
 /// `aotc batch` (Note [Batch compiles], batch.cpp).
@@ -89,7 +135,7 @@ int batchCompile(const BatchOptions& opts, const Logger& log);
 
 
 /// A human-readable report of a model file or an artifact directory.
-std::string inspect(const std::string& path);
+std::string inspect(const std::string& path, const CompileOptions& opts = {});
 
 /// `aotc inspect ART --roofline` (Note [Roofline]): every launch's and
 /// library call's bytes, FLOPs and bound on `gpu` (a table name or a JSON

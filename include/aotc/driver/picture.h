@@ -23,7 +23,7 @@
 
 #include <string>
 
-#include "aotc/frontend/frontend.h"
+#include "aotc/driver/driver.h"
 
 namespace aotc {
 
@@ -32,8 +32,9 @@ struct GraphRequest {
   std::string stage = "program";      ///< captured, a pipeline stage, forward, backward, program
   std::string format = "dot";         ///< dot, svg, html, ir
   std::string view = "auto";          ///< node, kernel, auto
-  std::string partitioner = "min-cut";
-  FrontendOptions frontend;
+  /// Note [One Compilation]: the compile flags the programs are drawn under
+  /// (a model file's; `model` and `out_dir` are not read).
+  CompileOptions compile;
 };
 
 /// Above this many nodes `--view auto` draws the kernel-level view.

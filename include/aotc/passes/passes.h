@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aotc/ir/ir.h"
+#include "aotc/support/options.h"
 
 namespace aotc {
 
@@ -30,10 +31,7 @@ Graph stripAutogradMarkers(const Graph& joint);
 /// a forward copy's source is must_save when the same input has both.
 Graph functionalizeJoint(const Graph& joint);
 
-/// `aotc compile --precision`: fp32 (float32 as written), tf32 (float32
-/// GEMMs and convolutions on TF32 tensor cores: a runtime setting recorded in
-/// the manifest), bf16 / fp16 (the autocast pass).
-enum class Precision : uint8_t { Fp32, Tf32, Bf16, Fp16 };
+/// Precision and its spellings: Note [Option names] (support/options.h).
 const char* precisionName(Precision p);
 std::optional<Precision> parsePrecision(const std::string& s);
 
@@ -99,7 +97,7 @@ std::vector<std::string> passNames();
 
 /// The whole engine pipeline, with a verifier after every stage.
 struct PipelineOptions {
-  std::string partitioner = "min-cut";
+  Partitioner partitioner = Partitioner::MinCut;
   /// bf16 / fp16 run the autocast pass after functionalize.
   Precision precision = Precision::Fp32;
   /// Note [Loss scaling]: set, the joint graph scales its loss (after autodiff).

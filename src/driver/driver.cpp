@@ -230,6 +230,7 @@ PipelineOptions Compilation::pipelineOptions() const {
   po.channels_last = opts.conv_layout == ConvLayout::Auto;
   if (opts.loss_scaling == LossScalingMode::Dynamic || (opts.loss_scaling == LossScalingMode::Auto && opts.precision == Precision::Fp16))
     po.loss_scaling = LossScaling{};
+  po.optimizer = opts.optimizer;
   po.jobs = s_->jobs();
   return po;
 }
@@ -294,9 +295,35 @@ const Compilation::Generated& Compilation::generated() {
       t.data = {v};
       return t;
     };
-    gen.loss_scaling_state = {{kLossScaleInput, scalar(DType::F32, ls.init_scale)},
+    gen.initial_state = {{kLossScaleInput, scalar(DType::F32, ls.init_scale)},
                               {kGrowthTrackerInput, scalar(DType::I32, 0)},
                               {kFoundInfInput, scalar(DType::F32, 0)}};
+  }
+  if (opts.optimizer.kind != OptimizerKind::None) {
+    // Note [Optimizer step]: the hyperparameters, and the state's zeros.
+    const OptimizerSpec& o = opts.optimizer;
+    nlohmann::json f{{"kind", std::string(optionName(o.kind))}, {"lr", o.lr}, {"weight_decay", o.weight_decay}, {"maximize", o.maximize}};
+    if (o.kind == OptimizerKind::Sgd) {
+      f["momentum"] = o.momentum;
+      f["dampening"] = o.dampening;
+      f["nesterov"] = o.nesterov;
+    } else {
+      f["betas"] = {o.beta1, o.beta2};
+      f["eps"] = o.eps;
+      f["amsgrad"] = o.amsgrad;
+    }
+    if (o.keep_grads) f["keep_grads"] = true;
+    mi.flags["optimizer"] = f;
+    for (const GraphInput& gi : pr.functional.inputs) {
+      const std::string& name = pr.functional.values[gi.value].name;
+      if (name.rfind(kOptimizerStatePrefix, 0) != 0) continue;
+      const TensorType& t = pr.functional.type(gi.value);
+      HostTensor z;
+      z.dtype = t.dtype;
+      z.sizes = t.sizes;
+      z.data.assign(static_cast<size_t>(t.numel()), 0.0);
+      gen.initial_state[name] = std::move(z);
+    }
   }
   const LaunchShapeRule shapeRule = launchShapeRuleFor(opts.archs, opts.sm_count);
   mi.nvrtc_version = nvrtcVersionCached(opts.cache_dir);
@@ -361,7 +388,7 @@ CompileSummary Compilation::write() {
   const std::vector<KernelModule>& modules = gen.modules;
   const plan::Manifest& manifest = gen.manifest;
   const std::string& manifestText = gen.manifest_text;
-  const std::map<std::string, HostTensor>& lossScalingState = gen.loss_scaling_state;
+  const std::map<std::string, HostTensor>& lossScalingState = gen.initial_state;
   const double tLoad = st.tLoad, tEngine = st.tEngine, tCodegen = st.tCodegen;
   auto ms = [&] { return st.ms(); };
   const unsigned jobs = st.jobs();

@@ -1,7 +1,7 @@
 //===- pipeline.cpp - The engine pipeline, straight-line ------------------===//
 //
 // functionalize -> [autocast] -> dce -> autodiff -> strip-autograd-markers ->
-// functionalize-joint -> dce -> [loss-scaling] -> partition.
+// functionalize-joint -> dce -> [loss-scaling] -> [optimizer] -> partition.
 //  * functionalize first: autodiff rules are written for pure ops and the
 //    epilogue copies must exist before partitioning places them;
 //  * dce before autodiff so dead forward code (e.g. the detach() nodes make_fx
@@ -40,7 +40,7 @@ std::vector<std::string> passNames() {
 
 std::vector<std::string> pipelineStageNames() {
   return {"functionalize", "autocast", "dce", "autodiff", "strip-autograd-markers", "functionalize-joint", "dce-joint",
-          "partition.forward", "partition.backward", "channels-last.forward", "channels-last.backward"};
+          "loss-scaling", "optimizer", "partition.forward", "partition.backward", "channels-last.forward", "channels-last.backward"};
 }
 
 std::vector<std::string> partitionerNames() { return optionNames<Partitioner>(); }
@@ -194,6 +194,10 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
     r.joint = stage("loss-scaling", [&] { return lossScaling(r.joint, *opts.loss_scaling); });
     // The artifact's inputs are the functional graph's: its state too.
     if (r.joint.inputNamed(kLossScaleInput)) r.functional = withLossScalingInputs(r.functional);
+  }
+  if (opts.optimizer.kind != OptimizerKind::None) {
+    r.joint = stage("optimizer", [&] { return optimizerStep(r.joint, opts.optimizer); });
+    r.functional = withOptimizerInputs(r.functional, r.joint);
   }
   if (opts.partitioner == Partitioner::MinCut) r.partition = guarded("partition (min-cut)", [&] { return partitionMinCut(r.joint); });
   else if (opts.partitioner == Partitioner::Default) r.partition = guarded("partition (default)", [&] { return partitionDefault(r.joint); });

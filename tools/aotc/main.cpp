@@ -135,6 +135,10 @@ int main(int argc, char** argv) {
   // The compile flags, shared by compile and batch.
   std::string partitioner = std::string(aotc::optionName(copts.partitioner)), lossScaling = std::string(aotc::optionName(copts.loss_scaling)),
               convLayout = std::string(aotc::optionName(copts.conv_layout));
+  std::string optimizerName = "none";
+  std::optional<double> optLr, optMomentum, optDampening, optWeightDecay, optEps;
+  std::vector<double> optBetas;
+  bool optNesterov = false, optAmsgrad = false, optMaximize = false, optKeepGrads = false;
   // Note [One Compilation]: the flags that decide the programs, shared by
   // compile, batch, graph and inspect (a picture or report of a model is of
   // what compile writes with the same flags).  Choices from Note [Option names].
@@ -168,10 +172,30 @@ int main(int argc, char** argv) {
     c->add_option("--constant-inputs", copts.frontend.constant_inputs,
                   "ONNX: safetensors with values of graph inputs needed when compiling (shapes, axes, K); they leave the artifact's inputs");
   };
+  // Note [Optimizer step]: the optimizer in the artifact, torch.optim's
+  // hyperparameters and defaults (AdamW's weight decay 1e-2).
+  auto optimizerFlags = [&](CLI::App* c) {
+    c->add_option("--optimizer", optimizerName,
+                  "the training step's optimizer, as torch.optim's single-tensor formula, in the backward epilogue: none, sgd, adam or "
+                  "adamw (parameters and optimizer state updated in the artifact; state inputs optim.<param>.<state>)")
+        ->capture_default_str()
+        ->check(CLI::IsMember(aotc::optionNames<aotc::OptimizerKind>()));
+    c->add_option("--lr", optLr, "--optimizer: learning rate (default 1e-3)");
+    c->add_option("--momentum", optMomentum, "--optimizer sgd: momentum (default 0)");
+    c->add_option("--dampening", optDampening, "--optimizer sgd: dampening (default 0)");
+    c->add_flag("--nesterov", optNesterov, "--optimizer sgd: Nesterov momentum");
+    c->add_option("--weight-decay", optWeightDecay, "--optimizer: weight decay (default 0; adamw 1e-2)");
+    c->add_option("--betas", optBetas, "--optimizer adam/adamw: B1,B2 (default 0.9,0.999)")->delimiter(',')->expected(2);
+    c->add_option("--eps", optEps, "--optimizer adam/adamw: epsilon (default 1e-8)");
+    c->add_flag("--amsgrad", optAmsgrad, "--optimizer adam/adamw: the AMSGrad variant");
+    c->add_flag("--maximize", optMaximize, "--optimizer: maximize the objective");
+    c->add_flag("--keep-grads", optKeepGrads, "--optimizer: the gradients stay results (grad.<name>)");
+  };
   // The flags of the artifact's build, compile and batch only.
   auto compileFlags = [&](CLI::App* c) {
     c->add_option("--arch", arch, "comma-separated GPU architectures: sm_<n> (PTX and cubin) or compute_<n> (PTX only, JIT-compiled by the driver)")->capture_default_str();
     programFlags(c);
+    optimizerFlags(c);
     c->add_option("--dump-dir", copts.dump_dir, "write the IR after every pass and the manifest here (batch: DIR/<model>)");
     c->add_option("--cache-dir", cacheDir, "kernel cache directory (default: $XDG_CACHE_HOME/aotc/kernels)");
     c->add_flag("--no-cache", noCache, "compile every kernel; neither read nor write the cache");
@@ -290,6 +314,36 @@ int main(int argc, char** argv) {
       copts.loss_scaling = *aotc::parseOption<aotc::LossScalingMode>(lossScaling);
       copts.conv_layout = *aotc::parseOption<aotc::ConvLayout>(convLayout);
       copts.partitioner = *aotc::parseOption<aotc::Partitioner>(partitioner);
+      {
+        aotc::OptimizerSpec& o = copts.optimizer;
+        o.kind = *aotc::parseOption<aotc::OptimizerKind>(optimizerName);
+        const bool sgd = o.kind == aotc::OptimizerKind::Sgd, adam = o.kind == aotc::OptimizerKind::Adam || o.kind == aotc::OptimizerKind::AdamW;
+        auto only = [&](bool ok, bool given, const char* flag, const char* which) {
+          if (given && !ok) throw aotc::UserError(aotc::SourceLoc{}, std::string(flag) + " goes with --optimizer " + which);
+        };
+        const bool any = o.kind != aotc::OptimizerKind::None;
+        only(any, optLr.has_value(), "--lr", "sgd, adam or adamw");
+        only(any, optWeightDecay.has_value(), "--weight-decay", "sgd, adam or adamw");
+        only(any, optMaximize, "--maximize", "sgd, adam or adamw");
+        only(any, optKeepGrads, "--keep-grads", "sgd, adam or adamw");
+        only(sgd, optMomentum.has_value(), "--momentum", "sgd");
+        only(sgd, optDampening.has_value(), "--dampening", "sgd");
+        only(sgd, optNesterov, "--nesterov", "sgd");
+        only(adam, !optBetas.empty(), "--betas", "adam or adamw");
+        only(adam, optEps.has_value(), "--eps", "adam or adamw");
+        only(adam, optAmsgrad, "--amsgrad", "adam or adamw");
+        o.lr = optLr.value_or(1e-3);
+        o.weight_decay = optWeightDecay.value_or(o.kind == aotc::OptimizerKind::AdamW ? 1e-2 : 0.0);
+        o.momentum = optMomentum.value_or(0.0);
+        o.dampening = optDampening.value_or(0.0);
+        o.nesterov = optNesterov;
+        if (!optBetas.empty()) o.beta1 = optBetas[0], o.beta2 = optBetas[1];
+        o.eps = optEps.value_or(1e-8);
+        o.amsgrad = optAmsgrad;
+        o.maximize = optMaximize;
+        o.keep_grads = optKeepGrads;
+        if (std::string p = aotc::optimizerProblem(o); !p.empty()) throw aotc::UserError(aotc::SourceLoc{}, p);
+      }
       copts.print_ir_after = splitList(printAfter);
       copts.frontend.frozen = frozenList;
       for (const std::string& spec : shapeSpecs) {

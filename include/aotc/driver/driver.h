@@ -37,6 +37,8 @@ struct CompileOptions {
   Precision precision = Precision::Fp32;
   LossScalingMode loss_scaling = LossScalingMode::Auto;
   ConvLayout conv_layout = ConvLayout::Auto;
+  /// Note [Optimizer step]: --optimizer and its hyperparameters.
+  OptimizerSpec optimizer;
 };
 
 struct CompileSummary {
@@ -93,7 +95,9 @@ class Compilation {
     std::vector<KernelModule> modules;
     plan::Manifest manifest;  ///< a dynamic artifact's at its hints
     std::string manifest_text;
-    std::map<std::string, HostTensor> loss_scaling_state;  ///< Note [Loss scaling]: its initial state
+    /// The initial values of the state the passes add (Note [Loss scaling],
+    /// Note [Optimizer step]), written into the artifact's weights.
+    std::map<std::string, HostTensor> initial_state;
   };
   const Generated& generated();
   /// NVRTC, then the artifact, written atomically: everything goes to a

@@ -50,6 +50,34 @@ struct LossScaling {
   int64_t growth_interval = 2000;
   bool operator==(const LossScaling&) const = default;
 };
+/// Note [Optimizer step]: torch.optim's hyperparameters, their defaults
+/// those of torch.optim (AdamW's weight decay 1e-2 is set by the CLI).
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::None;
+  double lr = 1e-3;
+  double momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool amsgrad = false, maximize = false;
+  bool keep_grads = false;  ///< the gradients stay outputs (grad.<name>)
+  bool operator==(const OptimizerSpec&) const = default;
+};
+/// The prefix of the optimizer's state inputs: optim.<param>.<state>.
+inline constexpr const char* kOptimizerStatePrefix = "optim.";
+/// The joint graph with an optimizer step in the backward epilogue: every
+/// parameter the loss reaches updated as torch.optim's single-tensor
+/// formula does, its state inputs added and updated.  Refuses a program
+/// without gradients.
+Graph optimizerStep(const Graph& joint, const OptimizerSpec& spec);
+/// The functional graph with the optimizer's state inputs the joint has.
+Graph withOptimizerInputs(const Graph& functional, const Graph& joint);
+/// For golden tests (aotc-opt): SGD with lr 0.1, momentum 0.9, weight decay
+/// 0.01, nesterov; AdamW with torch's defaults and amsgrad.
+Graph optimizerSgdGolden(const Graph& joint);
+Graph optimizerAdamWGolden(const Graph& joint);
+/// torch.optim's argument checks: the first problem, or empty.
+std::string optimizerProblem(const OptimizerSpec& spec);
+
 inline constexpr const char* kLossScaleInput = "aotc.loss_scale";          ///< f32[]: the scale S
 inline constexpr const char* kGrowthTrackerInput = "aotc.growth_tracker";  ///< i32[]: clean steps in a row
 inline constexpr const char* kFoundInfInput = "aotc.found_inf";            ///< f32[]: 1 when the step overflowed
@@ -113,6 +141,8 @@ struct PipelineOptions {
   std::optional<int> probe_degree;
   /// Note [Channels last]: after partitioning a static graph.
   bool channels_last = true;
+  /// Note [Optimizer step]: after autodiff (and loss scaling).
+  OptimizerSpec optimizer;
 };
 
 /// The pipeline's graphs at one probe binding of a symbolic graph's symbols

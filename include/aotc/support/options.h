@@ -32,6 +32,8 @@ enum class ConvLayout : uint8_t { Auto, Nchw };
 /// `--partitioner`: min-cut (recompute cheap ops in the backward) or default
 /// (save what the backward reads).
 enum class Partitioner : uint8_t { MinCut, Default };
+/// `--optimizer`: none, or torch.optim's SGD, Adam, AdamW (Note [Optimizer step]).
+enum class OptimizerKind : uint8_t { None, Sgd, Adam, AdamW };
 
 /// The table of an option's spellings; the first entry is the default.
 template <typename E>
@@ -59,6 +61,13 @@ struct OptionTable<Partitioner> {
   static constexpr std::string_view flag = "--partitioner";
   static constexpr std::array<std::pair<Partitioner, std::string_view>, 2> names{
       {{Partitioner::MinCut, "min-cut"}, {Partitioner::Default, "default"}}};
+};
+
+template <>
+struct OptionTable<OptimizerKind> {
+  static constexpr std::string_view flag = "--optimizer";
+  static constexpr std::array<std::pair<OptimizerKind, std::string_view>, 4> names{
+      {{OptimizerKind::None, "none"}, {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"}}};
 };
 
 /// The spelling of `v` (the CLI's, the manifest's).

@@ -8,6 +8,8 @@
 #include "aotc/codegen/fusion.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <sstream>
 
 #include "aotc/ops/ops.h"
@@ -310,11 +312,58 @@ struct Planner {
       for (int32_t user : users) all = all && consumesAsExpression(user, v);
       inlined[k] = all;
     }
+    materializeBeforeEpilogues();
     planBiasEpilogues(u);
     planRowGroups(u);
     planSchedules();
     planMoments();
     planSiblings();
+  }
+
+  /// Note [Epilogue after reads]: an epilogue copy writes into an input's
+  /// buffer where it stands in the node order, and an inlined expression is
+  /// re-evaluated in every kernel that reads it: a node after the copy whose
+  /// expression reads the input through inlined nodes would read the new
+  /// value where the program means the old one (the optimizer's momentum
+  /// buffer, read by the parameter's update and written by its own copy,
+  /// both expressions of one inlined value).  Such an inlined value is
+  /// computed into its own buffer instead, where it stands (before the
+  /// copy); a node that reads the input itself after the copy is a pass's
+  /// bug, refused here rather than computed wrong.
+  void materializeBeforeEpilogues() {
+    std::map<ValueId, int32_t> written;  // input -> its first epilogue copy
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (g.nodes[k].op == OpKind::EpilogueCopy) written.emplace(g.nodes[k].inputs[0], static_cast<int32_t>(k));
+    if (written.empty()) return;
+    // -1: v's expression does not read `input`; -2: v is `input`; else the
+    // inlined node (v's own) whose expression reads it.
+    std::function<int32_t(ValueId, ValueId, int)> reads = [&](ValueId v, ValueId input, int depth) -> int32_t {
+      if (v == input) return -2;
+      int32_t d = g.values[v].node;
+      if (d < 0 || !inlined[static_cast<size_t>(d)] || depth > kMaxInlineTree) return -1;
+      for (ValueId in : g.nodes[static_cast<size_t>(d)].inputs)
+        if (reads(in, input, depth + 1) != -1) return d;
+      return -1;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t k = 0; k < g.nodes.size(); ++k) {
+        if (inlined[k]) continue;  // checked where it is evaluated
+        const Node& n = g.nodes[k];
+        for (auto [input, at] : written) {
+          if (static_cast<int32_t>(k) <= at) continue;
+          for (size_t i = n.op == OpKind::EpilogueCopy ? 1 : 0; i < n.inputs.size(); ++i) {
+            int32_t r = reads(n.inputs[i], input, 0);
+            AOTC_CHECK(r != -2, "node ", k, " (", opInfo(n.op).name, ") reads input '", g.values[input].name,
+                       "' after the epilogue copy into it (node ", at, "): Note [Epilogue after reads]");
+            if (r >= 0) {
+              inlined[static_cast<size_t>(r)] = false;
+              changed = true;
+            }
+          }
+        }
+      }
+    }
   }
 
   /// Whether every buffer the expression of `v` reads (through inlined

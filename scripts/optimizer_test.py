@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""The optimizer in the artifact (issue 47, Note [Optimizer step]) against torch.optim.
+
+    optimizer_test.py AOTC WORK [--backends reference emulate] [--steps K] [--quick]
+
+Each model (an MLP with a mean-squared loss, and a small CNN with train-mode
+BatchNorm and a cross-entropy loss) is exported by tools/fx_export.py,
+compiled with `--optimizer ...` for each configuration below, and run for K
+training steps with `aotc run`: each step's after_backward.<name> results
+(parameters, BatchNorm's running statistics, the optimizer's state
+optim.<param>.<state>) are given back as the next step's inputs, as a
+training loop keeps them.  Eager runs the same K steps with torch.optim
+(zero_grad, loss.backward(), step) on a copy of the model; after every step
+every parameter, buffer and optimizer state tensor must agree (float32:
+atol 1e-6 + rtol 1e-5, the distance two orders of summation give), and a
+parameter the loss does not reach (the MLP's `unused`) must be untouched
+and carry no state, as torch.optim skips a parameter whose .grad is None.
+Also checked: a flag without its optimizer, and torch.optim's argument
+checks, are refused in one line.
+"""
+import argparse
+import copy
+import os
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+sys.path.insert(0, HERE)
+from fx_export import export  # noqa: E402
+from precision_test import load_torch, write_safetensors  # noqa: E402
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+        self.unused = torch.nn.Parameter(torch.randn(3))  # the loss does not reach it
+
+    def forward(self, x, target):
+        return torch.nn.functional.mse_loss(self.b(torch.tanh(self.a(x))), target)
+
+
+class CNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        # No bias before train-mode BatchNorm (as ResNets have none): its gradient is
+        # zero in exact arithmetic, and Adam's m / sqrt(v) turns rounding noise into steps of lr.
+        self.c = torch.nn.Conv2d(3, 6, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(6)
+        self.fc = torch.nn.Linear(6, 5)
+
+    def forward(self, x, target):
+        h = torch.relu(self.bn(self.c(x))).mean((2, 3))
+        return torch.nn.functional.cross_entropy(self.fc(h), target)
+
+
+# (name, aotc flags, torch.optim constructor)
+CONFIGS = [
+    ("sgd", ["--optimizer", "sgd", "--lr", "0.1"], lambda p: torch.optim.SGD(p, lr=0.1)),
+    ("sgd_momentum_wd_nesterov", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9", "--weight-decay", "0.01", "--nesterov"],
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=0.01, nesterov=True)),
+    ("sgd_dampening_maximize", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.8", "--dampening", "0.3", "--maximize"],
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.8, dampening=0.3, maximize=True)),
+    ("adam_amsgrad_wd", ["--optimizer", "adam", "--lr", "0.01", "--weight-decay", "0.1", "--amsgrad", "--betas", "0.8,0.99"],
+     lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.1, amsgrad=True, betas=(0.8, 0.99))),
+    ("adamw", ["--optimizer", "adamw", "--lr", "0.01"], lambda p: torch.optim.AdamW(p, lr=0.01)),
+]
+STATE_NAMES = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"}
+
+
+def fail(msg):
+    print("FAIL " + msg)
+    sys.exit(1)
+
+
+def close(got, want, what):
+    got = torch.as_tensor(got, dtype=torch.float64).reshape(want.shape)
+    want = want.detach().double()
+    if not torch.allclose(got, want, atol=1e-6, rtol=1e-5):
+        fail(f"{what}: max abs diff {(got - want).abs().max().item():.3g}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("aotc")
+    ap.add_argument("work")
+    ap.add_argument("--backends", nargs="+", default=["reference", "emulate"])
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="the MLP, SGD with momentum and AdamW only")
+    opts = ap.parse_args()
+    os.makedirs(opts.work, exist_ok=True)
+    torch.manual_seed(0)
+    models = {"mlp": (MLP(), lambda: (torch.randn(4, 8), torch.randn(4, 4))),
+              "cnn": (CNN().train(), lambda: (torch.randn(4, 3, 6, 6), torch.randint(0, 5, (4,))))}
+    configs = CONFIGS
+    if opts.quick:
+        models = {"mlp": models["mlp"]}
+        configs = [c for c in CONFIGS if c[0] in ("sgd_momentum_wd_nesterov", "adamw")]
+    checked = 0
+    for mname, (model, make_batch) in models.items():
+        batches = [make_batch() for _ in range(opts.steps)]
+        prefix = os.path.join(opts.work, mname)
+        export(model, batches[0], prefix)
+        for cname, flags, make_opt in configs:
+            art = f"{prefix}.{cname}.aotc"
+            r = subprocess.run([opts.aotc, "compile", prefix + ".json", "-o", art, "-q", "--arch", "sm_90"] + flags,
+                               capture_output=True, text=True)
+            if r.returncode:
+                fail(f"{mname} {cname}: compile: {r.stderr.strip()}")
+            for backend in opts.backends:
+                ref = copy.deepcopy(model)
+                opt = make_opt(ref.parameters())
+                names = {id(p): n for n, p in ref.named_parameters()}
+                carried = {}  # after_backward.<name> of the last step, as the next step's inputs
+                for k, (x, target) in enumerate(batches):
+                    inputs = os.path.join(opts.work, f"{mname}.{cname}.{backend}.in{k}.safetensors")
+                    write_safetensors(inputs, {"x": x, "target": target, **carried})
+                    out = os.path.join(opts.work, f"{mname}.{cname}.{backend}.out{k}.safetensors")
+                    r = subprocess.run([opts.aotc, "run", art, "--backend", backend, "--inputs", inputs, "--out", out],
+                                       capture_output=True, text=True)
+                    if r.returncode:
+                        fail(f"{mname} {cname} {backend} step {k}: {r.stderr.strip()}")
+                    typed = load_torch(out)
+                    got = {g: t for g, (_, t) in typed.items()}
+                    opt.zero_grad(set_to_none=True)
+                    loss = ref(x, target)
+                    loss.backward()
+                    opt.step()
+                    where = f"{mname} {cname} {backend} step {k}"
+                    close(got["output.0"], loss, f"{where}: the loss")
+                    for n, p in ref.named_parameters():
+                        key = "after_backward." + n
+                        if p.grad is None:  # unreachable: untouched, no state
+                            if key in got or any(g.startswith(f"after_backward.optim.{n}.") for g in got):
+                                fail(f"{where}: '{n}' is not reached by the loss, yet aotc updated it or gave it state")
+                            continue
+                        if key not in got:
+                            fail(f"{where}: no {key}")
+                        close(got[key], p, f"{where}: parameter {n}")
+                    for n, b in ref.named_buffers():
+                        if "after_backward." + n in got:
+                            close(got["after_backward." + n], b, f"{where}: buffer {n}")
+                    for p, st in opt.state.items():
+                        for s, v in st.items():
+                            if s not in STATE_NAMES:
+                                continue
+                            key = f"after_backward.optim.{names[id(p)]}.{s}"
+                            if s == "step" and key not in got:  # SGD without momentum keeps none
+                                continue
+                            if key not in got:
+                                fail(f"{where}: no {key}")
+                            close(got[key], torch.as_tensor(v), f"{where}: {s} of {names[id(p)]}")
+                            checked += 1
+                    carried = {g[len("after_backward."):]: torch.as_tensor(v) for g, v in got.items() if g.startswith("after_backward.")}
+                print(f"ok   {mname} {cname} {backend}: {opts.steps} steps match torch.optim")
+    # Refusals, one line each.
+    for flags, want in [(["--momentum", "0.9"], "--momentum goes with --optimizer sgd"),
+                        (["--optimizer", "sgd", "--nesterov"], "--nesterov requires a momentum and zero dampening"),
+                        (["--optimizer", "adam", "--betas", "0.9,1.5"], "invalid beta parameter at index 1"),
+                        (["--optimizer", "rmsprop"], "--optimizer: rmsprop not in {none,sgd,adam,adamw}")]:
+        r = subprocess.run([opts.aotc, "compile", os.path.join(opts.work, "mlp.json"), "-o", os.path.join(opts.work, "refused"), "-q"] + flags,
+                           capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        # A usage error (exit 2) is CLI11's line and its "Run with --help" hint.
+        if r.returncode == 0 or not lines or want not in lines[0] or len(lines) > (2 if r.returncode == 2 else 1):
+            fail(f"{flags}: want one line with '{want}', got exit {r.returncode}: {r.stderr.strip()}")
+        if os.path.exists(os.path.join(opts.work, "refused")):
+            fail(f"{flags}: a refused compile left an artifact")
+    print(f"optimizer: every configuration matches torch.optim ({checked} state tensors checked); refusals one line each")
+
+
+if __name__ == "__main__":
+    main()

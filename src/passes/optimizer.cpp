@@ -1,0 +1,255 @@
+//===- optimizer.cpp - torch.optim's step as backward-epilogue mutations ---===//
+//
+// Note [Optimizer step]
+// ~~~~~~~~~~~~~~~~~~~~~
+// `aotc compile --train --optimizer sgd|adam|adamw` (issue 47) puts the
+// optimizer step into the artifact.  In this compiler's own terms a step is
+// a mutation of the parameters and of the optimizer's state performed in the
+// backward: this pass, on the joint graph after autodiff (and after loss
+// scaling, which the optimizer refuses for now), computes each update from
+// the gradient and writes it with an epilogue copy tagged
+// must_be_in_backward, exactly as a custom backward's mutation of a buffer
+// is written (Note [Joint functionalization]).  The partitioner and the code
+// generator then fuse the update with whatever else reads the gradient.
+//
+//  * Which parameters: every input of role parameter that requires grad and
+//    whose gradient the loss reaches (the gradient depends on a tangent).
+//    torch.optim skips a parameter whose .grad is None: no decay, no moment
+//    update, no step; so does aotc for a parameter the loss does not reach.
+//  * State, as inputs of role buffer named after the parameter:
+//    optim.<p>.momentum_buffer (SGD with momentum), optim.<p>.exp_avg,
+//    optim.<p>.exp_avg_sq, optim.<p>.max_exp_avg_sq (amsgrad), and
+//    optim.<p>.step (float32 0-dim, as torch's step tensor; SGD keeps none
+//    in torch, aotc needs it as the first-step flag of the momentum buffer).
+//    Their initial values are zeros; the runtime keeps them from step to
+//    step as it keeps every mutated input, and `aotc run` writes them as
+//    after_backward.optim.<p>.<state>.
+//  * The formulas are torch.optim's single-tensor, non-capturable ones
+//    (torch/optim/sgd.py _single_tensor_sgd, adam.py _single_tensor_adam;
+//    AdamW is Adam with decoupled weight decay, param * (1 - lr * wd) first).
+//    Adam's bias corrections are taken in float64 from the step count, as
+//    the plain formula takes them in Python floats, and the step size and
+//    sqrt(bias_correction2) are then rounded to the parameter's dtype, as
+//    ATen rounds a Python scalar operand.  The capturable formula (step size
+//    folded into the denominator) rounds differently; aotc matches the plain
+//    one, which is also the CPU baseline.
+//  * The gradients are no longer outputs unless --keep-grads.
+//===----------------------------------------------------------------------===//
+#include <cmath>
+#include <set>
+
+#include "aotc/ops/builder.h"
+#include "aotc/passes/passes.h"
+
+namespace aotc {
+
+std::string optimizerProblem(const OptimizerSpec& o) {
+  auto bad = [](double v) { return !std::isfinite(v); };
+  if (bad(o.lr) || o.lr < 0) return cat("--lr: invalid learning rate ", o.lr);
+  if (bad(o.weight_decay) || o.weight_decay < 0) return cat("--weight-decay: invalid weight_decay value ", o.weight_decay);
+  if (o.kind == OptimizerKind::Sgd) {
+    if (bad(o.momentum) || o.momentum < 0) return cat("--momentum: invalid momentum value ", o.momentum);
+    if (bad(o.dampening)) return cat("--dampening: invalid dampening value ", o.dampening);
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) return "--nesterov requires a momentum and zero dampening";
+  } else if (o.kind != OptimizerKind::None) {
+    if (bad(o.eps) || o.eps < 0) return cat("--eps: invalid epsilon value ", o.eps);
+    if (bad(o.beta1) || o.beta1 < 0 || o.beta1 >= 1) return cat("--betas: invalid beta parameter at index 0: ", o.beta1);
+    if (bad(o.beta2) || o.beta2 < 0 || o.beta2 >= 1) return cat("--betas: invalid beta parameter at index 1: ", o.beta2);
+  }
+  return "";
+}
+
+namespace {
+
+TensorType scalarType(DType d) { return TensorType::contiguous(d, {}); }
+
+/// The values that depend on a tangent (the incoming gradient).
+std::vector<bool> reachedFromTangents(const Graph& g) {
+  std::vector<bool> r(g.values.size(), false);
+  for (const GraphInput& gi : g.inputs)
+    if (gi.role == InputRole::Tangent) r[gi.value] = true;
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (ValueId v : n.inputs) any = any || (v != kNoValue && r[v]);
+    if (any)
+      for (ValueId v : n.outputs) r[v] = true;
+  }
+  return r;
+}
+
+/// torch's lerp: self + w * (end - self) for w < 0.5, else end - (end - self) * (1 - w).
+ValueId lerp(Builder& b, ValueId self, ValueId end, double w, DType d) {
+  ValueId diff = b.sub(end, self);
+  if (w < 0.5) return b.add(self, b.mul(b.scalar(w, d), diff));
+  return b.sub(end, b.mul(diff, b.scalar(1.0 - w, d)));
+}
+
+}  // namespace
+
+Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
+  if (o.kind == OptimizerKind::None) return g;
+  if (std::string p = optimizerProblem(o); !p.empty()) throw UserError(SourceLoc{}, p);
+  const std::string optName(optionName(o.kind));
+  // The gradients of the parameters the loss reaches.
+  const std::vector<bool> reached = reachedFromTangents(g);
+  std::map<std::string, ValueId> grads;
+  bool anyGrad = false;
+  for (const GraphOutput& out : g.outputs) {
+    if (out.role != OutputRole::Grad) continue;
+    anyGrad = true;
+    const GraphInput* in = g.inputNamed(out.target);
+    if (in && in->role == InputRole::Parameter && in->requires_grad && reached[out.value]) grads[out.target] = out.value;
+  }
+  if (!anyGrad)
+    throw UserError(SourceLoc{}, "--optimizer " + optName +
+                                     ": the program computes no gradients (a training program: ONNX and .pt2 with --train; FX with "
+                                     "parameters that require grad)");
+  if (g.inputNamed(kLossScaleInput))
+    throw UserError(SourceLoc{}, "--optimizer " + optName + " with loss scaling (--precision fp16) is not supported yet: use "
+                                                            "--precision bf16, or --loss-scaling none and scale the loss yourself");
+  // A parameter the program itself mutates would be written twice.
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::EpilogueCopy && grads.count(g.values[n.inputs[0]].name))
+      throw UserError(SourceLoc{"", g.values[n.inputs[0]].name, ""},
+                      "--optimizer " + optName + ": the program mutates this parameter itself; the optimizer cannot also update it");
+  for (const GraphInput& gi : g.inputs)
+    if (g.values[gi.value].name.rfind(kOptimizerStatePrefix, 0) == 0)
+      throw UserError(SourceLoc{"", g.values[gi.value].name, "input"},
+                      std::string("the prefix '") + kOptimizerStatePrefix + "' is aotc's (the optimizer's state): rename the program's input");
+
+  Graph out;
+  out.name = g.name;
+  out.symbols = g.symbols;
+  out.guards = g.guards;
+  std::vector<ValueId> vmap(g.values.size(), kNoValue);
+  for (const GraphInput& gi : g.inputs)
+    vmap[gi.value] = out.addInput(g.values[gi.value].name, g.type(gi.value), gi.role, gi.requires_grad);
+  // State inputs, in the order of the program's inputs.
+  struct ParamState {
+    std::string name;
+    ValueId param, grad;
+    ValueId step = kNoValue, buf = kNoValue, m = kNoValue, v = kNoValue, vmax = kNoValue;
+  };
+  std::vector<ParamState> params;
+  const bool sgd = o.kind == OptimizerKind::Sgd;
+  for (const GraphInput& gi : g.inputs) {
+    const std::string& name = g.values[gi.value].name;
+    auto it = grads.find(name);
+    if (it == grads.end()) continue;
+    const TensorType t = g.type(gi.value);
+    if (!isFloating(t.dtype))
+      throw UserError(SourceLoc{"", name, "input"}, "--optimizer " + optName + ": the parameter is not floating point");
+    ParamState ps{name, vmap[gi.value], kNoValue};
+    const std::string pre = kOptimizerStatePrefix + name + ".";
+    const TensorType dense = TensorType::contiguous(t.dtype, t.sizes);
+    if (sgd) {
+      if (o.momentum != 0) {
+        ps.buf = out.addInput(pre + "momentum_buffer", dense, InputRole::Buffer, false);
+        ps.step = out.addInput(pre + "step", scalarType(DType::F32), InputRole::Buffer, false);
+      }
+    } else {
+      ps.m = out.addInput(pre + "exp_avg", dense, InputRole::Buffer, false);
+      ps.v = out.addInput(pre + "exp_avg_sq", dense, InputRole::Buffer, false);
+      if (o.amsgrad) ps.vmax = out.addInput(pre + "max_exp_avg_sq", dense, InputRole::Buffer, false);
+      ps.step = out.addInput(pre + "step", scalarType(DType::F32), InputRole::Buffer, false);
+    }
+    params.push_back(ps);
+  }
+  for (const Node& n : g.nodes) out.copyNode(g, n, vmap);
+
+  const SourceLoc loc{"", "optimizer", "torch.optim." + std::string(sgd ? "SGD" : o.kind == OptimizerKind::Adam ? "Adam" : "AdamW")};
+  Builder b(out, loc, Phase::Backward);
+  // The copies go last, and in an order in which no copy reads what an
+  // earlier one wrote: an update's expression is re-evaluated in each
+  // kernel that reads it (Note [Epilogue after reads] in fusion.cpp), and
+  // the parameter's reads every state, max_exp_avg_sq's reads exp_avg_sq,
+  // and every Adam update reads the step.  So: parameters, max_exp_avg_sq,
+  // exp_avg, exp_avg_sq, momentum_buffer, step.
+  enum Order { kParam, kVmax, kM, kV, kBuf, kStep, kOrders };
+  std::vector<std::pair<ValueId, ValueId>> writes[kOrders];
+  auto write = [&](ValueId dst, ValueId src, Order o) { writes[o].emplace_back(dst, src); };
+  for (ParamState& ps : params) {
+    const ValueId P = ps.param;
+    const DType d = out.type(P).dtype;
+    auto s = [&](double x) { return b.scalar(x, d); };
+    ValueId grad = vmap[grads.at(ps.name)];
+    if (o.maximize) grad = b.neg(grad);
+    ValueId newP;
+    if (sgd) {
+      if (o.weight_decay != 0) grad = b.add(grad, b.mul(s(o.weight_decay), P));  // grad.add(param, alpha=wd)
+      if (o.momentum != 0) {
+        // buf = grad on the first step; else buf * momentum + (1 - dampening) * grad.
+        ValueId first = b.op(OpKind::Eq, {ps.step, b.scalar(0.0, DType::F32)});
+        ValueId later = b.add(b.mul(ps.buf, s(o.momentum)), b.mul(s(1.0 - o.dampening), grad));
+        ValueId nb = b.op(OpKind::Where, {first, grad, later});
+        write(ps.buf, nb, kBuf);
+        write(ps.step, b.add(ps.step, b.scalar(1.0, DType::F32)), kStep);
+        grad = o.nesterov ? b.add(grad, b.mul(s(o.momentum), nb)) : nb;
+      }
+      newP = b.add(P, b.mul(s(-o.lr), grad));  // param.add_(grad, alpha=-lr)
+    } else {
+      ValueId step = b.add(ps.step, b.scalar(1.0, DType::F32));
+      write(ps.step, step, kStep);
+      ValueId base = P;
+      if (o.weight_decay != 0) {
+        if (o.kind == OptimizerKind::AdamW) base = b.mul(P, s(1.0 - o.lr * o.weight_decay));  // param.mul_(1 - lr * wd)
+        else grad = b.add(grad, b.mul(s(o.weight_decay), P));
+      }
+      ValueId m = lerp(b, ps.m, grad, 1.0 - o.beta1, d);                            // exp_avg.lerp_(grad, 1 - beta1)
+      ValueId v = b.add(b.mul(ps.v, s(o.beta2)), b.mul(s(1.0 - o.beta2), b.mul(grad, grad)));  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+      write(ps.m, m, kM);
+      write(ps.v, v, kV);
+      // Bias corrections in float64 from the step count, as Python floats.
+      ValueId step64 = b.cast(step, DType::F64);
+      ValueId bc1 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64}));
+      ValueId bc2 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64}));
+      ValueId negStepSize = b.cast(b.div(b.scalar(-o.lr, DType::F64), bc1), d);
+      ValueId bc2Sqrt = b.cast(b.op(OpKind::Sqrt, {bc2}), d);
+      ValueId second = v;
+      if (o.amsgrad) {
+        second = b.op(OpKind::Maximum, {ps.vmax, v});
+        write(ps.vmax, second, kVmax);
+      }
+      ValueId denom = b.add(b.div(b.op(OpKind::Sqrt, {second}), bc2Sqrt), s(o.eps));
+      newP = b.add(base, b.div(b.mul(negStepSize, m), denom));  // param.addcdiv_(exp_avg, denom, value=-step_size)
+    }
+    write(P, b.cast(newP, d), kParam);
+  }
+  for (const auto& group : writes)
+    for (auto [dst, src] : group) addNode(out, OpKind::EpilogueCopy, {dst, src}, {}, loc, Phase::Backward, kMustBeInBackward);
+  for (GraphOutput r : g.outputs) {
+    if (r.role == OutputRole::Grad && !o.keep_grads) continue;
+    r.value = vmap[r.value];
+    out.outputs.push_back(std::move(r));
+  }
+  return out;
+}
+
+Graph optimizerSgdGolden(const Graph& joint) {
+  OptimizerSpec o;
+  o.kind = OptimizerKind::Sgd;
+  o.lr = 0.1;
+  o.momentum = 0.9;
+  o.weight_decay = 0.01;
+  o.nesterov = true;
+  return optimizerStep(joint, o);
+}
+
+Graph optimizerAdamWGolden(const Graph& joint) {
+  OptimizerSpec o;
+  o.kind = OptimizerKind::AdamW;
+  o.weight_decay = 1e-2;
+  o.amsgrad = true;
+  return optimizerStep(joint, o);
+}
+
+Graph withOptimizerInputs(const Graph& functional, const Graph& joint) {
+  Graph out = functional;
+  for (const GraphInput& gi : joint.inputs) {
+    const std::string& name = joint.values[gi.value].name;
+    if (name.rfind(kOptimizerStatePrefix, 0) == 0 && !out.inputNamed(name)) out.addInput(name, joint.type(gi.value), gi.role, gi.requires_grad);
+  }
+  return out;
+}
+
+}  // namespace aotc

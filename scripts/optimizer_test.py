@@ -15,11 +15,14 @@ every parameter, buffer and optimizer state tensor must agree (float32:
 atol 1e-6 + rtol 1e-5, the distance two orders of summation give), and a
 parameter the loss does not reach (the MLP's `unused`) must be untouched
 and carry no state, as torch.optim skips a parameter whose .grad is None.
-Also checked: a flag without its optimizer, and torch.optim's argument
+Parameter groups select lr and weight decay by name globs (the usual "no
+weight decay for biases and norms"), and --grad-clip-norm clips as
+clip_grad_norm_ does before the step.  Also checked: a flag without its optimizer, and torch.optim's argument
 checks, are refused in one line.
 """
 import argparse
 import copy
+import fnmatch
 import os
 import subprocess
 import sys
@@ -67,7 +70,32 @@ CONFIGS = [
     ("adam_amsgrad_wd", ["--optimizer", "adam", "--lr", "0.01", "--weight-decay", "0.1", "--amsgrad", "--betas", "0.8,0.99"],
      lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.1, amsgrad=True, betas=(0.8, 0.99))),
     ("adamw", ["--optimizer", "adamw", "--lr", "0.01"], lambda p: torch.optim.AdamW(p, lr=0.01)),
+    # Parameter groups by name (no weight decay for biases and norms) and clipping.
+    ("adamw_groups_clip", ["--optimizer", "adamw", "--lr", "0.01", "--weight-decay", "0.05", "--grad-clip-norm", "0.1",
+                           "--param-group", "*.bias|bn.*:weight_decay=0", "--param-group", "fc.*|b.*:lr=0.003"],
+     "groups"),
+    ("sgd_clip", ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--grad-clip-norm", "0.05"],
+     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
 ]
+CLIP = {"adamw_groups_clip": 0.1, "sgd_clip": 0.05}
+
+
+def grouped(model):
+    """adamw_groups_clip's torch.optim groups, as the --param-group flags select them."""
+    nodecay, slow, rest = [], [], []
+    for n, p in model.named_parameters():
+        if fnmatch.fnmatch(n, "*.bias") or fnmatch.fnmatch(n, "bn.*"):
+            nodecay.append(p)
+        elif fnmatch.fnmatch(n, "fc.*") or fnmatch.fnmatch(n, "b.*"):
+            slow.append(p)
+        else:
+            rest.append(p)
+    groups = [{"params": rest}]
+    if nodecay:
+        groups.append({"params": nodecay, "weight_decay": 0.0})
+    if slow:
+        groups.append({"params": slow, "lr": 0.003})
+    return torch.optim.AdamW(groups, lr=0.01, weight_decay=0.05)
 STATE_NAMES = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"}
 
 
@@ -98,7 +126,7 @@ def main():
     configs = CONFIGS
     if opts.quick:
         models = {"mlp": models["mlp"]}
-        configs = [c for c in CONFIGS if c[0] in ("sgd_momentum_wd_nesterov", "adamw")]
+        configs = [c for c in CONFIGS if c[0] in ("sgd_momentum_wd_nesterov", "adamw_groups_clip")]
     checked = 0
     for mname, (model, make_batch) in models.items():
         batches = [make_batch() for _ in range(opts.steps)]
@@ -112,7 +140,7 @@ def main():
                 fail(f"{mname} {cname}: compile: {r.stderr.strip()}")
             for backend in opts.backends:
                 ref = copy.deepcopy(model)
-                opt = make_opt(ref.parameters())
+                opt = grouped(ref) if make_opt == "groups" else make_opt(ref.parameters())
                 names = {id(p): n for n, p in ref.named_parameters()}
                 carried = {}  # after_backward.<name> of the last step, as the next step's inputs
                 for k, (x, target) in enumerate(batches):
@@ -128,6 +156,8 @@ def main():
                     opt.zero_grad(set_to_none=True)
                     loss = ref(x, target)
                     loss.backward()
+                    if cname in CLIP:
+                        torch.nn.utils.clip_grad_norm_(ref.parameters(), CLIP[cname])
                     opt.step()
                     where = f"{mname} {cname} {backend} step {k}"
                     close(got["output.0"], loss, f"{where}: the loss")

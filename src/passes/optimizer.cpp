@@ -35,6 +35,8 @@
 //    one, which is also the CPU baseline.
 //  * The gradients are no longer outputs unless --keep-grads.
 //===----------------------------------------------------------------------===//
+#include <fnmatch.h>
+
 #include <cmath>
 #include <set>
 
@@ -47,6 +49,13 @@ std::string optimizerProblem(const OptimizerSpec& o) {
   auto bad = [](double v) { return !std::isfinite(v); };
   if (bad(o.lr) || o.lr < 0) return cat("--lr: invalid learning rate ", o.lr);
   if (bad(o.weight_decay) || o.weight_decay < 0) return cat("--weight-decay: invalid weight_decay value ", o.weight_decay);
+  if (bad(o.clip_norm) || o.clip_norm < 0) return cat("--grad-clip-norm: invalid max norm ", o.clip_norm);
+  for (const OptimizerSpec::Group& grp : o.groups) {
+    if (grp.patterns.empty()) return "--param-group: no name pattern";
+    if (grp.lr && (bad(*grp.lr) || *grp.lr < 0)) return cat("--param-group: invalid learning rate ", *grp.lr);
+    if (grp.weight_decay && (bad(*grp.weight_decay) || *grp.weight_decay < 0))
+      return cat("--param-group: invalid weight_decay value ", *grp.weight_decay);
+  }
   if (o.kind == OptimizerKind::Sgd) {
     if (bad(o.momentum) || o.momentum < 0) return cat("--momentum: invalid momentum value ", o.momentum);
     if (bad(o.dampening)) return cat("--dampening: invalid dampening value ", o.dampening);
@@ -159,6 +168,26 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
 
   const SourceLoc loc{"", "optimizer", "torch.optim." + std::string(sgd ? "SGD" : o.kind == OptimizerKind::Adam ? "Adam" : "AdamW")};
   Builder b(out, loc, Phase::Backward);
+  // clip_grad_norm_: the 2-norm of the gradients' 2-norms (float32 for
+  // float32 gradients), each gradient times min(max / (norm + 1e-6), 1).
+  std::map<std::string, ValueId> clipped;
+  if (o.clip_norm > 0 && !params.empty()) {
+    ValueId squares = kNoValue;
+    for (const ParamState& ps : params) {
+      ValueId gv = vmap[grads.at(ps.name)];
+      ValueId g32 = b.cast(gv, DType::F32);
+      ValueId norm = b.op(OpKind::Sqrt, {b.op(OpKind::Sum, {b.mul(g32, g32)}, Attrs{{"dim", Ints{}}, {"keepdim", false}})});
+      ValueId sq = b.mul(norm, norm);
+      squares = squares == kNoValue ? sq : b.add(squares, sq);
+    }
+    ValueId total = b.op(OpKind::Sqrt, {squares});
+    ValueId coef = b.div(b.scalar(o.clip_norm, DType::F32), b.add(total, b.scalar(1e-6, DType::F32)));
+    ValueId clamped = b.op(OpKind::Minimum, {coef, b.scalar(1.0, DType::F32)});
+    for (const ParamState& ps : params) {
+      ValueId gv = vmap[grads.at(ps.name)];
+      clipped[ps.name] = b.mul(gv, b.cast(clamped, out.type(gv).dtype));
+    }
+  }
   // The copies go last, and in an order in which no copy reads what an
   // earlier one wrote: an update's expression is re-evaluated in each
   // kernel that reads it (Note [Epilogue after reads] in fusion.cpp), and
@@ -172,11 +201,21 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
     const ValueId P = ps.param;
     const DType d = out.type(P).dtype;
     auto s = [&](double x) { return b.scalar(x, d); };
-    ValueId grad = vmap[grads.at(ps.name)];
+    // torch.optim's parameter groups: this parameter's lr and weight decay.
+    double lr = o.lr, wd = o.weight_decay;
+    for (const OptimizerSpec::Group& grp : o.groups) {
+      bool match = false;
+      for (const std::string& pat : grp.patterns) match = match || ::fnmatch(pat.c_str(), ps.name.c_str(), 0) == 0;
+      if (!match) continue;
+      lr = grp.lr.value_or(lr);
+      wd = grp.weight_decay.value_or(wd);
+      break;
+    }
+    ValueId grad = clipped.count(ps.name) ? clipped.at(ps.name) : vmap[grads.at(ps.name)];
     if (o.maximize) grad = b.neg(grad);
     ValueId newP;
     if (sgd) {
-      if (o.weight_decay != 0) grad = b.add(grad, b.mul(s(o.weight_decay), P));  // grad.add(param, alpha=wd)
+      if (wd != 0) grad = b.add(grad, b.mul(s(wd), P));  // grad.add(param, alpha=wd)
       if (o.momentum != 0) {
         // buf = grad on the first step; else buf * momentum + (1 - dampening) * grad.
         ValueId first = b.op(OpKind::Eq, {ps.step, b.scalar(0.0, DType::F32)});
@@ -186,14 +225,14 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
         write(ps.step, b.add(ps.step, b.scalar(1.0, DType::F32)), kStep);
         grad = o.nesterov ? b.add(grad, b.mul(s(o.momentum), nb)) : nb;
       }
-      newP = b.add(P, b.mul(s(-o.lr), grad));  // param.add_(grad, alpha=-lr)
+      newP = b.add(P, b.mul(s(-lr), grad));  // param.add_(grad, alpha=-lr)
     } else {
       ValueId step = b.add(ps.step, b.scalar(1.0, DType::F32));
       write(ps.step, step, kStep);
       ValueId base = P;
-      if (o.weight_decay != 0) {
-        if (o.kind == OptimizerKind::AdamW) base = b.mul(P, s(1.0 - o.lr * o.weight_decay));  // param.mul_(1 - lr * wd)
-        else grad = b.add(grad, b.mul(s(o.weight_decay), P));
+      if (wd != 0) {
+        if (o.kind == OptimizerKind::AdamW) base = b.mul(P, s(1.0 - lr * wd));  // param.mul_(1 - lr * wd)
+        else grad = b.add(grad, b.mul(s(wd), P));
       }
       ValueId m = lerp(b, ps.m, grad, 1.0 - o.beta1, d);                            // exp_avg.lerp_(grad, 1 - beta1)
       ValueId v = b.add(b.mul(ps.v, s(o.beta2)), b.mul(s(1.0 - o.beta2), b.mul(grad, grad)));  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
@@ -203,7 +242,7 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       ValueId step64 = b.cast(step, DType::F64);
       ValueId bc1 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64}));
       ValueId bc2 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64}));
-      ValueId negStepSize = b.cast(b.div(b.scalar(-o.lr, DType::F64), bc1), d);
+      ValueId negStepSize = b.cast(b.div(b.scalar(-lr, DType::F64), bc1), d);
       ValueId bc2Sqrt = b.cast(b.op(OpKind::Sqrt, {bc2}), d);
       ValueId second = v;
       if (o.amsgrad) {
@@ -219,7 +258,7 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
     for (auto [dst, src] : group) addNode(out, OpKind::EpilogueCopy, {dst, src}, {}, loc, Phase::Backward, kMustBeInBackward);
   for (GraphOutput r : g.outputs) {
     if (r.role == OutputRole::Grad && !o.keep_grads) continue;
-    r.value = vmap[r.value];
+    r.value = r.role == OutputRole::Grad && clipped.count(r.target) ? clipped.at(r.target) : vmap[r.value];
     out.outputs.push_back(std::move(r));
   }
   return out;

@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
   std::string optimizerName = "none";
   std::optional<double> optLr, optMomentum, optDampening, optWeightDecay, optEps;
   std::vector<double> optBetas;
+  std::optional<double> optClip;
+  std::vector<std::string> optGroups;
   bool optNesterov = false, optAmsgrad = false, optMaximize = false, optKeepGrads = false;
   // Note [One Compilation]: the flags that decide the programs, shared by
   // compile, batch, graph and inspect (a picture or report of a model is of
@@ -190,6 +192,10 @@ int main(int argc, char** argv) {
     c->add_flag("--amsgrad", optAmsgrad, "--optimizer adam/adamw: the AMSGrad variant");
     c->add_flag("--maximize", optMaximize, "--optimizer: maximize the objective");
     c->add_flag("--keep-grads", optKeepGrads, "--optimizer: the gradients stay results (grad.<name>)");
+    c->add_option("--grad-clip-norm", optClip, "--optimizer: clip_grad_norm_ to this total 2-norm before the step");
+    c->add_option("--param-group", optGroups,
+                  "--optimizer: a parameter group, PATTERN[|PATTERN...]:lr=X,weight_decay=Y (name globs; the first group a "
+                  "parameter matches sets its lr and weight decay; repeatable)");
   };
   // The flags of the artifact's build, compile and batch only.
   auto compileFlags = [&](CLI::App* c) {
@@ -332,6 +338,34 @@ int main(int argc, char** argv) {
         only(adam, !optBetas.empty(), "--betas", "adam or adamw");
         only(adam, optEps.has_value(), "--eps", "adam or adamw");
         only(adam, optAmsgrad, "--amsgrad", "adam or adamw");
+        only(any, optClip.has_value(), "--grad-clip-norm", "sgd, adam or adamw");
+        only(any, !optGroups.empty(), "--param-group", "sgd, adam or adamw");
+        o.clip_norm = optClip.value_or(0.0);
+        for (const std::string& spec : optGroups) {
+          aotc::OptimizerSpec::Group grp;
+          const size_t colon = spec.rfind(':');
+          if (colon == std::string::npos || colon == 0)
+            throw aotc::UserError(aotc::SourceLoc{}, "--param-group " + spec + ": expected PATTERN[|PATTERN...]:lr=X,weight_decay=Y");
+          for (size_t b = 0; b <= colon;) {
+            size_t e = std::min(spec.find('|', b), colon);
+            if (e > b) grp.patterns.push_back(spec.substr(b, e - b));
+            b = e + 1;
+          }
+          std::string rest = spec.substr(colon + 1);
+          for (size_t b = 0; b < rest.size();) {
+            size_t e = rest.find(',', b);
+            if (e == std::string::npos) e = rest.size();
+            auto [key, value] = keyValue(rest.substr(b, e - b), "--param-group");
+            char* end = nullptr;
+            double v = std::strtod(value.c_str(), &end);
+            if (value.empty() || *end) throw aotc::UserError(aotc::SourceLoc{}, "--param-group " + spec + ": '" + value + "' is not a number");
+            if (key == "lr") grp.lr = v;
+            else if (key == "weight_decay") grp.weight_decay = v;
+            else throw aotc::UserError(aotc::SourceLoc{}, "--param-group " + spec + ": unknown setting '" + key + "' (lr, weight_decay)");
+            b = e + 1;
+          }
+          o.groups.push_back(std::move(grp));
+        }
         o.lr = optLr.value_or(1e-3);
         o.weight_decay = optWeightDecay.value_or(o.kind == aotc::OptimizerKind::AdamW ? 1e-2 : 0.0);
         o.momentum = optMomentum.value_or(0.0);

@@ -60,6 +60,18 @@ struct OptimizerSpec {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool amsgrad = false, maximize = false;
   bool keep_grads = false;  ///< the gradients stay outputs (grad.<name>)
+  /// --grad-clip-norm: clip_grad_norm_ over every gradient the optimizer
+  /// updates with (0: none).
+  double clip_norm = 0;
+  /// --param-group: parameters whose names match one of `patterns` (globs,
+  /// fnmatch) take this group's lr and weight decay; the first group that
+  /// matches wins, the others are the default group (torch.optim's groups).
+  struct Group {
+    std::vector<std::string> patterns;
+    std::optional<double> lr, weight_decay;
+    bool operator==(const Group&) const = default;
+  };
+  std::vector<Group> groups;
   bool operator==(const OptimizerSpec&) const = default;
 };
 /// The prefix of the optimizer's state inputs: optim.<param>.<state>.

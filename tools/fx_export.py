@@ -747,6 +747,14 @@ def _trace(module_or_fn, example_args, path, name):
         call_args = _rebuild(example_args, traced[len(state):], iter(range(len(leaves))))
         with rec, _composite_kernels():
             out = module_or_fn(*call_args)
+        # A backward run inside the forward leaves gradients in .grad, state
+        # the program writes that the graph does not hold: refused, never a
+        # silent zero gradient (issue 47).
+        written = [n for n, c in zip(names, traced) if isinstance(c, torch.Tensor) and c.grad is not None]
+        if written:
+            raise ExportError("fx_export: the forward writes gradients into .grad of " + ", ".join(written) +
+                              " (a backward inside the forward); aotc does not model a .grad a program writes: return the loss and "
+                              "let aotc's backward compute the gradients, with `aotc compile --optimizer sgd|adam|adamw` for the update")
         outs = flatten_outputs(out)
         rec.main.outputs = [rec.main.ref(t) for _, t in outs]
     finally:

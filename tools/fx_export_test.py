@@ -208,6 +208,25 @@ class CapturingTest(unittest.TestCase):
                 return x * self.scale
         self.assert_refused(Attr(), (torch.randn(3),), "attribute 'scale'", "requires grad")
 
+    def test_backward_inside_the_forward_is_refused(self):
+        # Issue 47: .grad written by the program is state the graph does not
+        # hold; aotc would report zero gradients where eager leaves the inner ones.
+        class Inner(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(3, 2)
+
+            def forward(self, x):
+                loss = self.lin(x).pow(2).sum()
+                loss.backward()
+                with torch.no_grad():
+                    for p in self.lin.parameters():
+                        p.sub_(0.1 * p.grad)
+                return loss.detach()
+        m = Inner()
+        self.assert_refused(m, (torch.randn(4, 3),), "writes gradients into .grad of lin.weight, lin.bias", "--optimizer")
+        self.assertTrue(all(p.grad is None for p in m.parameters()))  # the caller's module untouched
+
     def test_partial_view_of_state_made_outside_is_refused(self):
         class Stale(torch.nn.Module):
             def __init__(self):

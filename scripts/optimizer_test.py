@@ -15,7 +15,8 @@ every parameter, buffer and optimizer state tensor must agree (float32:
 atol 1e-6 + rtol 1e-5, the distance two orders of summation give), and a
 parameter the loss does not reach (the MLP's `unused`) must be untouched
 and carry no state, as torch.optim skips a parameter whose .grad is None.
-Parameter groups select lr and weight decay by name globs (the usual "no
+The learning rate is an input (optim.lr, float64): a schedule sets it
+before each step.  Parameter groups select lr and weight decay by name globs (the usual "no
 weight decay for biases and norms"), and --grad-clip-norm clips as
 clip_grad_norm_ does before the step.  Also checked: a flag without its optimizer, and torch.optim's argument
 checks, are refused in one line.
@@ -76,7 +77,11 @@ CONFIGS = [
      "groups"),
     ("sgd_clip", ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--grad-clip-norm", "0.05"],
      lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
+    # A learning-rate schedule: optim.lr given as an input before each step
+    # (no recompile), as the scheduler sets the group's lr in eager.
+    ("adam_schedule", ["--optimizer", "adam", "--lr", "0.02"], lambda p: torch.optim.Adam(p, lr=0.02)),
 ]
+SCHEDULE = {"adam_schedule": lambda k: 0.02 * 0.5 ** k}
 CLIP = {"adamw_groups_clip": 0.1, "sgd_clip": 0.05}
 
 
@@ -145,7 +150,13 @@ def main():
                 carried = {}  # after_backward.<name> of the last step, as the next step's inputs
                 for k, (x, target) in enumerate(batches):
                     inputs = os.path.join(opts.work, f"{mname}.{cname}.{backend}.in{k}.safetensors")
-                    write_safetensors(inputs, {"x": x, "target": target, **carried})
+                    given = {"x": x, "target": target, **carried}
+                    if cname in SCHEDULE:
+                        lr = SCHEDULE[cname](k)
+                        for grp in opt.param_groups:
+                            grp["lr"] = lr
+                        given["optim.lr"] = torch.tensor(lr, dtype=torch.float64)
+                    write_safetensors(inputs, given)
                     out = os.path.join(opts.work, f"{mname}.{cname}.{backend}.out{k}.safetensors")
                     r = subprocess.run([opts.aotc, "run", art, "--backend", backend, "--inputs", inputs, "--out", out],
                                        capture_output=True, text=True)

@@ -321,7 +321,11 @@ const Compilation::Generated& Compilation::generated() {
       HostTensor z;
       z.dtype = t.dtype;
       z.sizes = t.sizes;
-      z.data.assign(static_cast<size_t>(t.numel()), 0.0);
+      double init = 0.0;  // the state starts at zero; a learning rate at its flag's value
+      if (name == kOptimizerLrInput) init = o.lr;
+      for (size_t i = 0; i < o.groups.size(); ++i)
+        if (o.groups[i].lr && name == optimizerGroupLrInput(i + 1)) init = *o.groups[i].lr;
+      z.data.assign(static_cast<size_t>(t.numel()), init);
       gen.initial_state[name] = std::move(z);
     }
   }

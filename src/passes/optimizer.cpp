@@ -164,6 +164,11 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
     }
     params.push_back(ps);
   }
+  // optim.lr, and optim.param_group.<i>.lr for each --param-group with its own.
+  std::vector<ValueId> lrInputs{out.addInput(kOptimizerLrInput, scalarType(DType::F64), InputRole::Buffer, false)};
+  for (size_t gi = 0; gi < o.groups.size(); ++gi)
+    lrInputs.push_back(o.groups[gi].lr ? out.addInput(optimizerGroupLrInput(gi + 1), scalarType(DType::F64), InputRole::Buffer, false)
+                                       : kNoValue);
   for (const Node& n : g.nodes) out.copyNode(g, n, vmap);
 
   const SourceLoc loc{"", "optimizer", "torch.optim." + std::string(sgd ? "SGD" : o.kind == OptimizerKind::Adam ? "Adam" : "AdamW")};
@@ -202,12 +207,16 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
     const DType d = out.type(P).dtype;
     auto s = [&](double x) { return b.scalar(x, d); };
     // torch.optim's parameter groups: this parameter's lr and weight decay.
-    double lr = o.lr, wd = o.weight_decay;
-    for (const OptimizerSpec::Group& grp : o.groups) {
+    // The learning rate is an input (float64, as torch's Python float), so
+    // that a schedule sets it between steps without a recompile.
+    ValueId lrIn = lrInputs.at(0);
+    double wd = o.weight_decay;
+    for (size_t gi = 0; gi < o.groups.size(); ++gi) {
+      const OptimizerSpec::Group& grp = o.groups[gi];
       bool match = false;
       for (const std::string& pat : grp.patterns) match = match || ::fnmatch(pat.c_str(), ps.name.c_str(), 0) == 0;
       if (!match) continue;
-      lr = grp.lr.value_or(lr);
+      if (grp.lr) lrIn = lrInputs.at(gi + 1);
       wd = grp.weight_decay.value_or(wd);
       break;
     }
@@ -225,13 +234,14 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
         write(ps.step, b.add(ps.step, b.scalar(1.0, DType::F32)), kStep);
         grad = o.nesterov ? b.add(grad, b.mul(s(o.momentum), nb)) : nb;
       }
-      newP = b.add(P, b.mul(s(-lr), grad));  // param.add_(grad, alpha=-lr)
+      newP = b.add(P, b.mul(b.cast(b.neg(lrIn), d), grad));  // param.add_(grad, alpha=-lr)
     } else {
       ValueId step = b.add(ps.step, b.scalar(1.0, DType::F32));
       write(ps.step, step, kStep);
       ValueId base = P;
       if (wd != 0) {
-        if (o.kind == OptimizerKind::AdamW) base = b.mul(P, s(1.0 - lr * wd));  // param.mul_(1 - lr * wd)
+        if (o.kind == OptimizerKind::AdamW)  // param.mul_(1 - lr * wd), the factor in float64
+          base = b.mul(P, b.cast(b.sub(b.scalar(1.0, DType::F64), b.mul(lrIn, b.scalar(wd, DType::F64))), d));
         else grad = b.add(grad, b.mul(s(wd), P));
       }
       ValueId m = lerp(b, ps.m, grad, 1.0 - o.beta1, d);                            // exp_avg.lerp_(grad, 1 - beta1)
@@ -242,7 +252,7 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       ValueId step64 = b.cast(step, DType::F64);
       ValueId bc1 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64}));
       ValueId bc2 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64}));
-      ValueId negStepSize = b.cast(b.div(b.scalar(-lr, DType::F64), bc1), d);
+      ValueId negStepSize = b.cast(b.div(b.neg(lrIn), bc1), d);
       ValueId bc2Sqrt = b.cast(b.op(OpKind::Sqrt, {bc2}), d);
       ValueId second = v;
       if (o.amsgrad) {

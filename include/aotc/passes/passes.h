@@ -76,6 +76,10 @@ struct OptimizerSpec {
 };
 /// The prefix of the optimizer's state inputs: optim.<param>.<state>.
 inline constexpr const char* kOptimizerStatePrefix = "optim.";
+/// The learning rates, float64 0-dim inputs a schedule sets between steps:
+/// the default group's, and the i-th --param-group's (from 1) when it has one.
+inline constexpr const char* kOptimizerLrInput = "optim.lr";
+inline std::string optimizerGroupLrInput(size_t i) { return "optim.param_group." + std::to_string(i) + ".lr"; }
 /// The joint graph with an optimizer step in the backward epilogue: every
 /// parameter the loss reaches updated as torch.optim's single-tensor
 /// formula does, its state inputs added and updated.  Refuses a program

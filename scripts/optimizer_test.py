@@ -16,7 +16,10 @@ atol 1e-6 + rtol 1e-5, the distance two orders of summation give), and a
 parameter the loss does not reach (the MLP's `unused`) must be untouched
 and carry no state, as torch.optim skips a parameter whose .grad is None.
 The learning rate is an input (optim.lr, float64): a schedule sets it
-before each step.  Parameter groups select lr and weight decay by name globs (the usual "no
+before each step.  A resumed checkpoint: eager's state_dict after two steps, converted by
+scripts/optim_state.py, continued by aotc as eager continues, and aotc's
+state converted back and loaded by optimizer.load_state_dict.  Parameter
+groups select lr and weight decay by name globs (the usual "no
 weight decay for biases and norms"), and --grad-clip-norm clips as
 clip_grad_norm_ does before the step.  Also checked: a flag without its optimizer, and torch.optim's argument
 checks, are refused in one line.
@@ -197,6 +200,59 @@ def main():
                             checked += 1
                     carried = {g[len("after_backward."):]: torch.as_tensor(v) for g, v in got.items() if g.startswith("after_backward.")}
                 print(f"ok   {mname} {cname} {backend}: {opts.steps} steps match torch.optim")
+    # A resumed checkpoint (scripts/optim_state.py): eager's first two steps,
+    # its state_dict given to aotc for the third, which must land where
+    # eager's third does; aotc's state back as a state_dict eager loads.
+    import optim_state
+    mname, (model, make_batch) = "mlp", models["mlp"]
+    prefix = os.path.join(opts.work, mname)
+    for cname, flags, make_opt in [c for c in configs if c[0] in ("sgd_momentum_wd_nesterov", "adam_amsgrad_wd", "adamw_groups_clip")]:
+        art = f"{prefix}.{cname}.aotc"
+        ref = copy.deepcopy(model)
+        opt = grouped(ref) if make_opt == "groups" else make_opt(ref.parameters())
+        # Positions to names: the artifact's parameter order for one group of
+        # model.parameters(); the groups' own order otherwise (--names).
+        name_of = {id(p): n for n, p in ref.named_parameters()}
+        names = [name_of[id(p)] for g in opt.param_groups for p in g["params"]]
+        if make_opt != "groups" and names != optim_state.parameter_names(art):
+            fail(f"resume {cname}: the artifact's parameter order {optim_state.parameter_names(art)} is not model.parameters()'s {names}")
+        torch.manual_seed(1)
+        batches = [make_batch() for _ in range(3)]
+        for x, target in batches[:2]:
+            opt.zero_grad(set_to_none=True)
+            ref(x, target).backward()
+            if cname in CLIP:
+                torch.nn.utils.clip_grad_norm_(ref.parameters(), CLIP[cname])
+            opt.step()
+        given = {n: p.detach().clone() for n, p in ref.named_parameters()}
+        given.update(optim_state.to_aotc(opt.state_dict(), names))
+        x, target = batches[2]
+        given.update({"x": x, "target": target})
+        inputs, out = os.path.join(opts.work, f"resume.{cname}.in.safetensors"), os.path.join(opts.work, f"resume.{cname}.out.safetensors")
+        write_safetensors(inputs, given)
+        r = subprocess.run([opts.aotc, "run", art, "--backend", "reference", "--inputs", inputs, "--out", out], capture_output=True, text=True)
+        if r.returncode:
+            fail(f"resume {cname}: {r.stderr.strip()}")
+        got = {g: t for g, (_, t) in load_torch(out).items()}
+        opt.zero_grad(set_to_none=True)
+        ref(x, target).backward()
+        if cname in CLIP:
+            torch.nn.utils.clip_grad_norm_(ref.parameters(), CLIP[cname])
+        opt.step()
+        for n, p in ref.named_parameters():
+            if p.grad is not None:
+                close(got["after_backward." + n], p, f"resume {cname}: parameter {n}")
+        back = optim_state.to_torch(got, names, opt.state_dict())
+        fresh = grouped(copy.deepcopy(ref)) if make_opt == "groups" else make_opt(copy.deepcopy(ref).parameters())
+        fresh.load_state_dict(back)
+        want = opt.state_dict()["state"]
+        have = fresh.state_dict()["state"]
+        if sorted(want) != sorted(have):
+            fail(f"resume {cname}: state for positions {sorted(have)}, eager has {sorted(want)}")
+        for pos in want:
+            for s, v in want[pos].items():
+                close(have[pos][s], torch.as_tensor(v), f"resume {cname}: {s} of position {pos} after load_state_dict")
+        print(f"ok   resume {cname}: eager's checkpoint continued by aotc, and aotc's state loaded back by torch.optim")
     # Refusals, one line each.
     for flags, want in [(["--momentum", "0.9"], "--momentum goes with --optimizer sgd"),
                         (["--optimizer", "sgd", "--nesterov"], "--nesterov requires a momentum and zero dampening"),

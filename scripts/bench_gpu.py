@@ -407,7 +407,10 @@ def gate(title, precision, checks, err=None):
     err = err or relerr
     worst = None
     for what, got, eager, ref, floor in checks:
-        ea, ee = err(got, ref), err(eager, ref)
+        # eager: one tensor, or several (eager under more than one cuDNN
+        # setting): the yardstick is the farthest of them.
+        eagers = eager if isinstance(eager, (list, tuple)) else [eager]
+        ea, ee = err(got, ref), max(err(e, ref) for e in eagers)
         limit = max(YARDSTICK * ee, floor)
         if worst is None or ea / limit > worst["aotc"] / worst["limit"]:
             worst = {"tensor": what, "aotc": ea, "eager": ee, "limit": limit}
@@ -733,9 +736,29 @@ def training_row(opts, env, work, results, name, make, shape, precision):
     out_floor, grad_floor = PRECISION_TOLERANCE[precision]
     checks = [("the output", got, want, want64, out_floor)]
     eager_grads = {n: p.grad for n, p in ref.named_parameters()}
+    # A second eager yardstick: cuDNN's deterministic algorithms (aotc takes
+    # deterministic ones too).  An ill-conditioned gradient (train-mode
+    # BatchNorm after a convolution, resnet18's layer4 at batch 32) lands
+    # 4e-3 to 5e-2 from float64 depending on the summation order alone
+    # (gpu_check 2026-11-27; on the CPU eager gives 5e-2 on layer4.1.conv1):
+    # the yardstick is the farther of the two, as an order is no error.
+    alt_grads = {}
+    if device.type == "cuda":
+        was = torch.backends.cudnn.deterministic
+        torch.backends.cudnn.deterministic = True
+        try:
+            alt = make().to(device)
+            alt.load_state_dict(model.state_dict())
+            with mode.forward():
+                alt_out = alt(x)
+            alt_out.backward(g)
+            alt_grads = {n: p.grad for n, p in alt.named_parameters()}
+        finally:
+            torch.backends.cudnn.deterministic = was
     for n, p in ref64.named_parameters():
         if p.grad is not None and eager_grads.get(n) is not None:
-            checks.append((f"the gradient of {n}", rt.grad(n, params[n]), eager_grads[n], p.grad, grad_floor))
+            eagers = [eager_grads[n]] + ([alt_grads[n]] if alt_grads.get(n) is not None else [])
+            checks.append((f"the gradient of {n}", rt.grad(n, params[n]), eagers, p.grad, grad_floor))
     err = relerr(got, want)
     first = next(n for n, p in ref.named_parameters())
     gerr = relerr(rt.grad(first, params[first]), eager_grads[first])
@@ -744,7 +767,7 @@ def training_row(opts, env, work, results, name, make, shape, precision):
     except RuntimeError:
         rt.close()
         raise
-    del ref, want, got, ref64, want64, checks, eager_grads
+    del ref, want, got, ref64, want64, checks, eager_grads, alt_grads
 
     def eager_step():
         model.zero_grad(set_to_none=True)

@@ -16,7 +16,8 @@ atol 1e-6 + rtol 1e-5, the distance two orders of summation give), and a
 parameter the loss does not reach (the MLP's `unused`) must be untouched
 and carry no state, as torch.optim skips a parameter whose .grad is None.
 The learning rate is an input (optim.lr, float64): a schedule sets it
-before each step.  A resumed checkpoint: eager's state_dict after two steps, converted by
+before each step.  `aotc run --steps 4` runs four steps in one call, its printed losses and
+final parameters eager's.  A resumed checkpoint: eager's state_dict after two steps, converted by
 scripts/optim_state.py, continued by aotc as eager continues, and aotc's
 state converted back and loaded by optimizer.load_state_dict.  Parameter
 groups select lr and weight decay by name globs (the usual "no
@@ -200,6 +201,36 @@ def main():
                             checked += 1
                     carried = {g[len("after_backward."):]: torch.as_tensor(v) for g, v in got.items() if g.startswith("after_backward.")}
                 print(f"ok   {mname} {cname} {backend}: {opts.steps} steps match torch.optim")
+    # `aotc run --steps K`: K steps on one batch in one run, each from the
+    # last one's parameters and state; the printed losses are eager's.
+    for backend in opts.backends:
+        cname, flags, make_opt = next(c for c in configs if c[0] == "sgd_momentum_wd_nesterov")
+        art = os.path.join(opts.work, f"mlp.{cname}.aotc")
+        ref = copy.deepcopy(models["mlp"][0])
+        opt = make_opt(ref.parameters())
+        torch.manual_seed(2)
+        x, target = models["mlp"][1]()
+        inputs, out = os.path.join(opts.work, "steps.in.safetensors"), os.path.join(opts.work, f"steps.{backend}.out.safetensors")
+        write_safetensors(inputs, {"x": x, "target": target})
+        r = subprocess.run([opts.aotc, "run", art, "--backend", backend, "--inputs", inputs, "--steps", "4", "--out", out],
+                           capture_output=True, text=True)
+        if r.returncode:
+            fail(f"--steps 4 {backend}: {r.stderr.strip()}")
+        losses = [float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("step ")]
+        want = []
+        for _ in range(4):
+            opt.zero_grad(set_to_none=True)
+            loss = ref(x, target)
+            loss.backward()
+            opt.step()
+            want.append(loss.item())
+        if len(losses) != 4 or not all(abs(a - b) <= 1e-5 * max(1.0, abs(b)) for a, b in zip(losses, want)):
+            fail(f"--steps 4 {backend}: losses {losses}, eager {want}")
+        got = {g: t for g, (_, t) in load_torch(out).items()}
+        for n, p in ref.named_parameters():
+            if p.grad is not None:
+                close(got["after_backward." + n], p, f"--steps 4 {backend}: parameter {n}")
+        print(f"ok   aotc run --steps 4 ({backend}): losses {', '.join(f'{v:.5f}' for v in losses)} and parameters as eager's")
     # A resumed checkpoint (scripts/optim_state.py): eager's first two steps,
     # its state_dict given to aotc for the third, which must land where
     # eager's third does; aotc's state back as a state_dict eager loads.

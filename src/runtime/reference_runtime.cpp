@@ -291,75 +291,96 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     }
   }
 
-  if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only, opts.progress);
+  // One training step from `caller` (the inputs as they stand).
+  auto once = [&](std::map<std::string, HostTensor> caller) -> std::map<std::string, HostTensor> {
+    if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only, opts.progress);
 
-  // The reference interpreter: the oracle, on the programs' IR.
-  Graph fw = loadArtifactGraph(dir, m.forward.ir);
-  Graph bw = loadArtifactGraph(dir, m.backward.ir);
-  if (m.symbolic) {
-    fw = instantiate(fw, m.binding);
-    bw = instantiate(bw, m.binding);
-  }
-  std::vector<HostTensor> fin;
-  for (const GraphInput& gi : fw.inputs) fin.push_back(caller.at(fw.values[gi.value].name));
-  auto epilogue = [&](const std::string& name, const HostTensor& v) {
-    HostTensor& dst = caller.at(name);
-    AOTC_CHECK(dst.sizes == v.sizes, "epilogue copy shape mismatch for ", name);
-    for (size_t i = 0; i < v.data.size(); ++i) dst.data[i] = roundTo(dst.dtype, v.data[i]);
-  };
-  auto phase = [&](const char* name) -> std::function<void(const std::string&, size_t, size_t)> {
-    if (!opts.progress) return nullptr;
-    return [&opts, name](const std::string&, size_t done, size_t total) { opts.progress(name, done, total); };
-  };
-  std::vector<HostTensor> fout = interpretGraph(fw, fin, epilogue, phase("forward"));
-  // Metadata mutations: the caller's tensor becomes a view of its storage.
-  std::map<std::string, std::vector<ViewStep>> metaChain;
-  for (const GraphOutput& o : fw.outputs)
-    if (o.role == OutputRole::InputMeta) metaChain[*o.alias_of] = o.alias_chain;
-  auto callerView = [&](const std::string& name) {
-    HostTensor v = caller.at(name);
-    auto it = metaChain.find(name);
-    if (it != metaChain.end())
-      for (const ViewStep& s : it->second) v = applyView(v, s);
-    return v;
-  };
+    // The reference interpreter: the oracle, on the programs' IR.
+    Graph fw = loadArtifactGraph(dir, m.forward.ir);
+    Graph bw = loadArtifactGraph(dir, m.backward.ir);
+    if (m.symbolic) {
+      fw = instantiate(fw, m.binding);
+      bw = instantiate(bw, m.binding);
+    }
+    std::vector<HostTensor> fin;
+    for (const GraphInput& gi : fw.inputs) fin.push_back(caller.at(fw.values[gi.value].name));
+    auto epilogue = [&](const std::string& name, const HostTensor& v) {
+      HostTensor& dst = caller.at(name);
+      AOTC_CHECK(dst.sizes == v.sizes, "epilogue copy shape mismatch for ", name);
+      for (size_t i = 0; i < v.data.size(); ++i) dst.data[i] = roundTo(dst.dtype, v.data[i]);
+    };
+    auto phase = [&](const char* name) -> std::function<void(const std::string&, size_t, size_t)> {
+      if (!opts.progress) return nullptr;
+      return [&opts, name](const std::string&, size_t done, size_t total) { opts.progress(name, done, total); };
+    };
+    std::vector<HostTensor> fout = interpretGraph(fw, fin, epilogue, phase("forward"));
+    // Metadata mutations: the caller's tensor becomes a view of its storage.
+    std::map<std::string, std::vector<ViewStep>> metaChain;
+    for (const GraphOutput& o : fw.outputs)
+      if (o.role == OutputRole::InputMeta) metaChain[*o.alias_of] = o.alias_chain;
+    auto callerView = [&](const std::string& name) {
+      HostTensor v = caller.at(name);
+      auto it = metaChain.find(name);
+      if (it != metaChain.end())
+        for (const ViewStep& s : it->second) v = applyView(v, s);
+      return v;
+    };
 
+    std::map<std::string, HostTensor> res;
+    std::map<std::string, HostTensor> saved;
+    size_t ui = 0;
+    for (size_t i = 0; i < fw.outputs.size(); ++i) {
+      const GraphOutput& o = fw.outputs[i];
+      if (o.role == OutputRole::Saved) {
+        saved[fw.values[o.value].name] = fout[i];
+        continue;
+      }
+      if (o.role == OutputRole::InputMeta) continue;
+      HostTensor v = fout[i];
+      if (o.alias_of) {
+        // An alias of an input is regenerated from the caller's buffer, after
+        // the epilogue, by replaying its view chain (runtimes return a view).
+        v = caller.at(*o.alias_of);
+        for (const ViewStep& s : o.alias_chain) v = applyView(v, s);
+      }
+      res["output." + std::to_string(ui++)] = std::move(v);
+    }
+    for (auto& n : mutated) res["after_forward." + n] = callerView(n);
+    if (opts.forward_only) return res;
+
+    std::map<std::string, HostTensor> tangents;
+    for (const plan::OutputSpec& o : m.outputs)
+      if (o.tangent) tangents[*o.tangent] = gradOutputs.at(o.index);
+    std::vector<HostTensor> bin;
+    for (const GraphInput& gi : bw.inputs) {
+      const std::string& n = bw.values[gi.value].name;
+      if (gi.role == InputRole::Saved) bin.push_back(saved.at(n));
+      else if (gi.role == InputRole::Tangent) bin.push_back(tangents.at(n));
+      else bin.push_back(caller.at(n));  // the caller's buffer a backward epilogue writes
+    }
+    std::vector<HostTensor> bout = interpretGraph(bw, bin, epilogue, phase("backward"));
+    for (size_t i = 0; i < bw.outputs.size(); ++i)
+      if (bw.outputs[i].role == OutputRole::Grad) res["grad." + bw.outputs[i].target] = bout[i];
+    for (auto& n : mutated) res["after_backward." + n] = callerView(n);
+    return res;
+  };
+  if (opts.steps < 1) throw UserError(SourceLoc{}, cat("--steps ", opts.steps, ": give 1 or more"));
+  if (opts.steps > 1)
+    for (const plan::InputSpec& in : m.inputs)
+      if (in.metadata_after_forward)
+        throw UserError(SourceLoc{"", in.name, "input"}, "--steps: the program changes this input's shape or strides, so a step's "
+                                                         "inputs are not the last one's results: run one step at a time");
   std::map<std::string, HostTensor> res;
-  std::map<std::string, HostTensor> saved;
-  size_t ui = 0;
-  for (size_t i = 0; i < fw.outputs.size(); ++i) {
-    const GraphOutput& o = fw.outputs[i];
-    if (o.role == OutputRole::Saved) {
-      saved[fw.values[o.value].name] = fout[i];
-      continue;
+  for (int64_t k = 0; k < opts.steps; ++k) {
+    res = once(caller);
+    // The next step starts from this one's mutated inputs (parameters and
+    // optimizer state under --optimizer, running statistics, ...).
+    for (const std::string& n : mutated) {
+      auto it = res.find((opts.forward_only ? "after_forward." : "after_backward.") + n);
+      if (it != res.end()) caller[n] = it->second;
     }
-    if (o.role == OutputRole::InputMeta) continue;
-    HostTensor v = fout[i];
-    if (o.alias_of) {
-      // An alias of an input is regenerated from the caller's buffer, after
-      // the epilogue, by replaying its view chain (runtimes return a view).
-      v = caller.at(*o.alias_of);
-      for (const ViewStep& s : o.alias_chain) v = applyView(v, s);
-    }
-    res["output." + std::to_string(ui++)] = std::move(v);
+    if (opts.on_step) opts.on_step(k, res);
   }
-  for (auto& n : mutated) res["after_forward." + n] = callerView(n);
-  if (opts.forward_only) return res;
-
-  std::map<std::string, HostTensor> tangents;
-  for (const plan::OutputSpec& o : m.outputs)
-    if (o.tangent) tangents[*o.tangent] = gradOutputs.at(o.index);
-  std::vector<HostTensor> bin;
-  for (const GraphInput& gi : bw.inputs) {
-    const std::string& n = bw.values[gi.value].name;
-    if (gi.role == InputRole::Saved) bin.push_back(saved.at(n));
-    else if (gi.role == InputRole::Tangent) bin.push_back(tangents.at(n));
-    else bin.push_back(caller.at(n));  // the caller's buffer a backward epilogue writes
-  }
-  std::vector<HostTensor> bout = interpretGraph(bw, bin, epilogue, phase("backward"));
-  for (size_t i = 0; i < bw.outputs.size(); ++i)
-    if (bw.outputs[i].role == OutputRole::Grad) res["grad." + bw.outputs[i].target] = bout[i];
-  for (auto& n : mutated) res["after_backward." + n] = callerView(n);
   return res;
 }
 

@@ -284,6 +284,10 @@ int main(int argc, char** argv) {
           },
           "BACKEND"));
   run->add_flag("--create-graph", ropts.create_graph, "refuse artifacts a higher-order backward cannot run through");
+  run->add_option("--steps", ropts.steps,
+                  "K training steps on the same inputs, each from the last one's mutated inputs (parameters and optimizer state "
+                  "under --optimizer); prints each step's scalar outputs (the loss); --out holds the last step's results")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   run->add_option("--out", outFile, "results (safetensors)")->required();
   std::string runCacheDir;
   run->add_option("--cache-dir", runCacheDir, "where --backend emulate keeps host-compiled kernels (default: $XDG_CACHE_HOME/aotc/emulate)");
@@ -450,6 +454,19 @@ int main(int argc, char** argv) {
         progress.emplace();
         ropts.progress = [&progress](const std::string& what, size_t done, size_t total) { progress->update(what, done, total); };
       }
+      if (ropts.steps > 1)
+        ropts.on_step = [&progress](int64_t k, const std::map<std::string, aotc::HostTensor>& res) {
+          if (progress) progress->stop();
+          std::string line = "step " + std::to_string(k + 1) + ":";
+          for (const auto& [name, t] : res)  // the scalar results: the loss
+            if (name.rfind("output.", 0) == 0 && t.data.size() == 1) {
+              char buf[64];
+              std::snprintf(buf, sizeof buf, " %s %.9g", name.c_str(), t.data[0]);
+              line += buf;
+            }
+          std::printf("%s\n", line.c_str());
+          std::fflush(stdout);
+        };
       aotc::runAndWrite(artifact, ropts, outFile, log);
       if (progress) progress->stop();
     }

@@ -35,6 +35,11 @@ struct RunOptions {
   std::function<void(const std::string&)> note;
   bool forward_only = false;
   bool create_graph = false;
+  /// `aotc run --steps K`: K steps, each from the last one's mutated inputs
+  /// (after_backward.<name>: parameters and state under --optimizer); the
+  /// results are the last step's.  on_step hears each step's results.
+  int64_t steps = 1;
+  std::function<void(int64_t, const std::map<std::string, HostTensor>&)> on_step;
   /// Hears long work as it goes (what, done, total; total 0 when unknown):
   /// the program's nodes or steps, the emulator's host compile.
   std::function<void(const std::string&, size_t, size_t)> progress;

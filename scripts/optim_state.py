@@ -4,8 +4,10 @@
 torch keys an optimizer's state by integer position in its parameter groups;
 an aotc artifact names it after the parameters (Note [Optimizer step]):
 optim.<param>.exp_avg, optim.<param>.exp_avg_sq, optim.<param>.max_exp_avg_sq,
-optim.<param>.momentum_buffer and optim.<param>.step (SGD keeps no step in
-torch: aotc's is its first-step flag, 1 once a momentum buffer exists).
+optim.<param>.momentum_buffer, and one step count for every parameter,
+optim.step (torch keeps one per parameter, equal in a static graph: a
+state_dict whose steps differ is refused; SGD keeps none in torch: aotc's is
+its first-step flag, 1 once a momentum buffer exists).
 Positions are mapped to names by the order the parameters were given to the
 optimizer: by default `model.parameters()`'s, which is the order of the
 artifact's parameter inputs (tools/fx_export.py writes them as
@@ -47,45 +49,50 @@ def order(state_dict):
 
 
 def to_aotc(state_dict, names):
-    """{optim.<name>.<state>: tensor} from a torch.optim state_dict."""
+    """{optim.<name>.<state>: tensor, optim.step: tensor} from a torch.optim state_dict."""
     positions = order(state_dict)
     if len(positions) != len(names):
         raise ValueError(f"the state_dict has {len(positions)} parameters, the names {len(names)}")
-    out = {}
+    out, steps = {}, set()
     for pos, name in zip(positions, names):
         st = state_dict["state"].get(pos, {})
         for s in STATES:
-            if s in st and st[s] is not None:
-                out[f"optim.{name}.{s}"] = torch.as_tensor(st[s]).detach().clone().to(torch.float32 if s == "step" else st[s].dtype)
-        if "momentum_buffer" in st and st["momentum_buffer"] is not None and "step" not in st:
-            out[f"optim.{name}.step"] = torch.tensor(1.0)  # SGD: aotc's first-step flag
+            if s == "step" or s not in st or st[s] is None:
+                continue
+            out[f"optim.{name}.{s}"] = torch.as_tensor(st[s]).detach().clone()
+        if "step" in st:
+            steps.add(float(st["step"]))
+        elif st.get("momentum_buffer") is not None:
+            steps.add(1.0)  # SGD: aotc's first-step flag
+    if len(steps) > 1:
+        raise ValueError(f"the parameters' step counts differ ({sorted(steps)}): aotc keeps one for all")
+    if steps:
+        out["optim.step"] = torch.tensor(steps.pop(), dtype=torch.float32)
     return out
 
 
 def to_torch(tensors, names, template):
     """A state_dict like `template` (an optimizer's own) holding aotc's state."""
-    def get(name, s):
-        for k in (f"after_backward.optim.{name}.{s}", f"optim.{name}.{s}"):
+    def get(key):
+        for k in ("after_backward." + key, key):
             if k in tensors:
                 return torch.as_tensor(tensors[k])
         return None
     positions = order(template)
     if len(positions) != len(names):
         raise ValueError(f"the template has {len(positions)} parameters, the names {len(names)}")
-    state = {}
+    step = get("optim.step")
+    if step is None or float(step) == 0:
+        return {"state": {}, "param_groups": template["param_groups"]}
     sgd = all("momentum" in g for g in template["param_groups"])
+    state = {}
     for pos, name in zip(positions, names):
-        st = {}
-        for s in STATES:
-            v = get(name, s)
-            if v is not None:
-                st[s] = v.clone()
-        if sgd:
-            if st.get("step") is not None and float(st["step"]) > 0 and "momentum_buffer" in st:
-                state[pos] = {"momentum_buffer": st["momentum_buffer"]}
-            continue
-        if st.get("step") is not None and float(st["step"]) > 0:
-            state[pos] = st
+        st = {s: get(f"optim.{name}.{s}").clone() for s in STATES if s != "step" and get(f"optim.{name}.{s}") is not None}
+        if not st:
+            continue  # a parameter the loss does not reach: no state, as in torch
+        if not sgd:
+            st["step"] = step.clone().to(torch.float32)
+        state[pos] = st
     return {"state": state, "param_groups": template["param_groups"]}
 
 

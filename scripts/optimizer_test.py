@@ -192,7 +192,7 @@ def main():
                         for s, v in st.items():
                             if s not in STATE_NAMES:
                                 continue
-                            key = f"after_backward.optim.{names[id(p)]}.{s}"
+                            key = "after_backward.optim.step" if s == "step" else f"after_backward.optim.{names[id(p)]}.{s}"
                             if s == "step" and key not in got:  # SGD without momentum keeps none
                                 continue
                             if key not in got:

@@ -18,9 +18,11 @@
 //    update, no step; so does aotc for a parameter the loss does not reach.
 //  * State, as inputs of role buffer named after the parameter:
 //    optim.<p>.momentum_buffer (SGD with momentum), optim.<p>.exp_avg,
-//    optim.<p>.exp_avg_sq, optim.<p>.max_exp_avg_sq (amsgrad), and
-//    optim.<p>.step (float32 0-dim, as torch's step tensor; SGD keeps none
-//    in torch, aotc needs it as the first-step flag of the momentum buffer).
+//    optim.<p>.exp_avg_sq, optim.<p>.max_exp_avg_sq (amsgrad), and one
+//    step count for all, optim.step (float32 0-dim, as torch's step tensor;
+//    torch keeps one per parameter, all equal in a static graph, so the
+//    bias corrections are computed once; SGD keeps none in torch, aotc needs
+//    it as the first-step flag of the momentum buffers).
 //    Their initial values are zeros; the runtime keeps them from step to
 //    step as it keeps every mutated input, and `aotc run` writes them as
 //    after_backward.optim.<p>.<state>.
@@ -38,7 +40,9 @@
 #include <fnmatch.h>
 
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "aotc/ops/builder.h"
 #include "aotc/passes/passes.h"
@@ -137,7 +141,7 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
   struct ParamState {
     std::string name;
     ValueId param, grad;
-    ValueId step = kNoValue, buf = kNoValue, m = kNoValue, v = kNoValue, vmax = kNoValue;
+    ValueId buf = kNoValue, m = kNoValue, v = kNoValue, vmax = kNoValue;
   };
   std::vector<ParamState> params;
   const bool sgd = o.kind == OptimizerKind::Sgd;
@@ -154,16 +158,20 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
     if (sgd) {
       if (o.momentum != 0) {
         ps.buf = out.addInput(pre + "momentum_buffer", dense, InputRole::Buffer, false);
-        ps.step = out.addInput(pre + "step", scalarType(DType::F32), InputRole::Buffer, false);
       }
     } else {
       ps.m = out.addInput(pre + "exp_avg", dense, InputRole::Buffer, false);
       ps.v = out.addInput(pre + "exp_avg_sq", dense, InputRole::Buffer, false);
       if (o.amsgrad) ps.vmax = out.addInput(pre + "max_exp_avg_sq", dense, InputRole::Buffer, false);
-      ps.step = out.addInput(pre + "step", scalarType(DType::F32), InputRole::Buffer, false);
     }
     params.push_back(ps);
   }
+  // One step count for every parameter (torch keeps one per parameter, and
+  // in a static graph they are all equal): the first-step flag and the bias
+  // corrections are computed once, not once per parameter.
+  const ValueId stepIn = !params.empty() && (!sgd || o.momentum != 0)
+                             ? out.addInput(kOptimizerStepInput, scalarType(DType::F32), InputRole::Buffer, false)
+                             : kNoValue;
   // optim.lr, and optim.param_group.<i>.lr for each --param-group with its own.
   std::vector<ValueId> lrInputs{out.addInput(kOptimizerLrInput, scalarType(DType::F64), InputRole::Buffer, false)};
   for (size_t gi = 0; gi < o.groups.size(); ++gi)
@@ -202,6 +210,25 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
   enum Order { kParam, kVmax, kM, kV, kBuf, kStep, kOrders };
   std::vector<std::pair<ValueId, ValueId>> writes[kOrders];
   auto write = [&](ValueId dst, ValueId src, Order o) { writes[o].emplace_back(dst, src); };
+  // What every parameter shares, computed once: the step, the first-step
+  // flag, the bias corrections, and per learning rate and dtype the step
+  // size and sqrt(bias_correction2).
+  ValueId first = kNoValue, step = kNoValue, bc1 = kNoValue, bc2 = kNoValue;
+  if (stepIn != kNoValue) {
+    step = b.add(stepIn, b.scalar(1.0, DType::F32));
+    write(stepIn, step, kStep);
+    if (sgd) {
+      first = b.op(OpKind::Eq, {stepIn, b.scalar(0.0, DType::F32)});
+    } else {
+      // Bias corrections in float64 from the step count, as Python floats.
+      ValueId step64 = b.cast(step, DType::F64);
+      bc1 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64}));
+      bc2 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64}));
+    }
+  }
+  std::map<std::pair<ValueId, DType>, std::pair<ValueId, ValueId>> adamScalars;  // (lr, dtype) -> (-step size, sqrt(bc2))
+  std::map<std::pair<ValueId, DType>, ValueId> negLr;
+  std::map<std::tuple<ValueId, double, DType>, ValueId> decay;
   for (ParamState& ps : params) {
     const ValueId P = ps.param;
     const DType d = out.type(P).dtype;
@@ -227,33 +254,32 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       if (wd != 0) grad = b.add(grad, b.mul(s(wd), P));  // grad.add(param, alpha=wd)
       if (o.momentum != 0) {
         // buf = grad on the first step; else buf * momentum + (1 - dampening) * grad.
-        ValueId first = b.op(OpKind::Eq, {ps.step, b.scalar(0.0, DType::F32)});
         ValueId later = b.add(b.mul(ps.buf, s(o.momentum)), b.mul(s(1.0 - o.dampening), grad));
         ValueId nb = b.op(OpKind::Where, {first, grad, later});
         write(ps.buf, nb, kBuf);
-        write(ps.step, b.add(ps.step, b.scalar(1.0, DType::F32)), kStep);
         grad = o.nesterov ? b.add(grad, b.mul(s(o.momentum), nb)) : nb;
       }
-      newP = b.add(P, b.mul(b.cast(b.neg(lrIn), d), grad));  // param.add_(grad, alpha=-lr)
+      auto [it, fresh] = negLr.try_emplace({lrIn, d}, kNoValue);
+      if (fresh) it->second = b.cast(b.neg(lrIn), d);
+      newP = b.add(P, b.mul(it->second, grad));  // param.add_(grad, alpha=-lr)
     } else {
-      ValueId step = b.add(ps.step, b.scalar(1.0, DType::F32));
-      write(ps.step, step, kStep);
       ValueId base = P;
       if (wd != 0) {
-        if (o.kind == OptimizerKind::AdamW)  // param.mul_(1 - lr * wd), the factor in float64
-          base = b.mul(P, b.cast(b.sub(b.scalar(1.0, DType::F64), b.mul(lrIn, b.scalar(wd, DType::F64))), d));
-        else grad = b.add(grad, b.mul(s(wd), P));
+        if (o.kind == OptimizerKind::AdamW) {  // param.mul_(1 - lr * wd), the factor in float64
+          auto [it, fresh] = decay.try_emplace({lrIn, wd, d}, kNoValue);
+          if (fresh) it->second = b.cast(b.sub(b.scalar(1.0, DType::F64), b.mul(lrIn, b.scalar(wd, DType::F64))), d);
+          base = b.mul(P, it->second);
+        } else {
+          grad = b.add(grad, b.mul(s(wd), P));
+        }
       }
       ValueId m = lerp(b, ps.m, grad, 1.0 - o.beta1, d);                            // exp_avg.lerp_(grad, 1 - beta1)
       ValueId v = b.add(b.mul(ps.v, s(o.beta2)), b.mul(s(1.0 - o.beta2), b.mul(grad, grad)));  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
       write(ps.m, m, kM);
       write(ps.v, v, kV);
-      // Bias corrections in float64 from the step count, as Python floats.
-      ValueId step64 = b.cast(step, DType::F64);
-      ValueId bc1 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64}));
-      ValueId bc2 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64}));
-      ValueId negStepSize = b.cast(b.div(b.neg(lrIn), bc1), d);
-      ValueId bc2Sqrt = b.cast(b.op(OpKind::Sqrt, {bc2}), d);
+      auto [it, fresh] = adamScalars.try_emplace({lrIn, d}, kNoValue, kNoValue);
+      if (fresh) it->second = {b.cast(b.div(b.neg(lrIn), bc1), d), b.cast(b.op(OpKind::Sqrt, {bc2}), d)};
+      const auto [negStepSize, bc2Sqrt] = it->second;
       ValueId second = v;
       if (o.amsgrad) {
         second = b.op(OpKind::Maximum, {ps.vmax, v});

@@ -79,6 +79,8 @@ inline constexpr const char* kOptimizerStatePrefix = "optim.";
 /// The learning rates, float64 0-dim inputs a schedule sets between steps:
 /// the default group's, and the i-th --param-group's (from 1) when it has one.
 inline constexpr const char* kOptimizerLrInput = "optim.lr";
+/// The step count every parameter shares (float32 0-dim, as torch's).
+inline constexpr const char* kOptimizerStepInput = "optim.step";
 inline std::string optimizerGroupLrInput(size_t i) { return "optim.param_group." + std::to_string(i) + ".lr"; }
 /// The joint graph with an optimizer step in the backward epilogue: every
 /// parameter the loss reaches updated as torch.optim's single-tensor

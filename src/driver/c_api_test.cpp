@@ -399,4 +399,68 @@ TEST(CApiDynamic, BindingOutsideItsRange) {
   aotc_close(rt);
 }
 
+// Note [Run-time scalars]: an --optimizer artifact's learning rate set
+// between training steps through the C ABI.  Plain SGD moves each parameter
+// by -lr * grad: with lr 0 a step leaves fc1.weight as it is, and a step at
+// lr 0.2 moves it twice as far as a step at 0.1 from the same point (each
+// step on a fresh runtime, the parameters from the artifact).
+TEST(CApiScalars, LearningRateSetBetweenSteps) {
+  aotc::CompileOptions o;
+  o.model = (fs::path(AOTC_SOURCE_DIR) / "testdata" / "fx" / "mlp.json").string();
+  o.out_dir = (fs::path(AOTC_BINARY_DIR) / "c_api_test" / "mlp_sgd").string();
+  o.archs = {"sm_90"};
+  o.optimizer.kind = aotc::OptimizerKind::Sgd;
+  o.optimizer.lr = 0.1;
+  fs::remove_all(o.out_dir);
+  aotc::compileModel(o, std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()));
+  // Each step on a fresh runtime: every parameter from the artifact's weights.
+  auto step = [&](double lr) {
+    aotc_runtime* rt = nullptr;
+    char err[512] = "";
+    EXPECT_EQ(aotc_open(o.out_dir.c_str(), "emulate", &rt, err, sizeof err), 0) << err;
+    auto upload = [&](const std::vector<float>& v) {
+      void* p = nullptr;
+      EXPECT_EQ(aotc_alloc(rt, v.size() * sizeof(float), &p), 0) << aotc_error(rt);
+      EXPECT_EQ(aotc_copy_to_device(rt, p, v.data(), v.size() * sizeof(float)), 0) << aotc_error(rt);
+      return p;
+    };
+    std::vector<float> xv(32), tv(16);
+    for (size_t i = 0; i < 32; ++i) xv[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i + 1)));
+    for (size_t i = 0; i < 16; ++i) tv[i] = static_cast<float>(std::sin(1.3 * static_cast<double>(i + 1)));
+    const int64_t xs[2] = {4, 8}, ts[2] = {4, 4};
+    aotc_tensor tx{upload(xv), AOTC_F32, 2, xs, nullptr}, tt{upload(tv), AOTC_F32, 2, ts, nullptr};
+    aotc_tensor ts0{upload({1.0f}), AOTC_F32, 0, nullptr, nullptr};  // the loss's gradient, as loss.backward() seeds it
+    EXPECT_EQ(aotc_bind(rt, "x", &tx), 0) << aotc_error(rt);
+    EXPECT_EQ(aotc_bind(rt, "target", &tt), 0) << aotc_error(rt);
+    EXPECT_EQ(aotc_bind_grad_output(rt, 0, &ts0), 0) << aotc_error(rt);
+    EXPECT_EQ(aotc_set_scalar(rt, "optim.lr", lr), 0) << aotc_error(rt);  // before any phase: the weights are uploaded first
+    EXPECT_EQ(aotc_forward(rt), 0) << aotc_error(rt);
+    EXPECT_EQ(aotc_backward(rt), 0) << aotc_error(rt);
+    aotc_tensor_view v;
+    EXPECT_EQ(aotc_input(rt, "fc1.weight", &v), 0) << aotc_error(rt);
+    std::vector<float> after(128);
+    EXPECT_EQ(aotc_copy_to_host(rt, after.data(), v.data, sizeof(float) * 128), 0) << aotc_error(rt);
+    aotc_close(rt);
+    return after;
+  };
+  const std::vector<float> w0 = step(0.0), one = step(0.1), two = step(0.2);
+  double moved = 0;
+  for (size_t i = 0; i < 128; ++i) {
+    const double d1 = static_cast<double>(one[i]) - w0[i], d2 = static_cast<double>(two[i]) - w0[i];
+    EXPECT_NEAR(d2, 2 * d1, 1e-6 + 1e-4 * std::fabs(d1)) << i;
+    moved += std::fabs(d1);
+  }
+  EXPECT_GT(moved, 1e-3);  // the step did move the parameters
+  aotc_runtime* rt = nullptr;
+  char err[512] = "";
+  ASSERT_EQ(aotc_open(o.out_dir.c_str(), "emulate", &rt, err, sizeof err), 0) << err;
+  // Refusals: not an input, not a scalar, a value the dtype cannot hold.
+  EXPECT_NE(aotc_set_scalar(rt, "nope", 1.0), 0);
+  EXPECT_NE(std::string(aotc_error(rt)).find("the artifact has no input of this name"), std::string::npos) << aotc_error(rt);
+  EXPECT_NE(aotc_set_scalar(rt, "fc1.bias", 1.0), 0);
+  EXPECT_NE(std::string(aotc_error(rt)).find("is not a scalar"), std::string::npos) << aotc_error(rt);
+  EXPECT_NE(aotc_set_scalar(rt, nullptr, 1.0), 0);
+  aotc_close(rt);
+}
+
 }  // namespace

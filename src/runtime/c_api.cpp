@@ -288,6 +288,12 @@ int aotc_input(aotc_runtime* rt, const char* name, aotc_tensor_view* out) {
   });
 }
 int aotc_loss_scaling(const aotc_runtime* rt) { return rt && rt->session && rt->session->manifest().loss_scaling ? 1 : 0; }
+int aotc_set_scalar(aotc_runtime* rt, const char* name, double value) {
+  return guarded(rt, "aotc_set_scalar", [&] {
+    if (!name) refuse("null input name");
+    rt->session->setScalar(name, value);
+  });
+}
 int aotc_loss_scale(aotc_runtime* rt, float* scale, int* found_inf) {
   return guarded(rt, "aotc_loss_scale", [&] {
     const auto& ls = rt->session->manifest().loss_scaling;

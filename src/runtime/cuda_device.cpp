@@ -85,7 +85,7 @@ struct Dl {
   X(init, cuInit) X(deviceGetCount, cuDeviceGetCount) X(deviceGet, cuDeviceGet) X(deviceGetAttribute, cuDeviceGetAttribute)       \
   X(primaryCtxRetain, cuDevicePrimaryCtxRetain) X(primaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                              \
   X(ctxSetCurrent, cuCtxSetCurrent) X(ctxGetCurrent, cuCtxGetCurrent) X(memAlloc, cuMemAlloc_v2) X(memFree, cuMemFree_v2)       \
-  X(memsetD8Async, cuMemsetD8Async) X(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
+  X(memsetD8Async, cuMemsetD8Async) X(memsetD32Async, cuMemsetD32Async) X(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                          \
   X(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2) X(memcpyDtoDAsync, cuMemcpyDtoDAsync_v2) X(moduleLoadData, cuModuleLoadData)          \
   X(moduleUnload, cuModuleUnload) X(moduleGetFunction, cuModuleGetFunction) X(moduleGetGlobal, cuModuleGetGlobal_v2)              \
   X(launchKernel, cuLaunchKernel) X(getErrorString, cuGetErrorString) X(streamCreate, cuStreamCreate)                           \
@@ -429,6 +429,10 @@ class CudaDevice final : public Device {
   void copyAsync(DevicePtr dst, DevicePtr src, size_t bytes) override {
     current();
     check(d_.memcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync");
+  }
+  void fillWords(DevicePtr dst, uint32_t value, size_t count) override {
+    current();
+    check(d_.memsetD32Async(dst, value, count, stream_), "cuMemsetD32Async");
   }
 
   void setStream(void* stream) override { caller_ = reinterpret_cast<CUstream>(stream); }

@@ -250,6 +250,9 @@ class EmulateDevice final : public Device {
   void copyToDevice(DevicePtr dst, const void* src, size_t bytes) override { std::memcpy(at(dst), src, bytes); }
   void copyToHost(void* dst, DevicePtr src, size_t bytes) override { std::memcpy(dst, at(src), bytes); }
   void fill(DevicePtr dst, unsigned char value, size_t bytes) override { std::memset(at(dst), value, bytes); }
+  void fillWords(DevicePtr dst, uint32_t value, size_t count) override {
+    for (size_t k = 0; k < count; ++k) std::memcpy(at(dst + k * sizeof value), &value, sizeof value);
+  }
   void copyAsync(DevicePtr dst, DevicePtr src, size_t bytes) override { std::memmove(at(dst), at(src), bytes); }
   void loadKernels(const plan::Manifest& m, const std::string& dir) override { lib_ = std::make_unique<KernelLibrary>(dir, m, opts_); }
   int64_t synchronize() override { return 0; }  // every step ran when it was enqueued

@@ -1,6 +1,7 @@
 //===- executor.cpp - One executor over a Device (Note [One executor]) -----===//
 #include "aotc/runtime/executor.h"
 
+#include <cmath>
 #include <algorithm>
 
 #include <cstdlib>
@@ -229,6 +230,54 @@ void Session::uploadWeights() {
   for (size_t i = 0; i < m_.inputs.size(); ++i)
     if (!bound_.count(m_.inputs[i].name))
       if (auto it = weights_.find(m_.inputs[i].name); it != weights_.end()) inputRoots_[i] = it->second;
+}
+
+void Session::setScalar(const std::string& name, double value) {
+  size_t i = 0;
+  while (i < m_.inputs.size() && m_.inputs[i].name != name &&
+         std::find(m_.inputs[i].aliases.begin(), m_.inputs[i].aliases.end(), name) == m_.inputs[i].aliases.end())
+    ++i;
+  if (i == m_.inputs.size()) throw UserError(SourceLoc{"", name, "input"}, "the artifact has no input of this name");
+  const plan::InputSpec& in = m_.inputs[i];
+  int64_t n = 1;
+  for (int64_t d : in.layout.shape) n *= d;
+  if (n != 1) throw UserError(SourceLoc{"", name, "input"}, "is not a scalar (one element): bind a tensor instead");
+  if (!std::isfinite(value) && !isFloating(in.layout.dtype))
+    throw UserError(SourceLoc{"", name, "input"}, cat("cannot hold ", value, " (", dtypeName(in.layout.dtype), ")"));
+  uint32_t words[2] = {0, 0};
+  size_t count = 1;
+  switch (in.layout.dtype) {
+    case DType::F32: {
+      const float f = static_cast<float>(value);
+      std::memcpy(words, &f, sizeof f);
+      break;
+    }
+    case DType::F64:
+      std::memcpy(words, &value, sizeof value);
+      count = 2;
+      break;
+    case DType::I32: {
+      if (value != std::trunc(value) || value < INT32_MIN || value > INT32_MAX)
+        throw UserError(SourceLoc{"", name, "input"}, cat("cannot hold ", value, " (i32)"));
+      const int32_t v = static_cast<int32_t>(value);
+      std::memcpy(words, &v, sizeof v);
+      break;
+    }
+    case DType::I64: {
+      if (value != std::trunc(value) || std::fabs(value) > 9007199254740992.0)
+        throw UserError(SourceLoc{"", name, "input"}, cat("cannot hold ", value, " exactly (i64)"));
+      const int64_t v = static_cast<int64_t>(value);
+      std::memcpy(words, &v, sizeof v);
+      count = 2;
+      break;
+    }
+    default:
+      throw UserError(SourceLoc{"", name, "input"}, cat("a ", dtypeName(in.layout.dtype), " scalar: set it by binding a tensor"));
+  }
+  if (!bound_.count(in.name)) uploadWeights();
+  const DevicePtr p = root(i);
+  // Little-endian words, each its own 4-byte write.
+  for (size_t w = 0; w < count; ++w) dev_.fillWords(p + w * sizeof(uint32_t), words[w], 1);
 }
 
 DevicePtr Session::root(size_t i) const {

@@ -76,6 +76,10 @@ class Device {
   virtual void fill(DevicePtr dst, unsigned char value, size_t bytes) = 0;
   /// A device-to-device copy enqueued on the stream.
   virtual void copyAsync(DevicePtr dst, DevicePtr src, size_t bytes) = 0;
+  /// Writes `count` 32-bit words of `value` at dst, enqueued after the work
+  /// already enqueued (the value travels with the call: no host memory to
+  /// keep alive; Session::setScalar).
+  virtual void fillWords(DevicePtr dst, uint32_t value, size_t count) = 0;
   /// Loads every kernel of the artifact in `dir`.
   virtual void loadKernels(const plan::Manifest& m, const std::string& dir) = 0;
   /// Prepares one phase of `m` (Note [Prepared plan]).  Library workspace is

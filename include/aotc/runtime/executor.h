@@ -75,6 +75,11 @@ class Session {
   /// Binds grad_output.<index> (a differentiable output's gradient).
   void bindGradOutput(size_t index, const DeviceTensor& t);
 
+  /// Note [Run-time scalars]: sets a one-element input (a learning rate,
+  /// optim.lr) to `value` in its dtype, enqueued after the work already
+  /// enqueued and before the next phase, with no host synchronization and no
+  /// new capture (a graph reads the input's memory, which stays where it is).
+  void setScalar(const std::string& name, double value);
   /// Enqueues the caller's stream (a CUstream) for every later phase; nullptr
   /// restores the session's own stream and synchronous phases.
   void setStream(void* stream);

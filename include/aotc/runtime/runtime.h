@@ -61,6 +61,8 @@ class Runtime {
     aotc_tensor t{data, dtype, static_cast<int32_t>(shape.size()), shape.data(), nullptr};
     check(aotc_bind_grad_output(rt_, index, &t));
   }
+  /// A one-element input set between steps (the learning rate "optim.lr"): aotc_set_scalar.
+  void setScalar(const std::string& name, double value) { check(aotc_set_scalar(rt_, name.c_str(), value)); }
   void forward() { check(aotc_forward(rt_)); }
   void backward() { check(aotc_backward(rt_)); }
   /// The caller's CUstream for later phases (they enqueue and return); nullptr: the runtime's own, synchronous.

@@ -454,13 +454,13 @@ def timeit(fn, iters, sync):
     return statistics.median(times)
 
 
-def compile_artifact(aotc, module, args, work, name, precision="fp32", conv_layout="auto"):
+def compile_artifact(aotc, module, args, work, name, precision="fp32", conv_layout="auto", extra=(), tag=""):
     prefix = os.path.join(work, name)
     if not os.path.exists(prefix + ".json"):
         export(module, args, prefix)
-    art = f"{prefix}.{precision}.{conv_layout}.aotc"
-    r = subprocess.run([aotc, "compile", prefix + ".json", "-o", art, "-q", "--precision", precision, "--conv-layout", conv_layout],
-                       capture_output=True, text=True)
+    art = f"{prefix}.{precision}.{conv_layout}{tag}.aotc"
+    r = subprocess.run([aotc, "compile", prefix + ".json", "-o", art, "-q", "--precision", precision, "--conv-layout", conv_layout,
+                        *extra], capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"aotc compile {name} --precision {precision}: {r.stderr.strip()}")
     return art
@@ -799,6 +799,89 @@ def training_row(opts, env, work, results, name, make, shape, precision):
               f"x = speedup vs eager {precision}", row, ("aotc", "eager", "compile", "compile_ro"))
     rt.close()
     model.zero_grad(set_to_none=True)
+
+
+# Issue 47: the whole training step with the optimizer in the artifact.
+OPTIMIZER_LR = 1e-3
+
+
+def optimizer_row(opts, env, work, results, name, make, shape, precision):
+    """A training step with AdamW (lr 1e-3, weight decay 1e-2) compiled into the
+    artifact (--optimizer adamw: forward, backward and update) beside eager's
+    forward, backward and torch.optim.AdamW(fused=True) on a GPU (foreach on
+    the CPU).  The check after the first step: aotc's and eager's updates of
+    every parameter agree element by element within lr/10, except where a
+    gradient is at rounding-noise level and Adam's sign of it may differ (at
+    most 1% of the elements); the row reports that fraction."""
+    device = env.device
+    mode = Mode(precision, device)
+    set_tf32(precision == "tf32")
+    torch.manual_seed(0)
+    model = make()
+    x_cpu = torch.randn(*shape)
+    art = compile_artifact(opts.aotc, model, (x_cpu,), work, name, precision, opts.conv_layout,
+                           extra=("--optimizer", "adamw", "--lr", str(OPTIMIZER_LR)), tag=".adamw")
+    model = model.to(device)
+    ref = make().to(device)
+    ref.load_state_dict(model.state_dict())
+    x = x_cpu.to(device)
+    with torch.no_grad(), mode.forward():
+        out = model(x)
+    # A random incoming gradient: with ones, a sum over LayerNorm's output has
+    # a gradient of zero in exact arithmetic (the transformer's last norm), and
+    # Adam turns rounding noise into steps of +-lr.
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(device=device, dtype=out.dtype)
+    del out
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    free_before = env.free_bytes()
+    rt = env.open(art)
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    for inp in rt.inputs():
+        if not inp.startswith("optim."):  # the optimizer's state and learning rate stay the runtime's
+            rt.bind(inp, params.get(inp, buffers.get(inp, x)))
+    rt.bind_grad_output(0, g)
+
+    def aotc_step():
+        rt.forward()
+        rt.backward()
+
+    first_ms = first_call_ms(env, rt, aotc_step)
+    free_after = env.free_bytes()
+    env.sync()
+    rt.synchronize()
+    fused = device.type == "cuda"
+    opt = torch.optim.AdamW(ref.parameters(), lr=OPTIMIZER_LR, weight_decay=1e-2, **({"fused": True} if fused else {"foreach": True}))
+
+    def eager_step():
+        opt.zero_grad(set_to_none=True)
+        with mode.forward():
+            y = ref(x)
+        y.backward(g)
+        opt.step()
+
+    eager_step()
+    env.sync()
+    worst, total = 0, 0
+    with torch.no_grad():
+        for n, p in ref.named_parameters():
+            da = params[n].detach().double() - before[n].double()
+            de = p.detach().double() - before[n].double()
+            worst += int(((da - de).abs() > OPTIMIZER_LR / 10).sum().item())
+            total += p.numel()
+    off = worst / max(total, 1)
+    if not off <= 0.01:
+        rt.close()
+        raise RuntimeError(f"{name} ({precision}, AdamW): {off:.2%} of the parameters' first updates differ from eager's by more than lr/10")
+    row = {"model": name, "precision": precision, "batch": shape[0], "optimizer": "adamw", "update_mismatch": off,
+           "eager_optimizer": "AdamW(fused=True)" if fused else "AdamW(foreach=True)", "aotc_first_step_ms": first_ms, "artifact": art}
+    aotc_and_eager_into(env, opts, row, art, rt, aotc_step, eager_step, free_before, free_after)
+    profile_into(env, opts, row, [("aotc", aotc_step), ("eager", eager_step)])
+    rt.synchronize()
+    results.setdefault("optimizer", []).append(row)
+    print_row(f"{name} training step with AdamW, {precision} (batch {shape[0]}; first updates off by > lr/10: {off:.3%}); "
+              f"x = speedup vs eager {precision} with {row['eager_optimizer']}", row, ("aotc", "eager"))
+    rt.close()
 
 
 def calibrate(module, x):

@@ -65,7 +65,7 @@ class Report:
 
     def __init__(self, out, deadline):
         self.out, self.deadline, self.t0 = out, deadline, time.monotonic()
-        self.data = {"fixtures": [], "training": [], "inference": [], "compile": [], "notes": []}
+        self.data = {"fixtures": [], "training": [], "inference": [], "optimizer": [], "compile": [], "notes": []}
 
     def left(self):
         return self.deadline - time.monotonic()
@@ -212,7 +212,7 @@ def bench_row(rep, env, kind, fn):
     """Runs one bench_gpu.py row; a failure whose message speaks of graphs
     is retried without CUDA graphs.  Returns the row, or None."""
     import bench_gpu as bg
-    results = {"training": [], "inference": []}
+    results = {"training": [], "inference": [], "optimizer": []}
     try:
         fn(results)
     except Exception as e:  # noqa: BLE001 -- a row's failure is a result; the run goes on
@@ -281,7 +281,7 @@ def bench(opts, rep):
     work = os.path.join(opts.work, "bench")
     os.makedirs(work, exist_ok=True)
     models = bg.models(bopts)
-    for kind, row_fn in (("training", bg.training_row), ("inference", bg.inference_row)):
+    for kind, row_fn in (("training", bg.training_row), ("inference", bg.inference_row), ("optimizer", bg.optimizer_row)):
         for precision in opts.precisions:
             for name, make, shape in models:
                 if rep.left() < 15:
@@ -295,7 +295,7 @@ def bench(opts, rep):
                 if "artifact" in row:
                     try:
                         rf = roofline(opts.aotc, row["artifact"], opts.gpu)
-                        row["roofline"] = efficiency(row, rf, None if kind == "training" else "forward")
+                        row["roofline"] = efficiency(row, rf, None if kind in ("training", "optimizer") else "forward")
                         row["top_kernels_joined"] = join_kernels(row.get("aotc_top_kernels"), rf)
                         row["roofline"]["largest"] = rf.get("largest", [])[:10]
                     except Exception as e:  # noqa: BLE001
@@ -437,6 +437,17 @@ def markdown(d):
         L.append(f"| {r['model']} | {r['precision']} | {fmt(r.get('aotc_ms'))} | {fmt(r.get('aotc_gpu_ms'))} | {fmt(r.get('eager_ms'))} | "
                  f"{fmt(r.get('speedup_vs_eager'))}x | {fmt(rf.get('bound_ms'), '.3f')} | {fmt(rf.get('efficiency_wall'), '.1%')} | "
                  f"{fmt(r.get('aotc_peak_mib'), '.0f')} | {fmt(r.get('eager_peak_mib'), '.0f')} |")
+    L += ["", "## Training steps with the optimizer in the artifact (--optimizer adamw; eager: torch.optim.AdamW, fused on a GPU; ms)", "",
+          "| model | precision | aotc wall | aotc gpu | eager wall | vs eager | launches + library | bytes GiB | first updates off by > lr/10 |",
+          "|" + "---|" * 9]
+    for r in d.get("optimizer", []):
+        if "error" in r or "skipped" in r:
+            L.append(f"| {r['model']} | {r['precision']} | {r.get('error') or r.get('skipped')} |" + " |" * 6)
+            continue
+        rf = r.get("roofline", {})
+        L.append(f"| {r['model']} | {r['precision']} | {fmt(r.get('aotc_ms'))} | {fmt(r.get('aotc_gpu_ms'))} | {fmt(r.get('eager_ms'))} | "
+                 f"{fmt(r.get('speedup_vs_eager'))}x | {fmt(rf.get('launches'), 'd')} + {fmt(rf.get('library_calls'), 'd')} | "
+                 f"{fmt((rf.get('bytes') or 0) / 2**30)} | {fmt(r.get('update_mismatch'), '.3%')} |")
     L += ["", f"## The {TOP} CUDA activities with the most time per aotc training step, joined to the roofline", ""]
     for r in d["training"]:
         top = r.get("top_kernels_joined")

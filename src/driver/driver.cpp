@@ -564,6 +564,15 @@ std::string inspect(const std::string& path, const CompileOptions& base) {
       os << "  " << (prog == &m.forward ? "forward" : "backward") << " arena: " << prog->arena_bytes << " bytes for " << prog->alloc_bytes_unplanned
          << " bytes of intermediates (buffers reuse memory when their lifetimes do not overlap; each starts 256-byte aligned)\n";
     if (!m.weights.empty()) os << "  initial tensors: " << m.weights << "\n";
+    if (m.flags.contains("optimizer") && m.flags["optimizer"].is_object()) {
+      // Note [Optimizer step]: the hyperparameters compiled in; the state and
+      // learning rates are the optim.* inputs above.
+      const auto& f = m.flags["optimizer"];
+      os << "  optimizer: " << f.value("kind", std::string("?"));
+      for (auto it = f.begin(); it != f.end(); ++it)
+        if (it.key() != "kind") os << " " << it.key() << "=" << it.value().dump();
+      os << " (the state and learning rates are the optim.* inputs; after_backward.optim.* after a step)\n";
+    }
     if (m.loss_scaling)
       os << "  loss scaling: dynamic, as GradScaler (scale " << m.loss_scaling->init_scale << " at first, x" << m.loss_scaling->growth_factor
          << " after " << m.loss_scaling->growth_interval << " clean steps, x" << m.loss_scaling->backoff_factor

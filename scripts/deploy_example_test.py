@@ -98,3 +98,61 @@ for k in want:
         worst = max(worst, err)
         assert err <= 1e-5, f"{k}: example {a}, reference {r}"
 print(f"deploy example on {lines[0][7:]}: {len(want)} results match the reference (worst relative error {worst:.2e})")
+
+
+# The training loop (issue 47 item 6): an --optimizer artifact, 3 steps of
+# fresh batches with the learning rate on a schedule, each one trainStep; the
+# same steps by `aotc run --backend reference`, one at a time, the state carried.
+def write_st(path, tensors):
+    header, data = {}, b""
+    for name in sorted(tensors):
+        dtype, shape, vals = tensors[name]
+        blob = struct.pack(f"<{len(vals)}{'d' if dtype == 'F64' else 'f'}", *vals)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    hb = json.dumps(header).encode()
+    hb += b" " * ((8 - len(hb) % 8) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(hb)) + hb + data)
+
+
+tart = os.path.join(work, "train_art")
+run([aotc, "compile", os.path.join(src, "testdata/fx/mlp.json"), "-o", tart, "-q", "--optimizer", "sgd", "--lr", "0.01", "--momentum", "0.9"])
+tout = run([example, tart, "emulate" if "emulate" in lines[0] else "auto", "--train", "3"], env=env)
+tl = tout.splitlines()
+losses = [float(l.split()[-1]) for l in tl if l.startswith("step ")]
+after = {}
+for l in tl:
+    if l.startswith("after."):
+        head, vals = l.split(":", 1)
+        after[head.split()[0][len("after."):]] = [float(v) for v in vals.split()]
+tm = json.load(open(os.path.join(tart, "manifest.json")))
+users = [i for i in tm["inputs"] if i["role"] == "user_input"]
+carried = {}
+ref_losses = []
+for k in range(3):
+    given = {}
+    for j, inp in enumerate(users):
+        n = math.prod(inp["shape"])
+        given[inp["name"]] = ("F32", inp["shape"], [math.sin(0.37 * i + j + 0.5 * k) for i in range(n)])
+    given["optim.lr"] = ("F64", [], [0.01 / (k + 1)])
+    for name, (shape, vals, dt) in carried.items():
+        given[name] = (dt, shape, vals)
+    stepin = os.path.join(work, f"train_in{k}.safetensors")
+    write_st(stepin, given)
+    stepout = os.path.join(work, f"train_out{k}.safetensors")
+    run([aotc, "run", tart, "--inputs", stepin, "--out", stepout])
+    res = load(stepout)
+    ref_losses.append(float(res["output.0"].ravel()[0]))
+    dtypes = {i["name"]: ("F64" if i["dtype"] == "f64" else "F32") for i in tm["inputs"]}
+    carried = {k2[len("after_backward."):]: (list(v.shape), v.ravel().tolist(), dtypes[k2[len("after_backward."):]])
+               for k2, v in res.items() if k2.startswith("after_backward.")}
+assert len(losses) == 3, tout
+for a, r in zip(losses, ref_losses):
+    assert abs(a - r) <= 1e-5 * max(1.0, abs(r)), f"training loop losses {losses}, reference {ref_losses}"
+params = [i["name"] for i in tm["inputs"] if i["role"] == "parameter"]
+for p in params:
+    assert p in after and p in carried, f"{p}: not printed by the example or not updated by the reference"
+    for a, r in zip(after[p], carried[p][1]):
+        assert abs(a - r) <= 1e-5 * max(1.0, abs(r)), f"{p}: example {a}, reference {r}"
+print(f"deploy example training loop: 3 steps, losses {', '.join(f'{v:.6f}' for v in losses)} and {len(params)} parameters "
+      f"match the reference stepped one run at a time")

@@ -189,6 +189,33 @@ def child(lib_path, artifact, mode, bindings):
         rt.check(lib.aotc_set_stream(rt.rt, stream), "aotc_set_stream")
     if mode in ("nographs", "default"):
         rt.check(lib.aotc_set_graphs(rt.rt, 0), "aotc_set_graphs")
+    if mode == "train":
+        # Note [Training step]: a fresh batch each step, the learning rate set
+        # between steps, one aotc_train_step; the caller's stream.
+        drv = ctypes.CDLL("libcuda.so.1")
+        stream = ctypes.c_void_p()
+        assert drv.cuStreamCreate(ctypes.byref(stream), 1) == 0
+        rt.check(lib.aotc_set_stream(rt.rt, stream), "aotc_set_stream")
+        lib.aotc_set_scalar.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double]
+        for step, binding in enumerate(bindings):
+            ins, _ = plan_of(manifest, binding)
+            mark(f"step {step} alloc")
+            bufs = [rt.alloc(numel(s) * SIZES[d]) for _, d, s in ins]
+            mark(f"step {step} bind")
+            for (name, d, s), p in zip(ins, bufs):
+                rt.check(lib.aotc_bind(rt.rt, name.encode(), ctypes.byref(rt.tensor(p, d, s, contiguous(s)))), f"bind {name}")
+            mark(f"step {step} set_scalar")
+            rt.check(lib.aotc_set_scalar(rt.rt, b"optim.lr", 0.01 / (step + 1)), "aotc_set_scalar")
+            mark(f"step {step} train")
+            rt.check(lib.aotc_train_step(rt.rt), "aotc_train_step")
+            mark(f"step {step} sync")
+            rt.check(lib.aotc_synchronize(rt.rt), "aotc_synchronize")
+            mark(f"step {step} free")
+            for p in bufs:
+                rt.check(lib.aotc_free(rt.rt, p), "aotc_free")
+        mark("close")
+        lib.aotc_close(rt.rt)
+        return
     for step, binding in enumerate(bindings):
         ins, grads = plan_of(manifest, binding)
         mark(f"step {step} alloc")
@@ -318,6 +345,37 @@ def check_log(log, manifest, prepared_steps, default_mode=False):
     return problems
 
 
+def check_train_log(log, manifest, prepared_steps):
+    """Note [Training step] on the fake: after the first step, a step is the
+    learning rate's one memset and one graph launch replaying every kernel and
+    library call of both programs; nothing else (no capture, allocation or
+    synchronization) inside them."""
+    problems = []
+    fwd, bwd = counts(manifest["forward"]), counts(manifest["backward"])
+    want = (fwd[0] + bwd[0], fwd[1] + fwd[2] + bwd[1] + bwd[2])
+    for marker, calls in segments(log):
+        parts = marker.split()
+        if len(parts) != 3 or parts[0] != "step" or int(parts[1]) not in prepared_steps:
+            continue
+        names = [c.split()[0] for c in calls]
+        if parts[2] == "set_scalar":
+            extra = [c for c in calls if c.split()[0] not in ("cuCtxGetCurrent", "cuMemsetD32Async")]
+            if names.count("cuMemsetD32Async") != 2 or extra:  # optim.lr is float64: two words
+                problems.append(f"step {parts[1]} set_scalar: {names}")
+        elif parts[2] == "train":
+            extra = [c for c in calls if c.split()[0] not in ENQUEUE]
+            graphs = [c for c in calls if c.startswith("cuGraphLaunch")]
+            got = None
+            if len(graphs) == 1:
+                fields = dict(kv.split("=", 1) for kv in graphs[0].split()[1:] if "=" in kv)
+                got = (int(fields.get("kernels", -1)), int(fields.get("library", -1)))
+            direct = sum(names.count(c) for c in ("cuLaunchKernel", "cublasLtMatmul") + tuple(CONV))
+            if extra or len(graphs) != 1 or got != want or direct:
+                problems.append(f"step {parts[1]} train: {len(graphs)} graph launches replaying {got} (want one, {want}), "
+                                f"{direct} direct calls, other calls {extra[:3]}")
+    return problems
+
+
 def run_child(args, log, fake_dir, extra_env=None):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = fake_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -430,6 +488,23 @@ export(m, (torch.randn(4, 8),), {dyn!r}, dynamic={{"input": {{0: "batch"}}}})
             for p in problems[:10]:
                 print("   ", p)
             failures += bool(problems)
+    # Note [Training step]: an --optimizer artifact's whole step, one graph launch.
+    train_art = os.path.join(work, "mlp_adamw.aotc")
+    r = subprocess.run([aotc, "compile", os.path.join(models, "mlp_cross_entropy.json"), "-o", train_art, "--arch", "sm_90", "-q",
+                        "--optimizer", "adamw"], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f"FAIL compile --optimizer adamw: {r.stderr}")
+    log = os.path.join(work, "train.log")
+    run_child(["train", libpath, train_art, json.dumps([{}] * 3)], log, fake_dir)
+    manifest = json.load(open(os.path.join(train_art, "manifest.json")))
+    problems = check_train_log(log, manifest, {1, 2})
+    captures = sum(1 for _, calls in segments(log) for c in calls if c.startswith("cuStreamBeginCapture"))
+    if captures != 1:
+        problems.append(f"{captures} captures (want 1: both programs once, never again when the learning rate changes)")
+    print(f"{'ok' if not problems else 'FAIL'} train step (--optimizer adamw): steps 1, 2 checked, {len(problems)} problems", flush=True)
+    for p in problems[:10]:
+        print("   ", p)
+    failures += bool(problems)
     # Negative control: a synchronization after every step must be caught.
     log = os.path.join(work, "control.log")
     run_child(["syncsteps", libpath, arts["transformer"], json.dumps([{}] * 2)], log, fake_dir, {"AOTC_SYNC_STEPS": "1"})

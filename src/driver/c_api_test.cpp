@@ -451,6 +451,34 @@ TEST(CApiScalars, LearningRateSetBetweenSteps) {
     moved += std::fabs(d1);
   }
   EXPECT_GT(moved, 1e-3);  // the step did move the parameters
+  // Note [Training step]: aotc_train_step is that step (the loss's gradient
+  // seeded with 1, no grad output bound).
+  {
+    aotc_runtime* rt = nullptr;
+    char err[512] = "";
+    ASSERT_EQ(aotc_open(o.out_dir.c_str(), "emulate", &rt, err, sizeof err), 0) << err;
+    std::vector<float> xv(32), tv(16);
+    for (size_t i = 0; i < 32; ++i) xv[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i + 1)));
+    for (size_t i = 0; i < 16; ++i) tv[i] = static_cast<float>(std::sin(1.3 * static_cast<double>(i + 1)));
+    void *px = nullptr, *pt = nullptr;
+    ASSERT_EQ(aotc_alloc(rt, sizeof(float) * 32, &px), 0);
+    ASSERT_EQ(aotc_alloc(rt, sizeof(float) * 16, &pt), 0);
+    ASSERT_EQ(aotc_copy_to_device(rt, px, xv.data(), sizeof(float) * 32), 0);
+    ASSERT_EQ(aotc_copy_to_device(rt, pt, tv.data(), sizeof(float) * 16), 0);
+    const int64_t xs[2] = {4, 8}, ts[2] = {4, 4};
+    aotc_tensor tx{px, AOTC_F32, 2, xs, nullptr}, tt{pt, AOTC_F32, 2, ts, nullptr};
+    ASSERT_EQ(aotc_bind(rt, "x", &tx), 0) << aotc_error(rt);
+    ASSERT_EQ(aotc_bind(rt, "target", &tt), 0) << aotc_error(rt);
+    ASSERT_EQ(aotc_set_scalar(rt, "optim.lr", 0.1), 0) << aotc_error(rt);
+    ASSERT_EQ(aotc_train_step(rt), 0) << aotc_error(rt);
+    aotc_tensor_view v;
+    ASSERT_EQ(aotc_input(rt, "fc1.weight", &v), 0) << aotc_error(rt);
+    std::vector<float> after(128);
+    ASSERT_EQ(aotc_copy_to_host(rt, after.data(), v.data, sizeof(float) * 128), 0);
+    for (size_t i = 0; i < 128; ++i) EXPECT_EQ(after[i], one[i]) << i;
+    ASSERT_EQ(aotc_output(rt, 0, &v), 0) << aotc_error(rt);  // the loss is there after a train step
+    aotc_close(rt);
+  }
   aotc_runtime* rt = nullptr;
   char err[512] = "";
   ASSERT_EQ(aotc_open(o.out_dir.c_str(), "emulate", &rt, err, sizeof err), 0) << err;

@@ -256,6 +256,7 @@ int aotc_bind_grad_output(aotc_runtime* rt, size_t index, const aotc_tensor* t) 
 }
 int aotc_forward(aotc_runtime* rt) { return guarded(rt, "aotc_forward", [&] { rt->session->forward(); }); }
 int aotc_backward(aotc_runtime* rt) { return guarded(rt, "aotc_backward", [&] { rt->session->backward(); }); }
+int aotc_train_step(aotc_runtime* rt) { return guarded(rt, "aotc_train_step", [&] { rt->session->trainStep(); }); }
 int aotc_set_stream(aotc_runtime* rt, void* stream) {
   return guarded(rt, "aotc_set_stream", [&] {
     if (rt->deviceName.rfind("cuda", 0) == 0) rt->session->setStream(stream);

@@ -101,8 +101,12 @@ struct Session::PhasePlan {
   std::unique_ptr<PreparedPhase> steps;
   GraphHandle graph;
   std::vector<DevicePtr> graphKey;
+  /// The backward's: Note [Training step]'s one graph of both phases, and its key.
+  GraphHandle stepGraph;
+  std::vector<DevicePtr> stepKey;
   PhasePlan(Device& d, plan::Phase p) : dev(d), phase(p) {}
   ~PhasePlan() {
+    stepGraph.reset();
     graph.reset();
     steps.reset();
     if (arena) dev.release(arena);
@@ -437,11 +441,9 @@ void Session::checkSynchronized(int64_t tag) const {
   stepError(phase, static_cast<size_t>((tag & ((int64_t{1} << 24) - 1)) - 1), "index out of range (an index tensor holds a value outside its dim)");
 }
 
-void Session::runPhase(PhasePlan& p) {
-  const plan::Program& prog = *p.prog;
-  const std::string pname = plan::phaseName(p.phase);
+std::vector<Session::StagedCopy> Session::bindPhase(PhasePlan& p) {
   // This run's pointers: the only entries of the table that change.
-  std::vector<std::pair<DevicePtr, const PhasePlan::Source*>> copies;
+  std::vector<StagedCopy> copies;
   for (const PhasePlan::Source& s : p.sources) {
     DevicePtr ptr = 0;
     switch (s.kind) {
@@ -453,14 +455,21 @@ void Session::runPhase(PhasePlan& p) {
         break;
       }
     }
-    if (s.slot) copies.emplace_back(ptr, &s);
+    if (s.slot) copies.push_back(StagedCopy{ptr, s.slot, s.bytes});
     p.roots[s.buffer] = s.slot ? s.slot : ptr;
   }
   for (auto [v, base] : p.views) p.roots[v] = p.roots[base];
+  return copies;
+}
+
+void Session::runPhase(PhasePlan& p) {
+  const plan::Program& prog = *p.prog;
+  const std::string pname = plan::phaseName(p.phase);
+  const std::vector<StagedCopy> copies = bindPhase(p);
   dev_.beginPhase();
   if (opts_.poison_arenas && prog.arena_bytes > 0) dev_.fill(p.arena, 0xFF, static_cast<size_t>(prog.arena_bytes));
-  for (auto [from, s] : copies)
-    if (s->bytes) dev_.copyAsync(s->slot, from, s->bytes);
+  for (const StagedCopy& c : copies)
+    if (c.bytes) dev_.copyAsync(c.slot, c.from, c.bytes);
   auto enqueue = [&](size_t i) {
     if (progress_) progress_(pname, i, prog.steps.size());
     try {
@@ -531,6 +540,90 @@ void Session::backward() {
   if (!forwardDone_) throw UserError(SourceLoc{}, "backward: run the forward first (after the last bind)");
   runPhase(*bwd_);
   backwardDone_ = true;
+}
+
+// Note [Training step]: with CUDA graphs, the forward's and the backward's
+// steps are captured into one graph, keyed by both phases' in-place input
+// pointers, and the step is one launch.  Both phases' staged copies go first:
+// a staged input is a user input the program never writes, and the seed is
+// the session's, so no copy can see the forward's epilogue.  Index errors
+// travel as in two phases (each kernel carries its step's tag).
+void Session::trainStep() {
+  const plan::OutputSpec* loss = nullptr;
+  std::string differentiable;
+  for (const plan::OutputSpec& o : m_.outputs) {
+    if (!o.tangent) continue;
+    differentiable += cat(differentiable.empty() ? "" : ", ", "output.", o.index);
+    if (loss) throw UserError(SourceLoc{}, "train step: the artifact has more than one differentiable output (" + differentiable +
+                                               "...): bind their gradients and run forward and backward");
+    loss = &o;
+  }
+  if (!loss)
+    throw UserError(SourceLoc{}, "train step: the artifact has no differentiable output (compile a training program: --train for "
+                                 "ONNX and .pt2, parameters that require grad for FX)");
+  int64_t n = 1;
+  for (int64_t d : loss->shape) n *= d;
+  if (n != 1)
+    throw UserError(SourceLoc{}, cat("train step: output.", loss->index, " is not a scalar loss (", n,
+                                     " elements): bind its gradient and run forward and backward"));
+  if (!seed_) {
+    seed_ = dev_.allocate(8);
+    owned_.push_back(seed_);
+    unsigned char one[8] = {0};
+    switch (loss->dtype) {
+      case DType::F32: { const float f = 1.0f; std::memcpy(one, &f, sizeof f); break; }
+      case DType::F64: { const double f = 1.0; std::memcpy(one, &f, sizeof f); break; }
+      case DType::BF16: one[1] = 0x3f; one[0] = 0x80; break;
+      case DType::F16: one[1] = 0x3c; break;
+      default: throw UserError(SourceLoc{}, cat("train step: output.", loss->index, " is ", dtypeName(loss->dtype), ", not a floating loss"));
+    }
+    dev_.copyToDevice(seed_, one, sizeof one);
+  }
+  Ints strides(loss->shape.size(), 1);
+  gradOutputs_[loss->index] = DeviceTensor{seed_, loss->dtype, loss->shape, strides, 0};
+  if (!opts_.graphs || !dev_.canCapture()) {
+    forward();
+    backward();
+    return;
+  }
+  if (!fwd_ || !bwd_) prepare();
+  else if (std::find(inputRoots_.begin(), inputRoots_.end(), DevicePtr{0}) != inputRoots_.end()) uploadWeights();
+  for (size_t i = 0; i < m_.inputs.size(); ++i) root(i);
+  forwardDone_ = backwardDone_ = false;
+  std::vector<StagedCopy> copies = bindPhase(*fwd_);
+  for (const StagedCopy& c : bindPhase(*bwd_)) copies.push_back(c);
+  std::vector<DevicePtr> key;
+  for (const PhasePlan* p : {fwd_.get(), bwd_.get()})
+    for (uint32_t b : p->inputBuffers) key.push_back(p->roots[b]);
+  dev_.beginPhase();
+  for (const PhasePlan* p : {fwd_.get(), bwd_.get()})
+    if (opts_.poison_arenas && p->prog->arena_bytes > 0) dev_.fill(p->arena, 0xFF, static_cast<size_t>(p->prog->arena_bytes));
+  for (const StagedCopy& c : copies)
+    if (c.bytes) dev_.copyAsync(c.slot, c.from, c.bytes);
+  if (!bwd_->stepGraph || key != bwd_->stepKey) {
+    bwd_->stepGraph.reset();
+    dev_.beginCapture();
+    try {
+      for (PhasePlan* p : {fwd_.get(), bwd_.get()})
+        for (size_t i = 0; i < p->prog->steps.size(); ++i) {
+          try {
+            p->steps->enqueue(i);
+          } catch (const UserError& e) {
+            stepError(p->phase, i, e.diagnostics().front().message);
+          }
+        }
+    } catch (...) {
+      dev_.endCapture();
+      throw;
+    }
+    bwd_->stepGraph = dev_.endCapture();
+    bwd_->stepKey = std::move(key);
+    ++captures_;
+  }
+  dev_.launchGraph(bwd_->stepGraph);
+  dev_.endPhase();
+  if (!external_) checkSynchronized(dev_.synchronize());
+  forwardDone_ = backwardDone_ = true;
 }
 
 DeviceTensor Session::output(size_t index) const {

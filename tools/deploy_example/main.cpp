@@ -1,4 +1,4 @@
-// deploy_example ARTIFACT_DIR [cuda|emulate|auto]
+// deploy_example ARTIFACT_DIR [cuda|emulate|auto] [--train K]
 //
 // Loads an aotc artifact with the deployment runtime (aotc::runtime), gives
 // every user input a deterministic value (element i of the j-th user input:
@@ -7,7 +7,17 @@
 // ones, runs the backward, and prints each output and gradient as
 //   NAME DTYPE [d0,d1,...]: v0 v1 ...
 // On a machine with a GPU "auto" runs on it; elsewhere on the emulate device.
+//
+// --train K (an artifact compiled with --optimizer, whose one differentiable
+// output is a scalar loss): a training loop of K steps, batch k's user
+// inputs sin(0.37 i + j + 0.5 k), the learning rate on a schedule
+// (0.01 / (k + 1), set between steps with setScalar: no recompile, no
+// re-capture), each step one trainStep (forward, backward, update; one CUDA
+// graph launch on a GPU); prints "step k loss L" and then every parameter and
+// buffer as after.NAME.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -119,14 +129,46 @@ std::vector<InputInfo> userInputs(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s ARTIFACT_DIR [cuda|emulate|auto]\n", argv[0]);
+  if (argc < 2 || (argc > 3 && (argc != 5 || std::string(argv[3]) != "--train"))) {
+    std::fprintf(stderr, "usage: %s ARTIFACT_DIR [cuda|emulate|auto] [--train K]\n", argv[0]);
     return 2;
   }
   try {
     aotc::deploy::Runtime rt(argv[1], argc > 2 ? argv[2] : "auto");
     std::printf("device %s\n", rt.device().c_str());
     std::vector<void*> owned;
+    if (argc == 5) {
+      const int steps = std::atoi(argv[4]);
+      const std::vector<InputInfo> ins = userInputs(argv[1]);
+      std::vector<void*> batch;  // one device buffer per user input, refilled each step
+      for (const InputInfo& in : ins) {
+        if (in.dtype != "f32") throw aotc::deploy::Error("this example feeds f32 user inputs only: " + in.name + " is " + in.dtype);
+        int64_t n = 1;
+        for (int64_t d : in.shape) n *= d;
+        batch.push_back(rt.allocate(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(float)));
+        rt.bind(in.name, batch.back(), AOTC_F32, in.shape);
+      }
+      for (int k = 0; k < steps; ++k) {
+        for (size_t j = 0; j < ins.size(); ++j) {
+          int64_t n = 1;
+          for (int64_t d : ins[j].shape) n *= d;
+          std::vector<float> host(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i)
+            host[static_cast<size_t>(i)] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + static_cast<double>(j) + 0.5 * k));
+          rt.copyToDevice(batch[j], host.data(), host.size() * sizeof(float));
+        }
+        rt.setScalar("optim.lr", 0.01 / (k + 1));
+        rt.trainStep();
+        std::printf("step %d loss %.9g\n", k, fetch(rt, rt.output(0)).at(0));
+      }
+      for (const std::string& name : rt.inputs()) {
+        bool user = false;
+        for (const InputInfo& in : ins) user = user || in.name == name;
+        if (!user && name.rfind("optim.", 0) != 0) print(rt, "after." + name, rt.input(name));
+      }
+      for (void* p : batch) rt.release(p);
+      return 0;
+    }
     int j = 0;
     for (const InputInfo& in : userInputs(argv[1])) {
       if (in.dtype != "f32") throw aotc::deploy::Error("this example feeds f32 user inputs only: " + in.name + " is " + in.dtype);

@@ -121,6 +121,10 @@ int aotc_bind_grad_output(aotc_runtime* rt, size_t index, const aotc_tensor* t);
 int aotc_set_scalar(aotc_runtime* rt, const char* name, double value);
 int aotc_forward(aotc_runtime* rt);
 int aotc_backward(aotc_runtime* rt);
+/** A whole training step of an artifact whose one differentiable output is a scalar loss: forward,
+ *  backward with the loss's gradient seeded with 1 (a grad output bound before is replaced), and the
+ *  optimizer's update when it was compiled with --optimizer; under CUDA graphs one graph launch. */
+int aotc_train_step(aotc_runtime* rt);
 /** The caller's stream (a CUstream / cudaStream_t; CU_STREAM_LEGACY, (void*)1, is the legacy default
  *  stream) for every later forward and backward: they enqueue and return.  NULL: the runtime's own
  *  stream, and forward and backward return when done (the default).  Ignored on the emulate device. */

@@ -85,6 +85,12 @@ class Session {
   void setStream(void* stream);
   void forward();
   void backward();
+  /// Note [Training step]: forward and backward of an artifact whose one
+  /// differentiable output is a scalar loss, its gradient seeded with 1 (as
+  /// loss.backward() does; a grad output bound before is replaced), with the
+  /// optimizer's update when the artifact has one: under CUDA graphs one
+  /// graph launch for the whole step.
+  void trainStep();
   /// Waits for the session's work; reports an index error of any step since.
   void synchronize();
   /// Turns phase graphs on or off (Note [Phase graphs]); the plans are prepared again.
@@ -113,6 +119,12 @@ class Session {
   /// Builds both phases' plans for the current sizes (Note [Prepared plan]).
   void prepare();
   void runPhase(PhasePlan& p);
+  /// This run's pointers into p's table; the staged inputs' copies (from, slot, bytes).
+  struct StagedCopy {
+    DevicePtr from, slot;
+    size_t bytes;
+  };
+  std::vector<StagedCopy> bindPhase(PhasePlan& p);
   /// Throws the error of the step `tag` names (Note [Index errors]).
   [[noreturn]] void stepError(plan::Phase phase, size_t step, const std::string& message) const;
   void checkSynchronized(int64_t tag) const;
@@ -135,6 +147,7 @@ class Session {
   std::map<std::string, DevicePtr> weights_;        ///< uploaded artifact weights
   std::map<std::string, DevicePtr> zeros_;          ///< zero grad outputs, per tangent
   std::vector<DevicePtr> owned_;                    ///< weights and zero grad outputs
+  DevicePtr seed_ = 0;                              ///< trainStep's loss gradient, 1
   std::unique_ptr<PhasePlan> fwd_, bwd_;
   bool external_ = false;                           ///< a caller's stream is set
   bool forwardDone_ = false, backwardDone_ = false;

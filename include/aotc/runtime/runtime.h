@@ -65,6 +65,8 @@ class Runtime {
   void setScalar(const std::string& name, double value) { check(aotc_set_scalar(rt_, name.c_str(), value)); }
   void forward() { check(aotc_forward(rt_)); }
   void backward() { check(aotc_backward(rt_)); }
+  /// forward, backward seeded with 1 and the optimizer's update: aotc_train_step.
+  void trainStep() { check(aotc_train_step(rt_)); }
   /// The caller's CUstream for later phases (they enqueue and return); nullptr: the runtime's own, synchronous.
   void setStream(void* stream) { check(aotc_set_stream(rt_, stream)); }
   void synchronize() { check(aotc_synchronize(rt_)); }

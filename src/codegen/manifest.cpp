@@ -58,6 +58,7 @@ plan::Manifest buildManifest(const Graph& functional, const Partition& partition
     in.requires_grad = gi.requires_grad;
     in.mutation = phase.count(v.name) ? phase[v.name] : plan::Mutation::None;
     if (auto a = info.input_aliases.find(v.name); a != info.input_aliases.end()) in.aliases = a->second;
+    in.zero_init = info.zero_inputs.count(v.name) > 0;
     if (meta.count(v.name)) {
       // The caller's tensor takes this metadata after the forward (after the
       // data epilogue, which writes through the original layout).

@@ -325,6 +325,10 @@ const Compilation::Generated& Compilation::generated() {
       if (name == kOptimizerLrInput) init = o.lr;
       for (size_t i = 0; i < o.groups.size(); ++i)
         if (o.groups[i].lr && name == optimizerGroupLrInput(i + 1)) init = *o.groups[i].lr;
+      if (init == 0.0 && !pr.functional.isSymbolic()) {
+        mi.zero_inputs.insert(name);  // zeros at run time, not stored (an AdamW artifact's weights would triple)
+        continue;
+      }
       z.data.assign(static_cast<size_t>(t.numel()), init);
       gen.initial_state[name] = std::move(z);
     }
@@ -546,7 +550,7 @@ std::string inspect(const std::string& path, const CompileOptions& base) {
       os << "    " << in.name << " " << in.role << " " << dtypeName(in.layout.dtype) << symDims("inputs", i, in.layout.shape)
          << (in.requires_grad ? " requires_grad" : "")
          << (in.mutation != plan::Mutation::None ? std::string(" mutated:") + plan::mutationName(in.mutation) : "")
-         << (in.aliases.empty() ? "" : " aliases:" + nlohmann::json(in.aliases).dump()) << "\n";
+         << (in.aliases.empty() ? "" : " aliases:" + nlohmann::json(in.aliases).dump()) << (in.zero_init ? " starts:zeros" : "") << "\n";
     }
     os << "  outputs: " << m.outputs.size() << ", grads: " << m.grads.size() << "\n";
     for (size_t i = 0; i < m.outputs.size(); ++i) {

@@ -605,6 +605,11 @@ class Reader {
         c.view_chain = chain(mc, mw);
         in.metadata_after_forward = c;
       }
+      if (ins[i].contains("initial")) {
+        if (string(ins[i], f, "initial") != "zeros") fail(f + ".initial", "must be \"zeros\"");
+        if (in.role == "user_input") fail(f + ".initial", "a user input has no initial value");
+        in.zero_init = true;
+      }
       r.inputs.push_back(std::move(in));
     }
     const json& outs = array(m, "", "outputs");
@@ -766,6 +771,7 @@ ojson toJson(const Manifest& m) {
       const MetadataChange& c = *in.metadata_after_forward;
       e["metadata_after_forward"] = {{"shape", c.shape}, {"strides", c.strides}, {"offset", c.offset}, {"view_chain", chainJson(c.view_chain)}};
     }
+    if (in.zero_init) e["initial"] = "zeros";
     ins.push_back(std::move(e));
   }
   j["inputs"] = std::move(ins);

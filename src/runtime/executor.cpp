@@ -225,12 +225,21 @@ void Session::uploadWeights() {
     std::map<std::string, HostTensor> all = readSafetensors(file);
     for (const plan::InputSpec* in : need) {
       auto it = all.find(in->name);
-      if (it == all.end()) continue;  // reported when the input is needed
+      if (it == all.end()) continue;  // reported when the input is needed (or zero-initialized below)
       if (it->second.sizes != in->layout.shape || it->second.dtype != in->layout.dtype)
         throw UserError(SourceLoc{file, in->name, "weights"}, "does not match the input's dtype and shape");
       weights_[in->name] = uploadTensor(dev_, plan::Layout{in->layout.dtype, in->layout.shape, in->layout.strides, 0}, it->second, owned_).data;
     }
   }
+  // Inputs that start at zeros (plan::InputSpec::zero_init): a fresh
+  // allocation, which Device::allocate zeroes.
+  for (const plan::InputSpec& in : m_.inputs)
+    if (in.zero_init && !bound_.count(in.name) && !weights_.count(in.name)) {
+      const plan::Layout l{in.layout.dtype, in.layout.shape, in.layout.strides, 0};
+      const DevicePtr p = dev_.allocate(std::max<size_t>(spanBytes(l), 1));
+      owned_.push_back(p);
+      weights_[in.name] = p;
+    }
   for (size_t i = 0; i < m_.inputs.size(); ++i)
     if (!bound_.count(m_.inputs[i].name))
       if (auto it = weights_.find(m_.inputs[i].name); it != weights_.end()) inputRoots_[i] = it->second;

@@ -241,6 +241,8 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     }
     if (!pool.count(given) && in.role != "user_input" && weights.count(in.name)) {
       caller[in.name] = checked(weights, in.name, in.layout.dtype, in.layout.shape, "weights", false);
+    } else if (!pool.count(given) && in.zero_init) {
+      caller[in.name] = HostTensor::zeros(in.layout.dtype, in.layout.shape);
     } else {
       caller[in.name] = checked(pool, given, in.layout.dtype, in.layout.shape, "input", false);
     }

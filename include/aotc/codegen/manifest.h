@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct ManifestInfo {
   std::string weights;  ///< the artifact's initial-tensors file, "" if none
   std::string precision = "fp32";  ///< aotc compile --precision (plan::Manifest::precision)
   std::optional<plan::LossScalingSpec> loss_scaling;  ///< Note [Loss scaling]
+  std::set<std::string> zero_inputs;  ///< inputs that start at zeros, not stored (plan::InputSpec::zero_init)
 };
 
 /// Builds the artifact's plan (Note [Typed plan]): inputs (roles, layouts,

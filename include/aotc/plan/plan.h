@@ -203,6 +203,9 @@ struct InputSpec {
   Mutation mutation = Mutation::None;
   std::vector<std::string> aliases;  ///< a tied tensor's other names
   std::optional<MetadataChange> metadata_after_forward;
+  /// Starts at zeros when the caller gives none ("initial": "zeros"): state
+  /// the artifact does not store (Note [Optimizer step]'s moments).
+  bool zero_init = false;
   bool operator==(const InputSpec&) const = default;
 };
 

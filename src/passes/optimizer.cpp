@@ -194,7 +194,9 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       squares = squares == kNoValue ? sq : b.add(squares, sq);
     }
     ValueId total = b.op(OpKind::Sqrt, {squares});
-    ValueId coef = b.div(b.scalar(o.clip_norm, DType::F32), b.add(total, b.scalar(1e-6, DType::F32)));
+    ValueId maxNorm = b.scalar(o.clip_norm, DType::F32);
+    ValueId eps6 = b.scalar(1e-6, DType::F32);
+    ValueId coef = b.div(maxNorm, b.add(total, eps6));
     ValueId clamped = b.op(OpKind::Minimum, {coef, b.scalar(1.0, DType::F32)});
     for (const ParamState& ps : params) {
       ValueId gv = vmap[grads.at(ps.name)];
@@ -222,8 +224,11 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
     } else {
       // Bias corrections in float64 from the step count, as Python floats.
       ValueId step64 = b.cast(step, DType::F64);
-      bc1 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64}));
-      bc2 = b.sub(b.scalar(1.0, DType::F64), b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64}));
+      ValueId one64 = b.scalar(1.0, DType::F64);
+      ValueId beta1Pow = b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64});
+      bc1 = b.sub(one64, beta1Pow);
+      ValueId beta2Pow = b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64});
+      bc2 = b.sub(one64, beta2Pow);
     }
   }
   std::map<std::pair<ValueId, DType>, std::pair<ValueId, ValueId>> adamScalars;  // (lr, dtype) -> (-step size, sqrt(bc2))
@@ -254,7 +259,9 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       if (wd != 0) grad = b.add(grad, b.mul(s(wd), P));  // grad.add(param, alpha=wd)
       if (o.momentum != 0) {
         // buf = grad on the first step; else buf * momentum + (1 - dampening) * grad.
-        ValueId later = b.add(b.mul(ps.buf, s(o.momentum)), b.mul(s(1.0 - o.dampening), grad));
+        ValueId kept = b.mul(ps.buf, s(o.momentum));
+        ValueId fresh = b.mul(s(1.0 - o.dampening), grad);
+        ValueId later = b.add(kept, fresh);
         ValueId nb = b.op(OpKind::Where, {first, grad, later});
         write(ps.buf, nb, kBuf);
         grad = o.nesterov ? b.add(grad, b.mul(s(o.momentum), nb)) : nb;
@@ -267,14 +274,22 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       if (wd != 0) {
         if (o.kind == OptimizerKind::AdamW) {  // param.mul_(1 - lr * wd), the factor in float64
           auto [it, fresh] = decay.try_emplace({lrIn, wd, d}, kNoValue);
-          if (fresh) it->second = b.cast(b.sub(b.scalar(1.0, DType::F64), b.mul(lrIn, b.scalar(wd, DType::F64))), d);
+          if (fresh) {
+            ValueId one64 = b.scalar(1.0, DType::F64);
+            ValueId lrWd = b.mul(lrIn, b.scalar(wd, DType::F64));
+            it->second = b.cast(b.sub(one64, lrWd), d);
+          }
           base = b.mul(P, it->second);
         } else {
           grad = b.add(grad, b.mul(s(wd), P));
         }
       }
       ValueId m = lerp(b, ps.m, grad, 1.0 - o.beta1, d);                            // exp_avg.lerp_(grad, 1 - beta1)
-      ValueId v = b.add(b.mul(ps.v, s(o.beta2)), b.mul(s(1.0 - o.beta2), b.mul(grad, grad)));  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+      // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+      ValueId vKept = b.mul(ps.v, s(o.beta2));
+      ValueId oneMinusBeta2 = s(1.0 - o.beta2);
+      ValueId g2 = b.mul(grad, grad);
+      ValueId v = b.add(vKept, b.mul(oneMinusBeta2, g2));
       write(ps.m, m, kM);
       write(ps.v, v, kV);
       auto [it, fresh] = adamScalars.try_emplace({lrIn, d}, kNoValue, kNoValue);
@@ -285,7 +300,8 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
         second = b.op(OpKind::Maximum, {ps.vmax, v});
         write(ps.vmax, second, kVmax);
       }
-      ValueId denom = b.add(b.div(b.op(OpKind::Sqrt, {second}), bc2Sqrt), s(o.eps));
+      ValueId scaled = b.div(b.op(OpKind::Sqrt, {second}), bc2Sqrt);
+      ValueId denom = b.add(scaled, s(o.eps));
       newP = b.add(base, b.div(b.mul(negStepSize, m), denom));  // param.addcdiv_(exp_avg, denom, value=-step_size)
     }
     write(P, b.cast(newP, d), kParam);

@@ -182,7 +182,7 @@ def child(lib_path, artifact, mode, bindings):
     manifest = json.load(open(os.path.join(artifact, "manifest.json")))
     mark("open")
     rt = Runtime(lib, artifact, "cuda")
-    if mode in ("graphs", "nographs", "syncsteps"):
+    if mode in ("graphs", "nographs", "syncsteps", "train"):
         drv = ctypes.CDLL("libcuda.so.1")  # the fake the runtime opened (the same soname: the same library)
         stream = ctypes.c_void_p()
         assert drv.cuStreamCreate(ctypes.byref(stream), 1) == 0
@@ -191,11 +191,7 @@ def child(lib_path, artifact, mode, bindings):
         rt.check(lib.aotc_set_graphs(rt.rt, 0), "aotc_set_graphs")
     if mode == "train":
         # Note [Training step]: a fresh batch each step, the learning rate set
-        # between steps, one aotc_train_step; the caller's stream.
-        drv = ctypes.CDLL("libcuda.so.1")
-        stream = ctypes.c_void_p()
-        assert drv.cuStreamCreate(ctypes.byref(stream), 1) == 0
-        rt.check(lib.aotc_set_stream(rt.rt, stream), "aotc_set_stream")
+        # between steps, one aotc_train_step; the caller's stream (above).
         lib.aotc_set_scalar.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double]
         for step, binding in enumerate(bindings):
             ins, _ = plan_of(manifest, binding)

@@ -246,12 +246,10 @@ void Session::uploadWeights() {
 }
 
 void Session::setScalar(const std::string& name, double value) {
-  size_t i = 0;
-  while (i < m_.inputs.size() && m_.inputs[i].name != name &&
-         std::find(m_.inputs[i].aliases.begin(), m_.inputs[i].aliases.end(), name) == m_.inputs[i].aliases.end())
-    ++i;
-  if (i == m_.inputs.size()) throw UserError(SourceLoc{"", name, "input"}, "the artifact has no input of this name");
-  const plan::InputSpec& in = m_.inputs[i];
+  const plan::InputSpec* found = m_.input(name);  // by name or alias
+  if (!found) throw UserError(SourceLoc{"", name, "input"}, "the artifact has no input of this name");
+  const plan::InputSpec& in = *found;
+  const size_t i = static_cast<size_t>(found - m_.inputs.data());
   int64_t n = 1;
   for (int64_t d : in.layout.shape) n *= d;
   if (n != 1) throw UserError(SourceLoc{"", name, "input"}, "is not a scalar (one element): bind a tensor instead");

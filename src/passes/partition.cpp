@@ -27,6 +27,25 @@
 // backward reads feed the sink.  A minimum cut is a cheapest set of values
 // to save such that the backward can recompute everything else it needs from
 // them with cheap ops (pointwise, views, constants).
+//
+// Note [Materialized values]: recomputation is free only where the code
+// generator fuses it into its consumer.  Two of functorch's rules
+// (partitioners.py: is_materialized_backwards, get_node_weight) account for
+// the rest, and aotc follows both:
+//  - a value some backward op reads from a buffer (a GEMM or convolution
+//    operand, a window or gather op: anything that does not take it as an
+//    expression, Note [Fusion by inlining]) would be recomputed into a buffer
+//    of its own -- a read of its sources and a write per training step, to
+//    save memory only.  Such a value is never recomputed: the backward reads
+//    the one the forward wrote.  (resnet18: relu(batch_norm(y)), the next
+//    convolution's input, was recomputed for its weight gradient; the
+//    transformer: every head's contiguous copy and softmax, for the bmm's
+//    gradients.)
+//  - a value the forward computes into a buffer anyway (an input, a forward
+//    output, an operand of a non-fusible forward op) costs one read to save;
+//    one the forward would otherwise compute inside a consumer's kernel costs
+//    a write and a read: its capacity counts double, so the cut prefers the
+//    values that exist anyway.
 //===----------------------------------------------------------------------===//
 // Boost.Graph's edge iterators trip GCC 12's -Wmaybe-uninitialized when
 // inlined here (a false positive in boost/graph/detail/adj_list_edge_iterator).
@@ -170,6 +189,50 @@ Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
   return p;
 }
 
+/// Whether `reader` takes its operand as an expression the code generator
+/// can compute in the reader's own kernel (Note [Fusion by inlining]);
+/// otherwise the operand must be in a buffer.  Views are followed by the
+/// caller.
+bool fusesOperand(const Node& reader) {
+  switch (opInfo(reader.op).category) {
+    case OpCategory::Pointwise: case OpCategory::Reduction: case OpCategory::Scatter: case OpCategory::Epilogue:
+    case OpCategory::View:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Note [Materialized values]: per value, whether a node of `phase` reads it
+/// (directly or through views) from a buffer.  Forward outputs count as
+/// materialized in the forward.
+std::vector<bool> materializedIn(const Graph& j, Phase phase) {
+  std::vector<bool> m(j.values.size(), false);
+  std::vector<std::vector<int32_t>> users(j.values.size());
+  for (size_t k = 0; k < j.nodes.size(); ++k)
+    for (ValueId u : j.nodes[k].inputs) users[u].push_back(static_cast<int32_t>(k));
+  if (phase == Phase::Forward) {
+    for (const GraphOutput& o : j.outputs)
+      if (o.role != OutputRole::Grad) m[o.value] = true;
+    for (const GraphInput& gi : j.inputs) m[gi.value] = true;
+  }
+  // Views are visited before the values they view are decided: walk values
+  // from the last down, so a view's flag is final when its source reads it.
+  for (size_t v = j.values.size(); v-- > 0;) {
+    for (int32_t user : users[v]) {
+      const Node& n = j.nodes[static_cast<size_t>(user)];
+      // A view passes on its readers' needs whatever its phase (a forward
+      // view the backward's GEMM reads through).
+      if (isView(n.op)) {
+        for (ValueId w : n.outputs) m[v] = m[v] || m[w];
+      } else if (n.phase == phase && !fusesOperand(n)) {
+        m[v] = true;
+      }
+    }
+  }
+  return m;
+}
+
 /// Ops the backward may recompute instead of saving their result.
 bool recomputable(const Node& n) {
   if (n.tags & kMustSave) return false;
@@ -221,16 +284,21 @@ Partition partitionMinCut(const Graph& j) {
     if (n.op == OpKind::EpilogueCopy && n.phase == Phase::Forward) fwMutated.insert(n.inputs[0]);
   std::vector<bool> fw(nv, false);
   for (size_t v = 0; v < nv; ++v) fw[v] = isForwardValue(j, static_cast<ValueId>(v));
+  const std::vector<bool> inForward = materializedIn(j, Phase::Forward), inBackward = materializedIn(j, Phase::Backward);
   for (size_t v = 0; v < nv; ++v) {
     if (!fw[v]) continue;
     const TensorType& t = j.type(static_cast<ValueId>(v));
     double bytes = static_cast<double>(std::max<int64_t>(t.numel(), 1) * dtypeSize(t.dtype));
-    // Saving a primal the epilogue overwrites costs a clone as well: prefer
-    // an equally large value that needs none.
-    if (fwMutated.count(viewRoot(j, static_cast<ValueId>(v)))) bytes *= 1.5;
-    addEdge(in(v), out(v), bytes);
     int32_t d = j.values[v].node;
-    if (d < 0 || !recomputable(j.nodes[static_cast<size_t>(d)])) addEdge(source, in(v), inf);
+    bool isViewValue = d >= 0 && isView(j.nodes[static_cast<size_t>(d)].op);
+    // Note [Materialized values]: in traffic, saving a value the forward
+    // writes anyway costs the backward's read; one it would not write, a
+    // write and a read; a primal the epilogue overwrites, a clone's read and
+    // write and the backward's read.
+    if (fwMutated.count(viewRoot(j, static_cast<ValueId>(v)))) bytes *= 3;
+    else if (!inForward[v] && !isViewValue) bytes *= 2;
+    addEdge(in(v), out(v), bytes);
+    if (d < 0 || !recomputable(j.nodes[static_cast<size_t>(d)]) || (inBackward[v] && !isViewValue)) addEdge(source, in(v), inf);
     if (reads[v]) addEdge(out(v), sink, inf);
   }
   for (const Node& n : j.nodes) {

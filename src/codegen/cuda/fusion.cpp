@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "aotc/ops/ops.h"
@@ -226,8 +228,9 @@ struct Planner {
     }
   }
 
-  /// Largest expression tree (in nodes) one inlined value may stand for:
-  /// a value inlined into several consumers is recomputed by each.
+  /// Largest expression (in distinct nodes, Note [Expression size]) one
+  /// inlined value may stand for: a value inlined into several consumers is
+  /// recomputed by each.
   static constexpr int kMaxInlineTree = 24;
 
   /// Note [GEMM bias epilogue]: add(mm(a, b), bias) — a Linear layer — with
@@ -273,7 +276,14 @@ struct Planner {
           !u.is_output[g.nodes[static_cast<size_t>(d)].outputs[0]])
         inlined[static_cast<size_t>(d)] = true;  // its only reader copies just the region
     }
-    std::vector<int> treeSize(g.nodes.size(), 1);
+    // Note [Expression size]: a kernel evaluates each node of its
+    // expression once, however many of its nodes read it (the expression is
+    // a DAG, emitted in node order), so an inlined value's size is the
+    // number of distinct non-literal nodes it stands for.  (Counting a tree
+    // counted a shared subexpression once per path: a ReLU6's gradient reads
+    // the normalized value through both of its comparisons, and was
+    // computed into a float32 buffer of its own instead.)
+    std::vector<std::vector<int32_t>> exprNodes(g.nodes.size());
     auto consumesAsExpression = [&](int32_t user, ValueId v) {
       const Node& c = g.nodes[static_cast<size_t>(user)];
       const Ints& vs = g.type(v).sizes;
@@ -285,9 +295,15 @@ struct Planner {
     };
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       const Node& n = g.nodes[k];
+      std::vector<int32_t>& expr = exprNodes[k];
+      expr = {static_cast<int32_t>(k)};
       for (ValueId in : n.inputs) {
         int32_t d = g.values[in].node;
-        if (d >= 0 && inlined[static_cast<size_t>(d)]) treeSize[k] += treeSize[static_cast<size_t>(d)];
+        if (d < 0 || !inlined[static_cast<size_t>(d)] || expr.size() > static_cast<size_t>(kMaxInlineTree)) continue;
+        std::vector<int32_t> merged;
+        std::set_union(expr.begin(), expr.end(), exprNodes[static_cast<size_t>(d)].begin(), exprNodes[static_cast<size_t>(d)].end(),
+                       std::back_inserter(merged));
+        expr = std::move(merged);
       }
       if (n.outputs.size() != 1 || u.is_output[n.outputs[0]]) continue;
       ValueId v = n.outputs[0];
@@ -304,10 +320,10 @@ struct Planner {
                         (isReduction(c.op) && c.inputs[0] == v));
         }
         inlined[k] = all;
-        treeSize[k] = 0;
+        expr.clear();
         continue;
       }
-      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) || treeSize[k] > kMaxInlineTree) continue;
+      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) || expr.size() > static_cast<size_t>(kMaxInlineTree)) continue;
       bool all = true;
       for (int32_t user : users) all = all && consumesAsExpression(user, v);
       inlined[k] = all;

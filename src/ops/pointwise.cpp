@@ -272,10 +272,34 @@ const PointwiseRule kRows[] = {
   // Elementwise math.  x = I(0), y = O(0).
   // relu: ATen's clamp_min(x, 0), x itself unless below zero, so NaN stays NaN
   // and -0 stays -0 (relu(nan) was 0 here, hiding a NaN eager shows).
+  // Note [Relu's mask from its input]: the gradient passes where x > 0,
+  // which is where relu(x) > 0 for every x (NaN and -0 included).  ATen's
+  // formula reads the result (so relu_ may overwrite x); after
+  // functionalization x is still there.  Where x is a pointwise value of
+  // pointwise values (a train-mode BatchNorm's output), reading x lets the
+  // backward recompute the mask inside the kernels that already read x's
+  // sources (the BatchNorm's input and statistics) instead of reading the
+  // saved result once more per kernel.  Where x is or reads a buffer the
+  // backward would not otherwise keep (a GEMM's output, or its bias add),
+  // the result is read, as ATen does, so the backward keeps one tensor, not
+  // two.
   {K::Relu, same, [](const double* a) { return a[0] < 0 ? 0.0 : a[0]; }, "aotc_relu({0})",
    [](GradCtx& g) -> R {
-     ValueId zero = g.scalarLike(0.0, g.O(0));
-     return {g.op(OpKind::Where, {g.op(OpKind::Gt, {g.O(0), zero}), g.GO(0), zero})};
+     const Graph& graph = g.graph();
+     auto producer = [&](ValueId v) -> const Node* {
+       int32_t d = graph.values[v].node;
+       return d < 0 ? nullptr : &graph.nodes[static_cast<size_t>(d)];
+     };
+     const Node* p = producer(g.I(0));
+     bool expression = p && opInfo(p->op).category == OpCategory::Pointwise;
+     for (size_t i = 0; expression && i < p->inputs.size(); ++i) {
+       const Node* q = producer(p->inputs[i]);
+       while (q && isView(q->op)) q = producer(q->inputs[0]);
+       expression = !q || opInfo(q->op).category != OpCategory::Extern;
+     }
+     ValueId ref = expression ? g.I(0) : g.O(0);
+     ValueId zero = g.scalarLike(0.0, ref);
+     return {g.op(OpKind::Where, {g.op(OpKind::Gt, {ref, zero}), g.GO(0), zero})};
    }, {"aten.relu.default"}, {-2, 2, true}},
   {K::Exp, floating, [](const double* a) { return std::exp(a[0]); }, "aotc_exp({0})",
    [](GradCtx& g) -> R { return {g.mul(g.GO(0), g.O(0))}; }, {"aten.exp.default"}, {}},

@@ -189,17 +189,20 @@ Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
   return p;
 }
 
-/// Whether `reader` takes its operand as an expression the code generator
-/// can compute in the reader's own kernel (Note [Fusion by inlining]);
-/// otherwise the operand must be in a buffer.  Views are followed by the
-/// caller.
-bool fusesOperand(const Node& reader) {
+/// Whether `reader` takes its operand `v` as an expression the code
+/// generator can compute in the reader's own kernel (Note [Fusion by
+/// inlining]: a pointwise op of v's shape, a reduction of v, an epilogue
+/// copy or scatter of it); otherwise v must be in a buffer (a GEMM or
+/// convolution operand, a window or gather op's, a per-channel value a
+/// larger pointwise op broadcasts).  Views are followed by the caller.
+bool fusesOperand(const Graph& j, const Node& reader, ValueId v) {
+  const Ints& vs = j.type(v).sizes;
   switch (opInfo(reader.op).category) {
-    case OpCategory::Pointwise: case OpCategory::Reduction: case OpCategory::Scatter: case OpCategory::Epilogue:
-    case OpCategory::View:
-      return true;
-    default:
-      return false;
+    case OpCategory::Pointwise: return j.type(reader.outputs[0]).sizes == vs;
+    case OpCategory::Reduction: return reader.inputs[0] == v;
+    case OpCategory::Epilogue: return reader.inputs.size() > 1 && reader.inputs[1] == v;
+    case OpCategory::Scatter: case OpCategory::View: return true;
+    default: return false;
   }
 }
 
@@ -219,13 +222,16 @@ std::vector<bool> materializedIn(const Graph& j, Phase phase) {
   // Views are visited before the values they view are decided: walk values
   // from the last down, so a view's flag is final when its source reads it.
   for (size_t v = j.values.size(); v-- > 0;) {
+    // A 0-dim constant is a literal in every kernel that reads it.
+    int32_t d = j.values[v].node;
+    if (d >= 0 && j.nodes[static_cast<size_t>(d)].op == OpKind::Constant) continue;
     for (int32_t user : users[v]) {
       const Node& n = j.nodes[static_cast<size_t>(user)];
       // A view passes on its readers' needs whatever its phase (a forward
       // view the backward's GEMM reads through).
       if (isView(n.op)) {
         for (ValueId w : n.outputs) m[v] = m[v] || m[w];
-      } else if (n.phase == phase && !fusesOperand(n)) {
+      } else if (n.phase == phase && !fusesOperand(j, n, static_cast<ValueId>(v))) {
         m[v] = true;
       }
     }

@@ -67,10 +67,13 @@ int64_t ProgramBuilder::bytes(const std::vector<ValueId>& vs) const {
   return b;
 }
 
+// A launch that moves more than the rule's minimum halves its block until
+// every SM has one, down to one warp (a kernel of few elements that reads
+// many operands: 8192 units x 10 operands is over a MiB in 128 blocks of 64).
 int64_t ProgramBuilder::unitBlock(int64_t threads, int64_t touched) const {
   int64_t block = kBlock;
   if (!dynamic() && rule.sms > 0 && touched > rule.minBytes)
-    while (block > 64 && (threads + block - 1) / block < rule.sms) block /= 2;
+    while (block > 32 && (threads + block - 1) / block < rule.sms) block /= 2;
   return block;
 }
 

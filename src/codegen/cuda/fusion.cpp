@@ -236,7 +236,11 @@ struct Planner {
   /// Note [GEMM bias epilogue]: add(mm(a, b), bias) — a Linear layer — with
   /// the product used nowhere else and a contiguous bias broadcast over rows
   /// is one cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS: the add writes no
-  /// buffer of its own.  Maps the add's node to (mm node, bias value).
+  /// buffer of its own.  Maps the add's node to (mm node, bias value).  The
+  /// product may reach the add through one reshape that keeps its rows (a
+  /// Linear on a [seq, batch, features] input: mm on the flattened rows,
+  /// viewed back, then the bias): the add's value is then the GEMM's buffer
+  /// under the view's shape.
   void planBiasEpilogues(const UseInfo& u) {
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       const Node& n = g.nodes[k];
@@ -245,7 +249,23 @@ struct Planner {
       if (n.op != OpKind::Add || inlined[k]) continue;
       for (int side = 0; side < 2; ++side) {
         ValueId p = n.inputs[static_cast<size_t>(side)], bias = n.inputs[static_cast<size_t>(1 - side)];
+        const ValueId shaped = p;  // the add's operand: the product, or its reshape
         int32_t d = g.values[p].node;
+        if (d >= 0 && g.nodes[static_cast<size_t>(d)].op == OpKind::View) {
+          // view(mm): contiguous on both sides, the same last dim, the
+          // product read by nothing else.
+          const Node& vn = g.nodes[static_cast<size_t>(d)];
+          ValueId prod = vn.inputs[0];
+          const TensorType &vt = g.type(p), &mt = g.type(prod);
+          int32_t md = g.values[prod].node;
+          if (md < 0 || g.nodes[static_cast<size_t>(md)].op != OpKind::Mm || u.users[prod].size() != 1 ||
+              u.is_output[prod] || !vt.isContiguous() || !mt.isContiguous() || vt.offset != mt.offset ||
+              vt.rank() < 2 || vt.sizes.back() != mt.sizes.back())
+            continue;
+          if (u.users[p].size() != 1 || u.is_output[p]) continue;
+          p = prod;
+          d = md;
+        }
         if (d < 0 || g.nodes[static_cast<size_t>(d)].op != OpKind::Mm || plan.gemmBias.count(d)) continue;
         // The bias must be read from a buffer that exists before the GEMM
         // runs: a graph input or a view of one (a value computed by a fused
@@ -257,7 +277,7 @@ struct Planner {
         const TensorType &pt = g.type(p), &bt = g.type(bias), &ot = g.type(n.outputs[0]);
         bool rowBias = (bt.rank() == 1 && bt.sizes[0] == pt.sizes[1]) || (bt.rank() == 2 && bt.sizes[0] == 1 && bt.sizes[1] == pt.sizes[1]);
         if (u.users[p].size() != 1 || u.is_output[p] || !rowBias || bt.strides.back() != 1 || bt.dtype != pt.dtype ||
-            ot.sizes != pt.sizes || ot.dtype != pt.dtype)
+            ot.sizes != g.type(shaped).sizes || ot.dtype != pt.dtype || !ot.isContiguous())
           continue;
         plan.biasAdds[static_cast<int32_t>(k)] = {d, bias};
         plan.gemmBias[d] = bias;

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""`aotc reduce` shrinks planted failures to a few nodes (issue 48 item 4;
+Note [Reduce] in include/aotc/driver/reduce.h).
+
+  reduce_test.py AOTC WORKDIR
+
+The model: an MLP trunk of about 30 ATen nodes (linears, activations,
+normalization, a softmax) exported with tools/fx_export.py under PyTorch
+1.13, ending in a head that adds a function of the trunk's output to it.
+Two planted failures:
+
+1. A NaN source (--check, a predicate script): one sqrt in the middle of the
+   trunk reads a value that is negative somewhere, and the NaN flows to the
+   output.  The predicate: the candidate's inputs are finite and aotc's
+   reference run gives a NaN output.  The repro must keep the sqrt, at most
+   3 nodes, and still fail the predicate.
+2. A wrong result against a reference file (--expected): the expected
+   outputs are eager's with the head's erf deliberately wrong (erf + 0.05,
+   a "wrong kernel" in the truth), so aotc's correct erf mismatches at the
+   head.  The repro must keep the erf, at most 3 nodes, hold its
+   expected.safetensors, and still mismatch when its README's commands run.
+
+Each reduction runs twice and the repros are compared byte for byte (the
+same model and check give the same repro).  Negative controls: a model that
+passes the check is refused by name and leaves no directory; a check that
+never fails is refused the same way.
+"""
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from fx_export import export, write_safetensors  # noqa: E402
+
+AOTC, WORK = sys.argv[1], sys.argv[2]
+
+
+class Trunk(torch.nn.Module):
+    def __init__(self, nan):
+        super().__init__()
+        self.nan = nan
+        self.l1 = torch.nn.Linear(8, 16)
+        self.l2 = torch.nn.Linear(16, 16)
+        self.l3 = torch.nn.Linear(16, 8)
+        self.ln = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        h = torch.relu(self.l1(x))
+        h = self.ln(h * 0.5 + 1.0)
+        h = h * torch.sigmoid(h)
+        h = torch.tanh(self.l2(h)) - 0.25
+        if self.nan:
+            h = torch.sqrt(h)  # negative entries: NaN
+        else:
+            h = torch.sigmoid(h)
+        h = torch.softmax(h, dim=-1) * 3.0
+        h = torch.nn.functional.gelu(self.l3(h))
+        h = torch.clamp(h, -2.0, 2.0)
+        h = h.mean(-1, keepdim=True) + h
+        h = h / (h.abs() + 1.0)
+        y = torch.exp(h) - 1.0
+        return y + torch.erf(y)
+
+
+def torch_erf_wrong(t):
+    return torch.erf(t) + 0.05
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def nodes_of(path):
+    with open(path) as f:
+        return json.load(f)["nodes"]
+
+
+def same_dir(a, b):
+    names = sorted(os.listdir(a))
+    if names != sorted(os.listdir(b)):
+        return False
+    return all(filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False) for n in names)
+
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    write_safetensors(os.path.join(WORK, "inputs.safetensors"), {"x": x})
+    for nan in (True, False):
+        torch.manual_seed(1)
+        m = Trunk(nan)
+        export(m, (x,), os.path.join(WORK, "nan" if nan else "ok"))
+    n_nan = len(nodes_of(os.path.join(WORK, "nan.json")))
+    check(25 <= n_nan <= 40, f"the NaN model has about 30 nodes ({n_nan})")
+
+    # 1. The NaN source, through a predicate script.
+    pred = os.path.join(WORK, "nan_pred.py")
+    with open(pred, "w") as f:
+        f.write(f"""import json, math, os, struct, subprocess, sys
+aotc, model = {AOTC!r}, sys.argv[1]
+d = os.path.dirname(model)
+def floats(path):
+    b = open(path, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+    out = {{}}
+    for k, v in h.items():
+        if k == '__metadata__' or v['dtype'] != 'F32': continue
+        s, e = v['data_offsets']; raw = b[8 + n + s:8 + n + e]
+        out[k] = struct.unpack('<%df' % (len(raw) // 4), raw)
+    return out
+if any(not math.isfinite(v) for t in floats(os.path.join(d, 'inputs.safetensors')).values() for v in t): sys.exit(1)
+if subprocess.run([aotc, 'compile', model, '-o', os.path.join(d, 'p.aotc'), '-q']).returncode: sys.exit(1)
+if subprocess.run([aotc, 'run', os.path.join(d, 'p.aotc'), '--inputs', os.path.join(d, 'inputs.safetensors'),
+                   '--forward-only', '--out', os.path.join(d, 'p.safetensors'), '-q']).returncode: sys.exit(1)
+res = floats(os.path.join(d, 'p.safetensors'))
+sys.exit(0 if any(math.isnan(v) for k, t in res.items() if k.startswith('output.') for v in t) else 1)
+""")
+    check_cmd = f"{sys.executable} {pred} {{}}"
+    repros = []
+    for k in range(2):
+        out = os.path.join(WORK, f"nan_repro{k}")
+        r = run([AOTC, "reduce", os.path.join(WORK, "nan.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+                 "--check", check_cmd, "-o", out])
+        print(r.stdout + r.stderr, end="")
+        check(r.returncode == 0, f"reduce --check (run {k}) exits 0")
+        repros.append(out)
+    if os.path.isdir(repros[0]):
+        nodes = nodes_of(os.path.join(repros[0], "repro.json"))
+        targets = [n["target"] for n in nodes]
+        check(len(nodes) <= 3, f"the NaN repro has at most 3 nodes ({len(nodes)}: {targets})")
+        check(any("sqrt" in t for t in targets), "the NaN repro keeps the sqrt")
+        check(run([sys.executable, pred, os.path.join(repros[0], "repro.json")]).returncode == 0,
+              "the NaN repro still fails the predicate")
+        check(same_dir(*repros), "the NaN repro is the same on a second run")
+        check(os.path.exists(os.path.join(repros[0], "README.md")), "the NaN repro has a README")
+
+    # 2. A wrong result against a reference file: eager's truth with erf planted wrong.
+    torch.manual_seed(1)
+    m = Trunk(False)
+    real_erf = torch.erf
+    torch.erf = torch_erf_wrong
+    try:
+        with torch.no_grad():
+            exp = m(x)
+    finally:
+        torch.erf = real_erf
+    write_safetensors(os.path.join(WORK, "expected.safetensors"), {"output.0": exp})
+    repros = []
+    for k in range(2):
+        out = os.path.join(WORK, f"erf_repro{k}")
+        r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+                 "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "--atol", "1e-3", "-o", out])
+        print(r.stdout + r.stderr, end="")
+        check(r.returncode == 0, f"reduce --expected (run {k}) exits 0")
+        repros.append(out)
+    if os.path.isdir(repros[0]):
+        d = repros[0]
+        nodes = nodes_of(os.path.join(d, "repro.json"))
+        targets = [n["target"] for n in nodes]
+        check(len(nodes) <= 3, f"the erf repro has at most 3 nodes ({len(nodes)}: {targets})")
+        check(any("erf" in t for t in targets), "the erf repro keeps the erf")
+        check(same_dir(*repros), "the erf repro is the same on a second run")
+        # Its README's commands still show the mismatch.
+        ok = run([AOTC, "compile", "repro.json", "-o", "repro.aotc", "-q"], cwd=d).returncode == 0
+        ok = ok and run([AOTC, "run", "repro.aotc", "--inputs", "inputs.safetensors", "--backend", "reference", "--forward-only",
+                         "--out", "out.safetensors", "-q"], cwd=d).returncode == 0
+        cmp = run([sys.executable, os.path.join(HERE, "compare_safetensors.py"), os.path.join(d, "out.safetensors"),
+                   os.path.join(d, "expected.safetensors")])
+        check(ok and "0 differ" not in cmp.stdout, "the erf repro still mismatches its expected.safetensors")
+        check(run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+                   "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "-o", d]).returncode == 1,
+              "an existing repro directory is not replaced")
+
+    # Negative controls: nothing fails, nothing is written.
+    out = os.path.join(WORK, "none")
+    r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+             "--mismatch", "reference,reference", "--forward-only", "-o", out])
+    check(r.returncode == 1 and "does not fail the check" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+          "a model that passes is refused in one line: " + r.stderr.strip())
+    r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--check", "false {}", "-o", out])
+    check(r.returncode == 1 and "does not fail the check" in r.stderr, "a check that never fails is refused")
+    check(not os.path.exists(out) and not [n for n in os.listdir(WORK) if n.startswith(".none")],
+          "nothing is left behind")
+    r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "-o", out])
+    check(r.returncode == 1 and "give one check" in r.stderr, "no check is a one-line error")
+
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

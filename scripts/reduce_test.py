@@ -6,18 +6,19 @@ Note [Reduce] in include/aotc/driver/reduce.h).
 
 The model: an MLP trunk of about 30 ATen nodes (linears, activations,
 normalization, a softmax) exported with tools/fx_export.py under PyTorch
-1.13, ending in a head that adds a function of the trunk's output to it.
-Two planted failures:
+1.13, and a second output, a head of two nodes on the input.  Two planted
+failures:
 
 1. A NaN source (--check, a predicate script): one sqrt in the middle of the
    trunk reads a value that is negative somewhere, and the NaN flows to the
    output.  The predicate: the candidate's inputs are finite and aotc's
    reference run gives a NaN output.  The repro must keep the sqrt, at most
    3 nodes, and still fail the predicate.
-2. A wrong result against a reference file (--expected): the expected
-   outputs are eager's with the head's erf deliberately wrong (erf + 0.05,
-   a "wrong kernel" in the truth), so aotc's correct erf mismatches at the
-   head.  The repro must keep the erf, at most 3 nodes, hold its
+2. A wrong result against a reference file (--expected on the reference
+   backend, which only deletes; Note [Reduce values]): the expected outputs
+   are eager's with expm1 deliberately wrong (expm1 + 0.05, a "wrong kernel"
+   in the truth), so aotc's correct expm1 mismatches at the second output.
+   The repro must keep the expm1, drop the trunk (at most 3 nodes), hold its
    expected.safetensors, and still mismatch when its README's commands run.
 
 Each reduction runs twice and the repros are compared byte for byte (the
@@ -38,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from fx_export import export, write_safetensors  # noqa: E402
 
-AOTC, WORK = sys.argv[1], sys.argv[2]
+AOTC, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 
 
 class Trunk(torch.nn.Module):
@@ -65,11 +66,14 @@ class Trunk(torch.nn.Module):
         h = h.mean(-1, keepdim=True) + h
         h = h / (h.abs() + 1.0)
         y = torch.exp(h) - 1.0
-        return y + torch.erf(y)
+        return y + torch.erf(y), torch.expm1(x) * 0.5
 
 
-def torch_erf_wrong(t):
-    return torch.erf(t) + 0.05
+REAL_EXPM1 = torch.expm1
+
+
+def torch_expm1_wrong(t):
+    return REAL_EXPM1(t) + 0.05
 
 
 def run(cmd, **kw):
@@ -145,25 +149,24 @@ sys.exit(0 if any(math.isnan(v) for k, t in res.items() if k.startswith('output.
         targets = [n["target"] for n in nodes]
         check(len(nodes) <= 3, f"the NaN repro has at most 3 nodes ({len(nodes)}: {targets})")
         check(any("sqrt" in t for t in targets), "the NaN repro keeps the sqrt")
+        check(same_dir(*repros), "the NaN repro is the same on a second run")
         check(run([sys.executable, pred, os.path.join(repros[0], "repro.json")]).returncode == 0,
               "the NaN repro still fails the predicate")
-        check(same_dir(*repros), "the NaN repro is the same on a second run")
         check(os.path.exists(os.path.join(repros[0], "README.md")), "the NaN repro has a README")
 
-    # 2. A wrong result against a reference file: eager's truth with erf planted wrong.
+    # 2. A wrong result against a reference file: eager's truth with expm1 planted wrong.
     torch.manual_seed(1)
     m = Trunk(False)
-    real_erf = torch.erf
-    torch.erf = torch_erf_wrong
+    torch.expm1 = torch_expm1_wrong
     try:
         with torch.no_grad():
             exp = m(x)
     finally:
-        torch.erf = real_erf
-    write_safetensors(os.path.join(WORK, "expected.safetensors"), {"output.0": exp})
+        torch.expm1 = REAL_EXPM1
+    write_safetensors(os.path.join(WORK, "expected.safetensors"), {"output.0": exp[0], "output.1": exp[1]})
     repros = []
     for k in range(2):
-        out = os.path.join(WORK, f"erf_repro{k}")
+        out = os.path.join(WORK, f"expm1_repro{k}")
         r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
                  "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "--atol", "1e-3", "-o", out])
         print(r.stdout + r.stderr, end="")
@@ -173,16 +176,16 @@ sys.exit(0 if any(math.isnan(v) for k, t in res.items() if k.startswith('output.
         d = repros[0]
         nodes = nodes_of(os.path.join(d, "repro.json"))
         targets = [n["target"] for n in nodes]
-        check(len(nodes) <= 3, f"the erf repro has at most 3 nodes ({len(nodes)}: {targets})")
-        check(any("erf" in t for t in targets), "the erf repro keeps the erf")
-        check(same_dir(*repros), "the erf repro is the same on a second run")
+        check(len(nodes) <= 3, f"the expm1 repro has at most 3 nodes ({len(nodes)}: {targets})")
+        check(any("expm1" in t for t in targets), "the expm1 repro keeps the expm1 and drops the trunk")
+        check(same_dir(*repros), "the expm1 repro is the same on a second run")
         # Its README's commands still show the mismatch.
         ok = run([AOTC, "compile", "repro.json", "-o", "repro.aotc", "-q"], cwd=d).returncode == 0
         ok = ok and run([AOTC, "run", "repro.aotc", "--inputs", "inputs.safetensors", "--backend", "reference", "--forward-only",
                          "--out", "out.safetensors", "-q"], cwd=d).returncode == 0
         cmp = run([sys.executable, os.path.join(HERE, "compare_safetensors.py"), os.path.join(d, "out.safetensors"),
                    os.path.join(d, "expected.safetensors")])
-        check(ok and "0 differ" not in cmp.stdout, "the erf repro still mismatches its expected.safetensors")
+        check(ok and "0 differ" not in cmp.stdout, "the expm1 repro still mismatches its expected.safetensors")
         check(run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
                    "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "-o", d]).returncode == 1,
               "an existing repro directory is not replaced")

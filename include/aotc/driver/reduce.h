@@ -27,8 +27,10 @@
 //              shape (not under --expected: it changes values);
 //   new input  a user input named after the node, of its type, holding the
 //              value the original computed there (Note [Reduce values]);
-// a graph output of a removed node takes the bypass or goes; a node whose
-// value has no substitute (a tuple, an integer) can go only with its users.
+// a graph output of a removed node is its first tensor operand, of any type
+// (not under --expected: output i keeps its value there), or goes with it; a
+// node whose value has no substitute (a tuple, an integer) goes only with
+// its readers.
 // Inputs no kept node reads leave.  The kept set is minimized by delta
 // debugging (Zeller's ddmin over nodes and outputs, repeated until a whole
 // pass removes nothing), each candidate judged once (memoized by its kept
@@ -37,11 +39,16 @@
 // Note [Reduce values]: a new input's value is what the original model
 // computes for that node: the original is compiled once more with every
 // tensor value it can name as an extra output and run forward on the
-// reference backend.  Where that cannot be done (a graph with in-place
-// ops, whose values change after they are computed; a compile or run that
-// fails) the values are drawn from a generator seeded by the name (floats in
-// [-1, 1), integers in [0, 3)), said on stderr; under --expected the
-// reducer then only deletes.
+// reference backend, the oracle.  Where that cannot be done (a graph with
+// in-place ops, whose values change after they are computed; a compile or
+// run that fails) the values are drawn from a generator seeded by the name
+// (floats in [-1, 1), integers in [0, 3)), said on stderr.  Under --expected
+// a new input is made only from captured values and only when the backend
+// under test is not the reference: values the suspect computed would carry
+// its error into the inputs and let the faulty node go.  (Were the reference
+// wrong too, the repro could hold the error in an input: reduce with
+// --backend reference, which only deletes: the outputs that differ and the
+// nodes they read.)
 //===----------------------------------------------------------------------===//
 #pragma once
 

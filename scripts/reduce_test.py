@@ -30,8 +30,10 @@ import filecmp
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -202,6 +204,45 @@ sys.exit(0 if any(math.isnan(v) for k, t in res.items() if k.startswith('output.
           "nothing is left behind")
     r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "-o", out])
     check(r.returncode == 1 and "give one check" in r.stderr, "no check is a one-line error")
+
+    # --crash and --mismatch reference,emulate on a model that compiles and
+    # agrees: refused, nothing written.
+    for flags in (["--crash"], ["--mismatch", "reference,emulate", "--forward-only"]):
+        r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"), *flags, "-o", out])
+        check(r.returncode == 1 and "does not fail the check" in r.stderr and not os.path.exists(out),
+              f"reduce {' '.join(flags)} on a sound model is refused: " + r.stderr.strip())
+
+    # compile --repro-dir: a compile that dies of a signal (SIGSEGV sent to
+    # the child that compiles) leaves the model, its weights and the command.
+    rd = os.path.join(WORK, "crash_repro")
+    p = subprocess.Popen([AOTC, "compile", os.path.join(WORK, "nan.json"), "-o", os.path.join(WORK, "c.aotc"), "--no-cache",
+                          "--repro-dir", rd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = None
+    for _ in range(2000):
+        try:
+            with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                kids = f.read().split()
+        except OSError:
+            kids = []
+        if kids:
+            child = int(kids[0])
+            break
+        time.sleep(0.001)
+    if child:
+        os.kill(child, signal.SIGSEGV)
+    _, err = p.communicate()
+    check(child is not None and p.returncode == 3 and "died of signal 11" in err, "--repro-dir: the child's crash is an internal error: " + err.strip())
+    files = sorted(os.listdir(rd)) if os.path.isdir(rd) else []
+    check(files == ["README.md", "nan.json", "nan.safetensors"], f"--repro-dir holds the model, its weights and a README ({files})")
+    if files:
+        text = open(os.path.join(rd, "README.md")).read()
+        check("aotc compile nan.json" in text and "--repro-dir" in text and "signal 11" in text,
+              "the README has the command line and the error")
+    rd2 = os.path.join(WORK, "no_repro")
+    r = run([AOTC, "compile", os.path.join(WORK, "nan.json"), "-o", os.path.join(WORK, "c.aotc"), "--repro-dir", rd2, "-q"])
+    check(r.returncode == 0 and not os.path.exists(rd2), "--repro-dir: a sound compile writes no repro")
+    r = run([AOTC, "compile", os.path.join(WORK, "nope.json"), "-o", os.path.join(WORK, "c.aotc"), "--repro-dir", rd2, "-q"])
+    check(r.returncode == 1 and not os.path.exists(rd2), "--repro-dir: a refused model (exit 1) writes no repro")
 
     print(f"{len(failures)} failed")
     return 1 if failures else 0

@@ -39,6 +39,8 @@ namespace aotc {
 namespace {
 
 std::string shellQuote(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,/=:+@%") == std::string::npos;
+  if (plain) return s;
   std::string r = "'";
   for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return r + "'";
@@ -408,14 +410,14 @@ class Reducer {
       if (!b) return false;
       std::vector<std::pair<std::string, std::string>> pairs;
       for (const auto& [name, t] : *a) pairs.emplace_back(name, name);
-      why->clear();
+      *why = "the results agree within the tolerances";
       return differ(*a, *b, pairs, o_.atol, o_.rtol, why);
     }
     auto r = run(o_.backend, "r.safetensors");
     if (!r) return false;
     std::vector<std::pair<std::string, std::string>> pairs;
     for (size_t j = 0; j < outputs.size(); ++j) pairs.emplace_back("output." + std::to_string(j), "output." + std::to_string(outputs[j]));
-    why->clear();
+    *why = "the outputs agree with the expected ones within the tolerances";
     return differ(*r, expected_, pairs, o_.atol, o_.rtol, why);
   }
 

@@ -31,6 +31,7 @@
 #include "aotc/frontend/pt2.h"
 #include "aotc/ir/safetensors.h"
 #include "aotc/support/diag.h"
+#include "aotc/support/fs.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -662,6 +663,8 @@ class WorkDir {
     const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
     std::error_code ec;
     fs::create_directories(parent, ec);
+    // Note [No debris]: a killed reducer's work directory goes now.
+    removeStaleTemporaries(parent, "." + target.filename().string() + ".tmp-", ".tmp-");
     path_ = parent / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
     fs::remove_all(path_, ec);
     if (!fs::create_directory(path_, ec)) throw UserError(SourceLoc{target.string()}, "cannot create a work directory beside it");

@@ -192,6 +192,28 @@ sys.exit(0 if any(math.isnan(v) for k, t in res.items() if k.startswith('output.
                    "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "-o", d]).returncode == 1,
               "an existing repro directory is not replaced")
 
+    # The .pt2 door: the archive's program reduced as an FX document, its
+    # weights from the archive.  The check: the candidate compiles and still
+    # has the relu.
+    pt2 = os.path.join(HERE, "..", "testdata", "pt2", "mlp.pt2")
+    pt2_pred = os.path.join(WORK, "relu_pred.py")
+    with open(pt2_pred, "w") as f:
+        f.write(f"""import json, os, subprocess, sys
+doc = json.load(open(sys.argv[1]))
+if not any(n['target'].startswith('aten.relu') for n in doc['nodes']): sys.exit(1)
+sys.exit(subprocess.run([{AOTC!r}, 'compile', sys.argv[1], '-o', os.path.join(os.path.dirname(sys.argv[1]), 'a'), '-q']).returncode)
+""")
+    out = os.path.join(WORK, "pt2_repro")
+    r = run([AOTC, "reduce", pt2, "--train", "--inputs", pt2.replace(".pt2", ".inputs.safetensors"),
+             "--check", f"{sys.executable} {pt2_pred} {{}}", "-o", out])
+    print(r.stdout + r.stderr, end="")
+    if r.returncode == 0:
+        nodes = nodes_of(os.path.join(out, "repro.json"))
+        check([n["target"] for n in nodes] == ["aten.relu.default"], f"the .pt2 repro is the relu alone ({len(nodes)} nodes)")
+        check(run([sys.executable, pt2_pred, os.path.join(out, "repro.json")]).returncode == 0, "the .pt2 repro compiles as FX JSON")
+    else:
+        check(False, "reduce of a .pt2 exits 0")
+
     # Negative controls: nothing fails, nothing is written.
     out = os.path.join(WORK, "none")
     r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),

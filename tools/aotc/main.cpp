@@ -7,6 +7,7 @@
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -309,8 +310,8 @@ int main(int argc, char** argv) {
   reduce->add_flag("--crash", redo.crash, "the failure: aotc compile exits with an internal error (3) or dies of a signal");
   reduce->add_option("--error-contains", redo.error_contains, "with --crash: and its output holds this text");
   reduce->add_option("--mismatch", mismatch, "the failure: results on backends A,B (e.g. reference,emulate) differ");
-  reduce->add_option("--expected", redo.expected, "the failure: outputs differ from this safetensors file's output.<i>");
-  reduce->add_option("--backend", redo.backend, "with --expected: the backend to run")->capture_default_str();
+  auto* expectedOpt = reduce->add_option("--expected", redo.expected, "the failure: outputs differ from this safetensors file's output.<i>");
+  reduce->add_option("--backend", redo.backend, "with --expected: the backend to run")->capture_default_str()->needs(expectedOpt);
   reduce->add_option("--atol", redo.atol, "absolute tolerance of --mismatch and --expected")->capture_default_str();
   reduce->add_option("--rtol", redo.rtol, "relative tolerance of --mismatch and --expected")->capture_default_str();
   reduce->add_flag("--forward-only", redo.forward_only, "run the forward only (aotc run --forward-only)");
@@ -428,6 +429,8 @@ int main(int argc, char** argv) {
       // Note [Reduce]: an internal error (an exception, an abort, a
       // signal) leaves a repro behind: the compile runs in a child process.
       if (!reproDir.empty()) {
+        if (std::error_code ec; std::filesystem::exists(reproDir, ec))
+          throw aotc::UserError(aotc::SourceLoc{reproDir}, "--repro-dir: exists; give a directory that does not");
         return aotc::compileWithRepro(reproDir, copts.model, std::vector<std::string>(argv, argv + argc), [&]() -> int {
           try {
             auto summary = aotc::compileModel(copts, log);
@@ -491,7 +494,6 @@ int main(int argc, char** argv) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else if (*reduce) {
       if (!mismatch.empty()) redo.mismatch = splitList(mismatch);
-      redo.verbose = verbose > 0;
       const aotc::ReduceResult r = aotc::reduceModel(redo, log);
       if (!quiet)
         std::printf("reduced %zu nodes to %zu (%zu output%s) in %zu checks: %s\n", r.nodes_before, r.nodes_after, r.outputs_after,

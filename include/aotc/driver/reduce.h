@@ -77,7 +77,6 @@ struct ReduceOptions {
   FrontendOptions frontend;              ///< .pt2: --train, --model
   double timeout_s = 300;                ///< per child process
   std::string aotc;                      ///< the aotc binary ("" = this one)
-  bool verbose = false;
 };
 
 struct ReduceResult {

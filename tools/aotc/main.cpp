@@ -7,12 +7,14 @@
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "aotc/driver/driver.h"
 #include "aotc/driver/picture.h"
+#include "aotc/driver/reduce.h"
 #include "aotc/plan/plan.h"
 #include "aotc/runtime/device.h"
 
@@ -221,6 +223,10 @@ int main(int argc, char** argv) {
   compile->add_option("model", copts.model, "model file (.json from tools/fx_export.py, .onnx, or .pt2 from torch.export.save)")->required();
   compile->add_option("-o,--output", copts.out_dir, "artifact directory to write")->required();
   compile->add_option("-j,--jobs", copts.jobs, "NVRTC threads (default: one per core)")->check(CLI::Range(1, 4096));
+  std::string reproDir;
+  compile->add_option("--repro-dir", reproDir,
+                      "on an internal error, write the model (an FX JSON's weights too) and the command line here, a "
+                      "directory that must not exist (Note [Reduce])");
   compileFlags(compile);
 
   aotc::BatchOptions bopts;
@@ -291,6 +297,28 @@ int main(int argc, char** argv) {
   run->add_option("--out", outFile, "results (safetensors)")->required();
   std::string runCacheDir;
   run->add_option("--cache-dir", runCacheDir, "where --backend emulate keeps host-compiled kernels (default: $XDG_CACHE_HOME/aotc/emulate)");
+
+  // Note [Reduce]: aotc reduce.
+  aotc::ReduceOptions redo;
+  std::string mismatch;
+  auto* reduce = app.add_subcommand("reduce", "shrink a model that fails a check (a crash, a backend mismatch, a wrong output, a "
+                                             "command) to a minimal repro directory, by delta debugging over its nodes");
+  reduce->add_option("model", redo.model, "model file (FX JSON or .pt2; ONNX is not reduced yet)")->required();
+  reduce->add_option("-o,--output", redo.out_dir, "repro directory to write (must not exist)")->required();
+  reduce->add_option("--inputs", redo.inputs, "safetensors with the user inputs by name (default: drawn from a fixed seed)");
+  reduce->add_option("--check", redo.check_cmd, "a shell command that exits 0 while the failure shows; {} is the candidate's model file");
+  reduce->add_flag("--crash", redo.crash, "the failure: aotc compile exits with an internal error (3) or dies of a signal");
+  reduce->add_option("--error-contains", redo.error_contains, "with --crash: and its output holds this text");
+  reduce->add_option("--mismatch", mismatch, "the failure: results on backends A,B (e.g. reference,emulate) differ");
+  auto* expectedOpt = reduce->add_option("--expected", redo.expected, "the failure: outputs differ from this safetensors file's output.<i>");
+  reduce->add_option("--backend", redo.backend, "with --expected: the backend to run")->capture_default_str()->needs(expectedOpt);
+  reduce->add_option("--atol", redo.atol, "absolute tolerance of --mismatch and --expected")->capture_default_str();
+  reduce->add_option("--rtol", redo.rtol, "relative tolerance of --mismatch and --expected")->capture_default_str();
+  reduce->add_flag("--forward-only", redo.forward_only, "run the forward only (aotc run --forward-only)");
+  reduce->add_option("--compile-arg", redo.compile_args, "an argument for every aotc compile (repeatable: --compile-arg=--partitioner=default)");
+  reduce->add_flag("--train", redo.frontend.train, ".pt2: parameters that require grad are trained");
+  reduce->add_option("--model", redo.frontend.model, ".pt2: which program of an archive that holds several");
+  reduce->add_option("--timeout", redo.timeout_s, "seconds each child process may take")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
 
   // Exit status: 0 done, 1 bad input (one line per problem), 2 usage error,
   // 3 internal error (a bug in aotc).
@@ -398,6 +426,27 @@ int main(int argc, char** argv) {
     };
     if (*compile) {
       setCompileFlags();
+      // Note [Reduce]: an internal error (an exception, an abort, a
+      // signal) leaves a repro behind: the compile runs in a child process.
+      if (!reproDir.empty()) {
+        if (std::error_code ec; std::filesystem::exists(reproDir, ec))
+          throw aotc::UserError(aotc::SourceLoc{reproDir}, "--repro-dir: exists; give a directory that does not");
+        return aotc::compileWithRepro(reproDir, copts.model, std::vector<std::string>(argv, argv + argc), [&]() -> int {
+          try {
+            auto summary = aotc::compileModel(copts, log);
+            if (!quiet) std::printf("%s", summary.str().c_str());
+            if (timings) std::printf("%s", summary.timings().c_str());
+            std::fflush(stdout);
+            return 0;
+          } catch (const aotc::UserError& e) {
+            for (auto& d : e.diagnostics()) std::fprintf(stderr, "aotc: %s\n", d.str().c_str());
+            return 1;
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "aotc: internal error while processing %s: %s (please report this as a bug)\n", copts.model.c_str(), e.what());
+            return 3;
+          }
+        });
+      }
       auto summary = aotc::compileModel(copts, log);
       if (!quiet) std::printf("%s", summary.str().c_str());
       if (timings) std::printf("%s", summary.timings().c_str());
@@ -443,6 +492,12 @@ int main(int argc, char** argv) {
       setCompileFlags();
       const std::string text = roofline ? aotc::inspectRoofline(inspectPath, rreq) : aotc::inspect(inspectPath, copts);
       std::fwrite(text.data(), 1, text.size(), stdout);
+    } else if (*reduce) {
+      if (!mismatch.empty()) redo.mismatch = splitList(mismatch);
+      const aotc::ReduceResult r = aotc::reduceModel(redo, log);
+      if (!quiet)
+        std::printf("reduced %zu nodes to %zu (%zu output%s) in %zu checks: %s\n", r.nodes_before, r.nodes_after, r.outputs_after,
+                    r.outputs_after == 1 ? "" : "s", r.checks, redo.out_dir.c_str());
     } else if (*run) {
       // The host-compiled kernels of `--backend emulate` are cached per user.
       ropts.emulate_cache_dir = runCacheDir.empty() ? userCacheDir("emulate") : runCacheDir;
@@ -475,7 +530,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     // Anything but a UserError is a bug: say so, and what we were working on.
-    std::string on = *compile ? copts.model : *run ? artifact : *insp ? inspectPath : *graph ? greq.path : "";
+    std::string on = *compile ? copts.model : *reduce ? redo.model : *run ? artifact : *insp ? inspectPath : *graph ? greq.path : "";
     std::fprintf(stderr, "aotc: internal error%s%s: %s (please report this as a bug)\n", on.empty() ? "" : " while processing ",
                  on.c_str(), e.what());
     return 3;

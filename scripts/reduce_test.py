@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""`aotc reduce` shrinks planted failures to a few nodes (issue 48 item 4;
+Note [Reduce] in include/aotc/driver/reduce.h).
+
+  reduce_test.py AOTC WORKDIR
+
+The model: an MLP trunk of about 30 ATen nodes (linears, activations,
+normalization, a softmax) exported with tools/fx_export.py under PyTorch
+1.13, and a second output, a head of two nodes on the input.  Two planted
+failures:
+
+1. A NaN source (--check, a predicate script): one sqrt in the middle of the
+   trunk reads a value that is negative somewhere, and the NaN flows to the
+   output.  The predicate: the candidate's inputs are finite and aotc's
+   reference run gives a NaN output.  The repro must keep the sqrt, at most
+   3 nodes, and still fail the predicate.
+2. A wrong result against a reference file (--expected on the reference
+   backend, which only deletes; Note [Reduce values]): the expected outputs
+   are eager's with expm1 deliberately wrong (expm1 + 0.05, a "wrong kernel"
+   in the truth), so aotc's correct expm1 mismatches at the second output.
+   The repro must keep the expm1, drop the trunk (at most 3 nodes), hold its
+   expected.safetensors, and still mismatch when its README's commands run.
+
+Each reduction runs twice and the repros are compared byte for byte (the
+same model and check give the same repro).  Negative controls: a model that
+passes the check is refused by name and leaves no directory; a check that
+never fails is refused the same way.
+"""
+import filecmp
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from fx_export import export, write_safetensors  # noqa: E402
+
+AOTC, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+
+
+class Trunk(torch.nn.Module):
+    def __init__(self, nan):
+        super().__init__()
+        self.nan = nan
+        self.l1 = torch.nn.Linear(8, 16)
+        self.l2 = torch.nn.Linear(16, 16)
+        self.l3 = torch.nn.Linear(16, 8)
+        self.ln = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        h = torch.relu(self.l1(x))
+        h = self.ln(h * 0.5 + 1.0)
+        h = h * torch.sigmoid(h)
+        h = torch.tanh(self.l2(h)) - 0.25
+        if self.nan:
+            h = torch.sqrt(h)  # negative entries: NaN
+        else:
+            h = torch.sigmoid(h)
+        h = torch.softmax(h, dim=-1) * 3.0
+        h = torch.nn.functional.gelu(self.l3(h))
+        h = torch.clamp(h, -2.0, 2.0)
+        h = h.mean(-1, keepdim=True) + h
+        h = h / (h.abs() + 1.0)
+        y = torch.exp(h) - 1.0
+        return y + torch.erf(y), torch.expm1(x) * 0.5
+
+
+REAL_EXPM1 = torch.expm1
+
+
+def torch_expm1_wrong(t):
+    return REAL_EXPM1(t) + 0.05
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def nodes_of(path):
+    with open(path) as f:
+        return json.load(f)["nodes"]
+
+
+def same_dir(a, b):
+    names = sorted(os.listdir(a))
+    if names != sorted(os.listdir(b)):
+        return False
+    return all(filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False) for n in names)
+
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    write_safetensors(os.path.join(WORK, "inputs.safetensors"), {"x": x})
+    for nan in (True, False):
+        torch.manual_seed(1)
+        m = Trunk(nan)
+        export(m, (x,), os.path.join(WORK, "nan" if nan else "ok"))
+    n_nan = len(nodes_of(os.path.join(WORK, "nan.json")))
+    check(25 <= n_nan <= 40, f"the NaN model has about 30 nodes ({n_nan})")
+
+    # 1. The NaN source, through a predicate script.
+    pred = os.path.join(WORK, "nan_pred.py")
+    with open(pred, "w") as f:
+        f.write(f"""import json, math, os, struct, subprocess, sys
+aotc, model = {AOTC!r}, sys.argv[1]
+d = os.path.dirname(model)
+def floats(path):
+    b = open(path, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+    out = {{}}
+    for k, v in h.items():
+        if k == '__metadata__' or v['dtype'] != 'F32': continue
+        s, e = v['data_offsets']; raw = b[8 + n + s:8 + n + e]
+        out[k] = struct.unpack('<%df' % (len(raw) // 4), raw)
+    return out
+if any(not math.isfinite(v) for t in floats(os.path.join(d, 'inputs.safetensors')).values() for v in t): sys.exit(1)
+if subprocess.run([aotc, 'compile', model, '-o', os.path.join(d, 'p.aotc'), '-q']).returncode: sys.exit(1)
+if subprocess.run([aotc, 'run', os.path.join(d, 'p.aotc'), '--inputs', os.path.join(d, 'inputs.safetensors'),
+                   '--forward-only', '--out', os.path.join(d, 'p.safetensors'), '-q']).returncode: sys.exit(1)
+res = floats(os.path.join(d, 'p.safetensors'))
+sys.exit(0 if any(math.isnan(v) for k, t in res.items() if k.startswith('output.') for v in t) else 1)
+""")
+    check_cmd = f"{sys.executable} {pred} {{}}"
+    repros = []
+    for k in range(2):
+        out = os.path.join(WORK, f"nan_repro{k}")
+        r = run([AOTC, "reduce", os.path.join(WORK, "nan.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+                 "--check", check_cmd, "-o", out])
+        print(r.stdout + r.stderr, end="")
+        check(r.returncode == 0, f"reduce --check (run {k}) exits 0")
+        repros.append(out)
+    if os.path.isdir(repros[0]):
+        nodes = nodes_of(os.path.join(repros[0], "repro.json"))
+        targets = [n["target"] for n in nodes]
+        check(len(nodes) <= 3, f"the NaN repro has at most 3 nodes ({len(nodes)}: {targets})")
+        check(any("sqrt" in t for t in targets), "the NaN repro keeps the sqrt")
+        check(same_dir(*repros), "the NaN repro is the same on a second run")
+        check(run([sys.executable, pred, os.path.join(repros[0], "repro.json")]).returncode == 0,
+              "the NaN repro still fails the predicate")
+        check(os.path.exists(os.path.join(repros[0], "README.md")), "the NaN repro has a README")
+
+    # 2. A wrong result against a reference file: eager's truth with expm1 planted wrong.
+    torch.manual_seed(1)
+    m = Trunk(False)
+    torch.expm1 = torch_expm1_wrong
+    try:
+        with torch.no_grad():
+            exp = m(x)
+    finally:
+        torch.expm1 = REAL_EXPM1
+    write_safetensors(os.path.join(WORK, "expected.safetensors"), {"output.0": exp[0], "output.1": exp[1]})
+    repros = []
+    for k in range(2):
+        out = os.path.join(WORK, f"expm1_repro{k}")
+        r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+                 "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "--atol", "1e-3", "-o", out])
+        print(r.stdout + r.stderr, end="")
+        check(r.returncode == 0, f"reduce --expected (run {k}) exits 0")
+        repros.append(out)
+    if os.path.isdir(repros[0]):
+        d = repros[0]
+        nodes = nodes_of(os.path.join(d, "repro.json"))
+        targets = [n["target"] for n in nodes]
+        check(len(nodes) <= 3, f"the expm1 repro has at most 3 nodes ({len(nodes)}: {targets})")
+        check(any("expm1" in t for t in targets), "the expm1 repro keeps the expm1 and drops the trunk")
+        check(same_dir(*repros), "the expm1 repro is the same on a second run")
+        # Its README's commands still show the mismatch.
+        ok = run([AOTC, "compile", "repro.json", "-o", "repro.aotc", "-q"], cwd=d).returncode == 0
+        ok = ok and run([AOTC, "run", "repro.aotc", "--inputs", "inputs.safetensors", "--backend", "reference", "--forward-only",
+                         "--out", "out.safetensors", "-q"], cwd=d).returncode == 0
+        cmp = run([sys.executable, os.path.join(HERE, "compare_safetensors.py"), os.path.join(d, "out.safetensors"),
+                   os.path.join(d, "expected.safetensors")])
+        check(ok and "0 differ" not in cmp.stdout, "the expm1 repro still mismatches its expected.safetensors")
+        check(run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+                   "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "-o", d]).returncode == 1,
+              "an existing repro directory is not replaced")
+
+    # The .pt2 door: the archive's program reduced as an FX document, its
+    # weights from the archive.  The check: the candidate compiles and still
+    # has the relu.
+    pt2 = os.path.join(HERE, "..", "testdata", "pt2", "mlp.pt2")
+    pt2_pred = os.path.join(WORK, "relu_pred.py")
+    with open(pt2_pred, "w") as f:
+        f.write(f"""import json, os, subprocess, sys
+doc = json.load(open(sys.argv[1]))
+if not any(n['target'].startswith('aten.relu') for n in doc['nodes']): sys.exit(1)
+sys.exit(subprocess.run([{AOTC!r}, 'compile', sys.argv[1], '-o', os.path.join(os.path.dirname(sys.argv[1]), 'a'), '-q']).returncode)
+""")
+    out = os.path.join(WORK, "pt2_repro")
+    r = run([AOTC, "reduce", pt2, "--train", "--inputs", pt2.replace(".pt2", ".inputs.safetensors"),
+             "--check", f"{sys.executable} {pt2_pred} {{}}", "-o", out])
+    print(r.stdout + r.stderr, end="")
+    if r.returncode == 0:
+        nodes = nodes_of(os.path.join(out, "repro.json"))
+        check([n["target"] for n in nodes] == ["aten.relu.default"], f"the .pt2 repro is the relu alone ({len(nodes)} nodes)")
+        check(run([sys.executable, pt2_pred, os.path.join(out, "repro.json")]).returncode == 0, "the .pt2 repro compiles as FX JSON")
+    else:
+        check(False, "reduce of a .pt2 exits 0")
+
+    # Negative controls: nothing fails, nothing is written.
+    out = os.path.join(WORK, "none")
+    r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
+             "--mismatch", "reference,reference", "--forward-only", "-o", out])
+    check(r.returncode == 1 and "does not fail the check" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+          "a model that passes is refused in one line: " + r.stderr.strip())
+    r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--check", "false {}", "-o", out])
+    check(r.returncode == 1 and "does not fail the check" in r.stderr, "a check that never fails is refused")
+    check(not os.path.exists(out) and not [n for n in os.listdir(WORK) if n.startswith(".none")],
+          "nothing is left behind")
+    r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "-o", out])
+    check(r.returncode == 1 and "give one check" in r.stderr, "no check is a one-line error")
+
+    # --crash and --mismatch reference,emulate on a model that compiles and
+    # agrees: refused, nothing written.
+    for flags in (["--crash"], ["--mismatch", "reference,emulate", "--forward-only"]):
+        r = run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"), *flags, "-o", out])
+        check(r.returncode == 1 and "does not fail the check" in r.stderr and not os.path.exists(out),
+              f"reduce {' '.join(flags)} on a sound model is refused: " + r.stderr.strip())
+
+    # compile --repro-dir: a compile that dies of a signal (SIGSEGV sent to
+    # the child that compiles) leaves the model, its weights and the command.
+    rd = os.path.join(WORK, "crash_repro")
+    p = subprocess.Popen([AOTC, "compile", os.path.join(WORK, "nan.json"), "-o", os.path.join(WORK, "c.aotc"), "--no-cache",
+                          "--repro-dir", rd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = None
+    for _ in range(2000):
+        try:
+            with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                kids = f.read().split()
+        except OSError:
+            kids = []
+        if kids:
+            child = int(kids[0])
+            break
+        time.sleep(0.001)
+    if child:
+        os.kill(child, signal.SIGSEGV)
+    _, err = p.communicate()
+    check(child is not None and p.returncode == 3 and "died of signal 11" in err, "--repro-dir: the child's crash is an internal error: " + err.strip())
+    files = sorted(os.listdir(rd)) if os.path.isdir(rd) else []
+    check(files == ["README.md", "nan.json", "nan.safetensors"], f"--repro-dir holds the model, its weights and a README ({files})")
+    if files:
+        text = open(os.path.join(rd, "README.md")).read()
+        check("aotc compile nan.json" in text and "--repro-dir" in text and "signal 11" in text,
+              "the README has the command line and the error")
+    rd2 = os.path.join(WORK, "no_repro")
+    r = run([AOTC, "compile", os.path.join(WORK, "nan.json"), "-o", os.path.join(WORK, "c.aotc"), "--repro-dir", rd2, "-q"])
+    check(r.returncode == 0 and not os.path.exists(rd2), "--repro-dir: a sound compile writes no repro")
+    r = run([AOTC, "compile", os.path.join(WORK, "nope.json"), "-o", os.path.join(WORK, "c.aotc"), "--repro-dir", rd2, "-q"])
+    check(r.returncode == 1 and not os.path.exists(rd2), "--repro-dir: a refused model (exit 1) writes no repro")
+
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

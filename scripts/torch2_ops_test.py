@@ -44,7 +44,9 @@ DEFAULT = ["norms", "norm_overloads", "cumprod", "adaptive_max_pool", "new_empty
            "layer_losses", "backward_ops", "prod", "max_min_dim",
            # special functions and composites users call (refused before)
            "erfc_exp2", "gamma_fns", "erfinv", "logit", "copysign", "hypot", "logaddexp2", "shrinks", "nan_to_num", "lerp",
-           "addcmul_addcdiv", "binary_cross_entropy", "pointwise_backwards"]
+           "addcmul_addcdiv", "binary_cross_entropy", "pointwise_backwards",
+           # upsample_bicubic2d.default with scales_h / scales_w (1.13 traces .vec)
+           "upsample_bicubic"]
 PARTITIONERS = ("min-cut", "default")
 BACKENDS = ("reference", "emulate")
 TOL = {"F16": 2e-3, "BF16": 2e-2, "F32": 1e-5, "F64": 1e-5}

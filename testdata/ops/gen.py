@@ -1019,6 +1019,25 @@ add("float_math_on_ints", (float_math_on_ints, ((torch.rand(3, 4, generator=torc
                                                 torch.rand(3, 4, generator=torch.Generator().manual_seed(1511), dtype=torch.float64) + 0.5)))
 
 
+# ------------------------------------------------ bicubic upsampling (issue 48)
+# upsample_bicubic2d (Note [Separable resampling]): align_corners both ways,
+# up and down, sizes and scale factors (a scale factor is used as given, so a
+# non-integer one moves the points off in / out), a dim kept, a single
+# output row with align_corners; own seeds.
+rn5 = seeded_randn(1600)
+
+
+def bicubic(x):
+    return (F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(7, 9), mode="bicubic", align_corners=True),
+            F.interpolate(x, scale_factor=0.5, mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(3, 4), mode="bicubic", align_corners=True),
+            F.interpolate(x, scale_factor=(1.7, 0.6), mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(5, 6), mode="bicubic", align_corners=False),
+            F.interpolate(x, scale_factor=1.3, mode="bicubic", align_corners=False, recompute_scale_factor=True),
+            F.interpolate(x.transpose(2, 3), size=(1, 3), mode="bicubic", align_corners=True))
+add("upsample_bicubic", (bicubic, (rn5(2, 3, 4, 6, rg=True),)))
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -1038,8 +1038,32 @@ def bicubic(x):
             F.interpolate(x.transpose(2, 3), size=(1, 3), mode="bicubic", align_corners=True))
 add("upsample_bicubic", (bicubic, (rn5(2, 3, 4, 6, rg=True),)))
 
+
+def bicubic_default(x):
+    return (F.interpolate(x, scale_factor=(1.7, 0.6), mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(6, 3), mode="bicubic", align_corners=True),
+            F.interpolate(x, size=(2, 7), mode="bicubic", align_corners=False))
+add("upsample_bicubic_default", (bicubic_default, (rn5(1, 2, 4, 5, rg=True),)))
+
+
+def respell_bicubic(outdir):
+    """upsample_bicubic_default as PyTorch 2.x traces it: upsample_bicubic2d.default
+    (self, output_size, align_corners, scales_h, scales_w) with the output's
+    size, the scale factors the .vec call was given and none where it had none."""
+    path = os.path.join(outdir, "upsample_bicubic_default.json")
+    doc = json.load(open(path))
+    for n in doc["nodes"]:
+        if n["target"] == "aten.upsample_bicubic2d.vec":
+            x, _, align, scales = n["args"]
+            n["target"], n["args"] = "aten.upsample_bicubic2d.default", [x, n["meta"]["shape"][2:], align] + (scales or [])
+    assert sum(n["target"] == "aten.upsample_bicubic2d.default" for n in doc["nodes"]) == 3
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)
     respell_sym(sys.argv[1] if len(sys.argv) > 1 else HERE)
     respell_core(sys.argv[1] if len(sys.argv) > 1 else HERE)
+    respell_bicubic(sys.argv[1] if len(sys.argv) > 1 else HERE)

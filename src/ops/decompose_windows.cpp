@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include <cmath>
 
+#include "aotc/ir/host_tensor.h"
 #include "aotc/ops/decompose.h"
 
 namespace aotc::decomp {
@@ -124,6 +125,9 @@ ValueId convolution(Builder& c, ValueId x, ValueId w, ValueId bias, const Convol
 // (guard_index_and_lambda); 1.13 does not, and differs only where floorf
 // rounds a float64 source index up to the next integer (a fraction below
 // 2^-24 that 1.13 keeps negative): the index itself stays below in - 1/2.
+// For float16 and bfloat16, PyTorch 2.x computes the taps in float, rounds
+// the weights to the input's dtype and sums in float, rounding once at the
+// end: the converter resamples a float32 copy with the rounded weights.
 
 ValueId resampleDim(Builder& c, ValueId x, int64_t dim, const Taps& taps) {
   const int64_t rank = c.type(x).rank();
@@ -191,7 +195,11 @@ Taps bicubicTapsIn(int64_t in, int64_t out, bool align, std::optional<double> sc
 }  // namespace
 
 Taps bicubicTaps(int64_t in, int64_t out, bool align, std::optional<double> scale, DType dtype) {
-  return dtype == DType::F64 ? bicubicTapsIn<double>(in, out, align, scale) : bicubicTapsIn<float>(in, out, align, scale);
+  Taps t = dtype == DType::F64 ? bicubicTapsIn<double>(in, out, align, scale) : bicubicTapsIn<float>(in, out, align, scale);
+  // ATen stores the weights in the input's dtype (float16 and bfloat16 too).
+  for (std::vector<double>& w : t.weight)
+    for (double& v : w) v = roundTo(dtype, v);
+  return t;
 }
 
 }  // namespace aotc::decomp

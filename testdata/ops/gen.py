@@ -1046,6 +1046,20 @@ def bicubic_default(x):
 add("upsample_bicubic_default", (bicubic_default, (rn5(1, 2, 4, 5, rg=True),)))
 
 
+if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x: float16 and bfloat16 bicubic on the CPU
+    # ATen sums in float with weights rounded to the input's dtype: aotc's
+    # forward is bit for bit eager's (torch2_ops_test.py's EXACT).
+    rn6 = seeded_randn(1700)
+
+    def bicubic_half(h, b):
+        return (F.interpolate(h, scale_factor=(1.7, 0.6), mode="bicubic", align_corners=False),
+                F.interpolate(h, size=(7, 9), mode="bicubic", align_corners=True),
+                F.interpolate(b, scale_factor=2, mode="bicubic", align_corners=False),
+                F.interpolate(b, size=(3, 5), mode="bicubic", align_corners=True))
+    add("upsample_bicubic_half", (bicubic_half, (rn6(1, 2, 4, 6).half().requires_grad_(True),
+                                                 rn6(1, 2, 4, 6).bfloat16().requires_grad_(True))))
+    TORCH2_ONLY.append("upsample_bicubic_half")
+
 def respell_bicubic(outdir):
     """upsample_bicubic_default as PyTorch 2.x traces it: upsample_bicubic2d.default
     (self, output_size, align_corners, scales_h, scales_w) with the output's

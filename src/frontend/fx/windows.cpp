@@ -147,8 +147,12 @@ V upsampleBicubic(Converter& c) {
   auto [out, scales] = upsampleSizes(c, x, Vec, 3);
   const TensorType t = c.type(x);
   if (!isFloating(t.dtype)) c.fail("upsample_bicubic2d expects a floating-point input");
-  ValueId w = resampleDim(c, x, 3, bicubicTaps(t.sizes[3], out[1], align, scales[1], t.dtype));
-  return {resampleDim(c, w, 2, bicubicTaps(t.sizes[2], out[0], align, scales[0], t.dtype))};
+  const bool low = t.dtype == DType::F16 || t.dtype == DType::BF16;  // summed in float, as ATen's opmath
+  Taps tw = bicubicTaps(t.sizes[3], out[1], align, scales[1], t.dtype), th = bicubicTaps(t.sizes[2], out[0], align, scales[0], t.dtype);
+  ValueId in = low ? c.cast(x, DType::F32) : x;
+  ValueId w = resampleDim(c, in, 3, tw);
+  ValueId y = resampleDim(c, w, 2, th);
+  return {low ? c.cast(y, t.dtype) : y};
 }
 
 /// reflection/replication padding of the last dims: constant index maps.

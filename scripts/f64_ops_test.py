@@ -113,6 +113,9 @@ DECOMP = [
     ("binary_cross_entropy", lambda x, t: F.binary_cross_entropy(x.sigmoid(), t.sigmoid()), [(4, 7), (4, 7)]),
     ("binary_cross_entropy_weight", lambda x, t, w: F.binary_cross_entropy(x.sigmoid(), t.sigmoid(), weight=w.detach().abs(),
                                                                             reduction="sum"), [(4, 7), (4, 7), (7,)]),
+    # Last, so the ops above keep their inputs.  The taps' weights are float64 in float64 (ATen's opmath).
+    ("upsample_bicubic", lambda x: F.interpolate(x, scale_factor=(1.5, 0.75), mode="bicubic", align_corners=False), [(1, 2, 4, 4)]),
+    ("upsample_bicubic_corners", lambda x: F.interpolate(x, size=(5, 7), mode="bicubic", align_corners=True), [(1, 2, 4, 4)]),
 ]
 
 if int(torch.__version__.split(".")[0]) >= 2:

@@ -13,8 +13,8 @@ state it was exported with.  Run under the pinned PyTorch 2.x
 (scripts/setup-venv.sh); the torch2 CTest label does.
 
 Usage: pt2_test.py AOTC [--backend reference|emulate ...] [--work DIR] [PROGRAM ...]
-       (programs: mlp conv_bn buffer_update transformer_layer loss_nograd nested_inputs, the
-       default; resnet18 mobilenet_v2 vit by name)
+       (programs: mlp conv_bn buffer_update transformer_layer loss_nograd upsample_bicubic
+       nested_inputs, the default; resnet18 mobilenet_v2 vit by name)
 """
 import argparse
 import copy
@@ -118,6 +118,23 @@ class NestedInputs(nn.Module):
         return self.l(x) + d["a"] * d["b"] + pair[0] - pair[1]
 
 
+class Bicubic(nn.Module):
+    """Bicubic upsampling of a convolution's features (issue 48): align_corners
+    both ways, a non-integer scale factor, and back down; the convolution's
+    gradients come through upsample_bicubic2d's."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 3, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c(x)
+        a = nn.functional.interpolate(y, scale_factor=1.5, mode="bicubic", align_corners=False)
+        b = nn.functional.interpolate(y, size=(5, 9), mode="bicubic", align_corners=True)
+        d = nn.functional.interpolate(a, scale_factor=0.5, mode="bicubic", align_corners=False)
+        return a.mean((2, 3)) + d.pow(2).mean((2, 3)) + b.amax((2, 3))
+
+
 def flat_inputs(names, args):
     """{path: tensor} as aotc names user inputs (x, d.a, pair.1)."""
     out = {}
@@ -150,6 +167,7 @@ PROGRAMS = {
     "buffer_update": (BufferUpdate, lambda b: (torch.randn(b, 5),)),
     "transformer_layer": (TransformerLayer, lambda b: (torch.randn(b, 5, 16),)),
     "loss_nograd": (LossNoGrad, lambda b: (torch.randn(b, 6), torch.randint(0, 4, (b,)))),
+    "upsample_bicubic": (Bicubic, lambda b: (torch.randn(b, 2, 6, 6),)),
     "nested_inputs": (NestedInputs, lambda b: (torch.randn(b, 4), {"a": torch.randn(b, 4), "b": torch.randn(b, 4)},
                                                (torch.randn(b, 4), torch.randn(b, 4)))),
 }

@@ -44,7 +44,14 @@ DEFAULT = ["norms", "norm_overloads", "cumprod", "adaptive_max_pool", "new_empty
            "layer_losses", "backward_ops", "prod", "max_min_dim",
            # special functions and composites users call (refused before)
            "erfc_exp2", "gamma_fns", "erfinv", "logit", "copysign", "hypot", "logaddexp2", "shrinks", "nan_to_num", "lerp",
-           "addcmul_addcdiv", "binary_cross_entropy", "pointwise_backwards"]
+           "addcmul_addcdiv", "binary_cross_entropy", "pointwise_backwards",
+           # upsample_bicubic2d.default with scales_h / scales_w (1.13 traces .vec)
+           "upsample_bicubic", "upsample_bicubic_half"]
+# Results that must be eager's bit for bit, by program: key prefixes.
+# upsample_bicubic_half: float16/bfloat16 summed in float with rounded
+# weights, as ATen (Note [Separable resampling]); its gradients are index_add
+# scatters in another order (an ulp apart), at the dtype's tolerance.
+EXACT = {"upsample_bicubic_half": ("output.",)}
 PARTITIONERS = ("min-cut", "default")
 BACKENDS = ("reference", "emulate")
 TOL = {"F16": 2e-3, "BF16": 2e-2, "F32": 1e-5, "F64": 1e-5}
@@ -53,8 +60,9 @@ def load(path):
     return {k: (d, torch.from_numpy(a)) for k, (d, a) in load_typed(path).items()}
 
 
-def compare(got, want):
-    """Problems of `got` against eager's `want` (e2e_test's expectClose)."""
+def compare(got, want, exact=()):
+    """Problems of `got` against eager's `want` (e2e_test's expectClose);
+    keys starting with a prefix in `exact` must be equal."""
     bad = []
     for k, (dt, w) in want.items():
         if k not in got:
@@ -64,7 +72,7 @@ def compare(got, want):
         if gdt != dt or g.shape != w.shape:
             bad.append(f"{k}: {gdt}{list(g.shape)}, eager gives {dt}{list(w.shape)}")
             continue
-        tol = TOL.get(dt, 0.0)
+        tol = 0.0 if k.startswith(tuple(exact)) else TOL.get(dt, 0.0)
         same = (g == w) | (g.isnan() & w.isnan())
         err = torch.where(same, torch.zeros_like(g), (g - w).abs())
         err = torch.where(w.isfinite(), err - tol * w.abs(), err)
@@ -94,7 +102,7 @@ def run_program(aotc, work, name):
             if r.returncode:
                 fails.append(f"{name} [{part}, {backend}]: run failed: {r.stderr.strip()[:300]}")
                 continue
-            fails += [f"{name} [{part}, {backend}]: {b}" for b in compare(load(out), want)]
+            fails += [f"{name} [{part}, {backend}]: {b}" for b in compare(load(out), want, EXACT.get(name, ()))]
         shutil.rmtree(art, ignore_errors=True)
     return fails
 

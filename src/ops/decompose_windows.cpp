@@ -1,10 +1,14 @@
-//===- decompose_windows.cpp - Convolution in 1, 2 and 3 dims --------------===//
+//===- decompose_windows.cpp - Convolution and separable resampling --------===//
 //
 // Note [Decompositions] (decompose.h): ATen's convolution (1-D as 2-D over a
 // unit height, 2-D as conv2d or its adjoint conv2d_backward_input for the
 // transposed form, 3-D by conv3d and convTranspose3d, Note [3-D
-// convolution]), with its arguments as C++ values.
+// convolution]), with its arguments as C++ values; bilinear and bicubic
+// upsampling's taps (Note [Separable resampling]).
 //===----------------------------------------------------------------------===//
+#include <cmath>
+
+#include "aotc/ir/host_tensor.h"
 #include "aotc/ops/decompose.h"
 
 namespace aotc::decomp {
@@ -93,6 +97,109 @@ ValueId convolution(Builder& c, ValueId x, ValueId w, ValueId bias, const Convol
   }
   if (oneD) y = c.op(OpKind::Squeeze, {y}, Attrs{{"dim", Ints{2}}});
   return y;
+}
+
+// Note [Separable resampling]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ATen's upsample_bilinear2d and upsample_bicubic2d are separable: each
+// output element is a weighted sum of input elements along H, of weighted
+// sums along W.  The taps (indices) and weights depend only on the sizes,
+// align_corners and the scale factors, so they are computed here, when
+// compiling, with ATen's own arithmetic (area_pixel_compute_scale and
+// area_pixel_compute_source_index in the kernel's opmath type); each dim is
+// then one index_select per tap, times a constant weight per output row or
+// column, summed in the taps' order (resampleDim).  The gradient is
+// autodiff's: index_select's is index_add, the scatter ATen's backward
+// kernels do.
+//
+// Bicubic (Keys' cubic convolution, a = -0.75) differs from bilinear in
+// three ways that matter: the source index is not clamped at 0 when
+// align_corners is false (the taps at -1..2 around a negative index give
+// other weights), the four taps are clamped to the border (replicated edge
+// pixels, upsample_get_value_bounded), and there is no copy when a dim keeps
+// its size (the weights at t = 0 are 0, 1, 0, 0, so the sum is the input
+// unless a scale factor moves the points).  ATen's kernel nests W inside H
+// (the inner sum along W first): the converter resamples W first, so that
+// float32 rounds where ATen's does.  The taps follow PyTorch 2.x, which
+// clamps the index to in - 1 and the fraction to [0, 1]
+// (guard_index_and_lambda); 1.13 does not, and differs only where floorf
+// rounds a float64 source index up to the next integer (a fraction below
+// 2^-24 that 1.13 keeps negative): the index itself stays below in - 1/2.
+// For float16 and bfloat16, PyTorch 2.x computes the taps in float, rounds
+// the weights to the input's dtype and sums in float, rounding once at the
+// end: the converter resamples a float32 copy with the rounded weights.
+
+ValueId resampleDim(Builder& c, ValueId x, int64_t dim, const Taps& taps) {
+  const int64_t rank = c.type(x).rank();
+  const DType dt = c.type(x).dtype;
+  Ints wshape{static_cast<int64_t>(taps.index.at(0).size())};
+  for (int64_t d = dim + 1; d < rank; ++d) wshape.push_back(1);
+  auto weights = [&](const std::vector<double>& w) {
+    // One scalar constant per output row or column, stacked by cat (a dim
+    // of at most 16384 elements, checked by the callers).
+    std::vector<ValueId> parts;
+    for (double v : w) parts.push_back(c.op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(dt))}, {"shape", Ints{1}}}));
+    ValueId vec = parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{0}}});
+    return c.op(OpKind::View, {vec}, Attrs{{"size", wshape}});
+  };
+  std::vector<ValueId> picked, weighted, terms;
+  for (const Ints& idx : taps.index) picked.push_back(pick(c, x, dim, idx));
+  for (const std::vector<double>& w : taps.weight) weighted.push_back(weights(w));
+  for (size_t k = 0; k < picked.size(); ++k) terms.push_back(bin(c, OpKind::Mul, {picked[k], weighted[k]}));
+  ValueId acc = terms.at(0);
+  for (size_t k = 1; k < terms.size(); ++k) acc = bin(c, OpKind::Add, {acc, terms[k]});
+  return acc;
+}
+
+Taps bilinearTaps(int64_t in, int64_t out, bool align, std::optional<double> scaleFactor) {
+  // In float whatever the dtype (what the converter has always done).
+  float scale;
+  if (align) scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+  else scale = scaleFactor && *scaleFactor > 0 ? static_cast<float>(1.0 / *scaleFactor) : static_cast<float>(in) / static_cast<float>(out);
+  Taps t{std::vector<Ints>(2), std::vector<std::vector<double>>(2)};
+  for (int64_t i = 0; i < out; ++i) {
+    float src = align ? scale * static_cast<float>(i) : std::max(scale * (static_cast<float>(i) + 0.5f) - 0.5f, 0.0f);
+    int64_t a = static_cast<int64_t>(src);
+    int64_t step = a < in - 1 ? 1 : 0;
+    float lambda1 = src - static_cast<float>(a), lambda0 = 1.0f - lambda1;
+    t.index[0].push_back(a);
+    t.index[1].push_back(a + step);
+    t.weight[0].push_back(lambda0);
+    t.weight[1].push_back(lambda1);
+  }
+  return t;
+}
+
+namespace {
+
+/// upsample_bicubic2d's HelperInterpCubic::compute_indices_weights in T.
+template <class T>
+Taps bicubicTapsIn(int64_t in, int64_t out, bool align, std::optional<double> scaleFactor) {
+  T scale;
+  if (align) scale = out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0);
+  else scale = scaleFactor && *scaleFactor > 0 ? static_cast<T>(1.0 / *scaleFactor) : static_cast<T>(in) / static_cast<T>(out);
+  Taps t{std::vector<Ints>(4), std::vector<std::vector<double>>(4)};
+  for (int64_t i = 0; i < out; ++i) {
+    const T src = align ? scale * static_cast<T>(i) : scale * (static_cast<T>(i) + T(0.5)) - T(0.5);  // not clamped at 0
+    const int64_t i0 = std::min(static_cast<int64_t>(std::floor(static_cast<float>(src))), in - 1);  // ATen's floorf
+    const T lambda = std::min(std::max(src - static_cast<T>(i0), T(0)), T(1));
+    const std::array<T, 4> w = cubicCoefficients<T>(lambda, T(-0.75));
+    for (size_t k = 0; k < 4; ++k) {
+      t.index[k].push_back(std::clamp<int64_t>(i0 + static_cast<int64_t>(k) - 1, 0, in - 1));
+      t.weight[k].push_back(static_cast<double>(w[k]));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Taps bicubicTaps(int64_t in, int64_t out, bool align, std::optional<double> scale, DType dtype) {
+  Taps t = dtype == DType::F64 ? bicubicTapsIn<double>(in, out, align, scale) : bicubicTapsIn<float>(in, out, align, scale);
+  // ATen stores the weights in the input's dtype (float16 and bfloat16 too).
+  for (std::vector<double>& w : t.weight)
+    for (double& v : w) v = roundTo(dtype, v);
+  return t;
 }
 
 }  // namespace aotc::decomp

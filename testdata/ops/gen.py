@@ -1019,8 +1019,65 @@ add("float_math_on_ints", (float_math_on_ints, ((torch.rand(3, 4, generator=torc
                                                 torch.rand(3, 4, generator=torch.Generator().manual_seed(1511), dtype=torch.float64) + 0.5)))
 
 
+# ------------------------------------------------ bicubic upsampling (issue 48)
+# upsample_bicubic2d (Note [Separable resampling]): align_corners both ways,
+# up and down, sizes and scale factors (a scale factor is used as given, so a
+# non-integer one moves the points off in / out), a dim kept, a single
+# output row with align_corners; own seeds.
+rn5 = seeded_randn(1600)
+
+
+def bicubic(x):
+    return (F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(7, 9), mode="bicubic", align_corners=True),
+            F.interpolate(x, scale_factor=0.5, mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(3, 4), mode="bicubic", align_corners=True),
+            F.interpolate(x, scale_factor=(1.7, 0.6), mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(5, 6), mode="bicubic", align_corners=False),
+            F.interpolate(x, scale_factor=1.3, mode="bicubic", align_corners=False, recompute_scale_factor=True),
+            F.interpolate(x.transpose(2, 3), size=(1, 3), mode="bicubic", align_corners=True))
+add("upsample_bicubic", (bicubic, (rn5(2, 3, 4, 6, rg=True),)))
+
+
+def bicubic_default(x):
+    return (F.interpolate(x, scale_factor=(1.7, 0.6), mode="bicubic", align_corners=False),
+            F.interpolate(x, size=(6, 3), mode="bicubic", align_corners=True),
+            F.interpolate(x, size=(2, 7), mode="bicubic", align_corners=False))
+add("upsample_bicubic_default", (bicubic_default, (rn5(1, 2, 4, 5, rg=True),)))
+
+
+if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x: float16 and bfloat16 bicubic on the CPU
+    # ATen sums in float with weights rounded to the input's dtype: aotc's
+    # forward is bit for bit eager's (torch2_ops_test.py's EXACT).
+    rn6 = seeded_randn(1700)
+
+    def bicubic_half(h, b):
+        return (F.interpolate(h, scale_factor=(1.7, 0.6), mode="bicubic", align_corners=False),
+                F.interpolate(h, size=(7, 9), mode="bicubic", align_corners=True),
+                F.interpolate(b, scale_factor=2, mode="bicubic", align_corners=False),
+                F.interpolate(b, size=(3, 5), mode="bicubic", align_corners=True))
+    add("upsample_bicubic_half", (bicubic_half, (rn6(1, 2, 4, 6).half().requires_grad_(True),
+                                                 rn6(1, 2, 4, 6).bfloat16().requires_grad_(True))))
+    TORCH2_ONLY.append("upsample_bicubic_half")
+
+def respell_bicubic(outdir):
+    """upsample_bicubic_default as PyTorch 2.x traces it: upsample_bicubic2d.default
+    (self, output_size, align_corners, scales_h, scales_w) with the output's
+    size, the scale factors the .vec call was given and none where it had none."""
+    path = os.path.join(outdir, "upsample_bicubic_default.json")
+    doc = json.load(open(path))
+    for n in doc["nodes"]:
+        if n["target"] == "aten.upsample_bicubic2d.vec":
+            x, _, align, scales = n["args"]
+            n["target"], n["args"] = "aten.upsample_bicubic2d.default", [x, n["meta"]["shape"][2:], align] + (scales or [])
+    assert sum(n["target"] == "aten.upsample_bicubic2d.default" for n in doc["nodes"]) == 3
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
 if __name__ == "__main__":
     write_fixtures(programs, HERE)
     respell_batch_norm(sys.argv[1] if len(sys.argv) > 1 else HERE)
     respell_sym(sys.argv[1] if len(sys.argv) > 1 else HERE)
     respell_core(sys.argv[1] if len(sys.argv) > 1 else HERE)
+    respell_bicubic(sys.argv[1] if len(sys.argv) > 1 else HERE)

@@ -13,6 +13,11 @@ archives made from a good one.  Run under the pinned PyTorch 2.x
                     BatchNorm in train() whose statistics update in place
   losses.pt2        training IR: pad (constant, reflect), cross_entropy_loss and a
                     no_grad block (wrap_with_set_grad_enabled, inlined)
+  bicubic.pt2       training IR: upsample_bicubic2d.vec (align_corners both
+                    ways, a non-integer scale factor, down again; issue 48)
+  scalar_first_core.pt2  Core ATen: sub.Tensor with a Python number first
+                    (what rsub and torch.sub(number, t) become), float and
+                    int64 tensors, with alpha
   mlp_dynamic.pt2   the MLP with a dynamic batch in [1, 64] (exported at 3,
                     its inputs and results at 5)
   two_models.pt2    two programs in one archive (--model)
@@ -86,6 +91,34 @@ class Losses(nn.Module):
         return F.cross_entropy(self.l2(y) * scale, t)           # cross_entropy_loss
 
 
+class Bicubic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 3, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c(x)
+        a = F.interpolate(y, scale_factor=1.5, mode="bicubic", align_corners=False)
+        b = F.interpolate(y, size=(5, 9), mode="bicubic", align_corners=True)
+        d = F.interpolate(a, scale_factor=0.5, mode="bicubic", align_corners=False)
+        return a.mean((2, 3)) + d.pow(2).mean((2, 3)) + b.amax((2, 3))
+
+
+class ScalarFirst(nn.Module):
+    def forward(self, x, i):
+        return 1.5 - x, torch.rsub(x, 2.0, alpha=3), 2 - i, (2.5 - i) * x, torch.sub(0.5, x)
+
+
+def save_issue48():
+    """The bicubic upsampling (its Core ATen form is pt2_test.py's: 600 KB of
+    JSON) and Core ATen's number-first sub."""
+    torch.manual_seed(6)
+    save_case("bicubic", Bicubic(), (torch.randn(2, 2, 6, 6),), ["x"])
+    torch.manual_seed(7)
+    save_case("scalar_first_core", ScalarFirst(), (torch.randn(2, 3), torch.tensor([[1, 2, 3], [-4, 5, 6]])), ["x", "i"],
+              dialect="core")
+
+
 def save_case(name, module, args, arg_names, dialect="training", dynamic=None):
     torch.manual_seed(0)
     eager = copy.deepcopy(module)
@@ -98,7 +131,7 @@ def save_case(name, module, args, arg_names, dialect="training", dynamic=None):
     before = {k: v.clone() for k, v in eager.named_buffers()}
     with torch.no_grad():
         out = eager(*args)
-    expected = {"output.0": out}
+    expected = {f"output.{k}": o for k, o in enumerate(out)} if isinstance(out, tuple) else {"output.0": out}
     for k, v in eager.named_buffers():
         if not torch.equal(v, before[k]):
             expected[f"after_forward.{k}"] = v
@@ -125,6 +158,7 @@ def main():
     save_case("composites", Composites().train(), (torch.randn(2, 2, 4, 4), torch.randn(2, 2, 5)), ["x", "s"])
     torch.manual_seed(5)
     save_case("losses", Losses(), (torch.randn(4, 6), torch.tensor([0, 3, 1, 2])), ["x", "t"])
+    save_issue48()
     torch.manual_seed(4)
     save_case("mlp_dynamic", MLP(), (torch.randn(3, 4),), ["x"], dynamic=[{0: torch.export.Dim("batch", min=1, max=64)}])
     torch.manual_seed(3)

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <array>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -248,6 +249,37 @@ ValueId embeddingBag(Builder& c, ValueId weight, ValueId indices, ValueId offset
 /// grid_sampler_2d(x, grid, interpolation (0 bilinear, 1 nearest), padding
 /// (0 zeros, 1 border, 2 reflection), align_corners) (Note [grid_sampler]).
 ValueId gridSampler2d(Builder& c, ValueId x, ValueId grid, int64_t interpolation, int64_t padding, bool alignCorners);
+}  // namespace aotc::decomp
+
+namespace aotc::decomp {
+// Note [Separable resampling] (src/ops/decompose_windows.cpp).
+
+/// Keys' cubic convolution weights, in T's arithmetic, of the four taps at
+/// distances 1 + t, t, 1 - t and 2 - t from a point (0 <= t <= 1): ATen's
+/// get_cubic_upsample_coefficients and ONNX Resize's cubic mode (a = -0.75
+/// in ATen, ONNX's default cubic_coeff_a).
+template <class T>
+std::array<T, 4> cubicCoefficients(T t, T a) {
+  auto inner = [a](T x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };      // 0 <= x <= 1
+  auto outer = [a](T x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 <= x <= 2
+  const T u = 1 - t;
+  return {outer(t + 1), inner(t), inner(u), outer(u + 1)};
+}
+
+/// One dim of a separable resampling: output element o along the dim is
+/// the sum over taps k of x[index[k][o]] * weight[k][o], summed in k's order.
+struct Taps {
+  std::vector<Ints> index;
+  std::vector<std::vector<double>> weight;
+};
+ValueId resampleDim(Builder& c, ValueId x, int64_t dim, const Taps& taps);
+
+/// ATen's upsample_bilinear2d taps along one dim resized from `in` to `out`
+/// elements (`scale`: the call's scale factor, if it gave one).
+Taps bilinearTaps(int64_t in, int64_t out, bool alignCorners, std::optional<double> scale);
+/// ATen's upsample_bicubic2d taps along one dim, in the opmath of `dtype`
+/// (double for float64, float otherwise).
+Taps bicubicTaps(int64_t in, int64_t out, bool alignCorners, std::optional<double> scale, DType dtype);
 }  // namespace aotc::decomp
 
 namespace aotc::decomp {

@@ -14,6 +14,16 @@ namespace aotc::fx {
 namespace {
 
 V addLike(Converter& c, OpKind k, double sign) {
+  if (k == OpKind::Add || k == OpKind::Sub) {
+    // A Python number as `self` (Core ATen's sub.Tensor(1.0, t), Note in
+    // binary(), readers.cpp): a wrapped number of `other`'s dtype.
+    if (!c.isTensor(0, "self") && c.isTensor(1, "other")) {
+      ValueId b = c.tensor(1, "other");
+      ValueId a = c.operand(0, "self", b);
+      ValueId bs = c.scaled(b, sign * c.number(2, "alpha", 1.0));
+      return {c.op(k, {a, bs})};
+    }
+  }
   ValueId a = c.tensor(0, "self");
   ValueId b = c.scaled(c.operand(1, "other", a), sign * c.number(2, "alpha", 1.0));
   return {c.op(k, {a, b})};

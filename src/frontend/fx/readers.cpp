@@ -12,6 +12,14 @@
 namespace aotc::fx {
 
 V binary(Converter& c, OpKind k) {
+  // Core ATen (run_decompositions) passes a Python number as `self` where
+  // the decomposition wrote `2.0 - t` (sub.Tensor(2.0, t)): a wrapped number
+  // of the tensor's dtype, as eager takes it.  Never for a mutation.
+  if (!opInfo(k).functional && !c.isTensor(0, "self") && c.isTensor(1, "other")) {
+    ValueId b = c.tensor(1, "other");
+    ValueId a = c.operand(0, "self", b);
+    return {c.op(k, {a, b})};
+  }
   ValueId a = c.tensor(0, "self");
   return {c.op(k, {a, c.operand(1, "other", a)})};
 }

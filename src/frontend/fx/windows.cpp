@@ -2,8 +2,8 @@
 //
 // convolution (1-3-D and transposed; the decomposition is in
 // src/ops/decompose_windows.cpp), max/avg/adaptive pooling in 1-3 D,
-// constant/reflection/replication padding, nearest and bilinear upsampling,
-// im2col and col2im (Note [im2col and col2im]).
+// constant/reflection/replication padding, nearest, bilinear and bicubic
+// upsampling, im2col and col2im (Note [im2col and col2im]).
 //
 // Note [FX converter tables] (converter.h) says how to add a spelling.
 //===----------------------------------------------------------------------===//
@@ -104,9 +104,10 @@ std::pair<Ints, std::vector<std::optional<double>>> upsampleSizes(Converter& c, 
     scales[1] = optNumber(c, scaleIdx + 1, "scales_w");
   }
   if (out.empty()) c.fail("upsampling needs output_size or scale_factors");
+  if (t.sizes[2] <= 0 || t.sizes[3] <= 0) c.fail("upsampling an empty input is not supported");
   for (int64_t o : out) {
     if (o <= 0) c.fail("upsampling: output size must be positive");
-    // Bilinear weights are one constant per output row and column.
+    // Bilinear and bicubic weights are one constant per output row and column.
     if (o > 16384) c.fail(cat("upsampling: an output size of ", o, " is beyond the 16384 this op handles"));
   }
   return {out, scales};
@@ -122,53 +123,36 @@ V upsampleNearest(Converter& c) {
 }
 
 /// upsample_bilinear2d: ATen's CPU kernel, with its float source-index
-/// arithmetic; the two taps per dim are index_selects, the weights constants.
+/// arithmetic; the two taps per dim are index_selects, the weights constants
+/// (Note [Separable resampling], src/ops/decompose_windows.cpp).
 template <bool Vec>
 V upsampleBilinear(Converter& c) {
   ValueId x = c.tensor(0, Vec ? "input" : "self");
   bool align = c.boolean(2, "align_corners", false);
   auto [out, scales] = upsampleSizes(c, x, Vec, 3);
   const TensorType t = c.type(x);
-  DType dt = t.dtype;
-  if (!isFloating(dt)) c.fail("upsample_bilinear2d expects a floating-point input");
-  V res;
+  if (!isFloating(t.dtype)) c.fail("upsample_bilinear2d expects a floating-point input");
   ValueId cur = x;
-  for (int d = 0; d < 2; ++d) {
-    int64_t in = t.sizes[2 + static_cast<size_t>(d)], o = out[static_cast<size_t>(d)];
-    float scale;
-    if (align) scale = o > 1 ? static_cast<float>(in - 1) / static_cast<float>(o - 1) : 0.0f;
-    else scale = scales[static_cast<size_t>(d)] && *scales[static_cast<size_t>(d)] > 0 ? static_cast<float>(1.0 / *scales[static_cast<size_t>(d)])
-                                                                                      : static_cast<float>(in) / static_cast<float>(o);
-    Ints i0, i1;
-    std::vector<double> l0, l1;
-    for (int64_t i = 0; i < o; ++i) {
-      float src = align ? scale * static_cast<float>(i) : std::max(scale * (static_cast<float>(i) + 0.5f) - 0.5f, 0.0f);
-      int64_t a = static_cast<int64_t>(src);
-      int64_t step = a < in - 1 ? 1 : 0;
-      float lambda1 = src - static_cast<float>(a), lambda0 = 1.0f - lambda1;
-      i0.push_back(a);
-      i1.push_back(a + step);
-      l0.push_back(lambda0);
-      l1.push_back(lambda1);
-    }
-    int64_t dim = 2 + d;
-    Ints wshape = d == 0 ? Ints{o, 1} : Ints{o};
-    auto weights = [&](const std::vector<double>& w) {
-      // One constant per distinct run is too many; weights are data: stack
-      // scalars through cat (small: one entry per output row or column).
-      V parts;
-      for (double v : w) parts.push_back(c.op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(dt))}, {"shape", Ints{1}}}));
-      ValueId vec = parts.size() == 1 ? parts[0] : c.op(OpKind::Cat, parts, Attrs{{"dim", int64_t{0}}});
-      return c.op(OpKind::View, {vec}, Attrs{{"size", wshape}});
-    };
-    ValueId a0 = pick(c, cur, dim, i0), a1 = pick(c, cur, dim, i1);
-    ValueId w0 = weights(l0);
-    ValueId w1 = weights(l1);
-    ValueId p0 = bin(c, OpKind::Mul, {a0, w0});
-    ValueId p1 = bin(c, OpKind::Mul, {a1, w1});
-    cur = bin(c, OpKind::Add, {p0, p1});
-  }
+  for (size_t d = 0; d < 2; ++d) cur = resampleDim(c, cur, 2 + static_cast<int64_t>(d), bilinearTaps(t.sizes[2 + d], out[d], align, scales[d]));
   return {cur};
+}
+
+/// upsample_bicubic2d: ATen's CPU kernel (Keys' cubic, a = -0.75, four
+/// border-clamped taps per dim), W resampled first as ATen nests it (Note
+/// [Separable resampling]).
+template <bool Vec>
+V upsampleBicubic(Converter& c) {
+  ValueId x = c.tensor(0, Vec ? "input" : "self");
+  bool align = c.boolean(2, "align_corners", false);
+  auto [out, scales] = upsampleSizes(c, x, Vec, 3);
+  const TensorType t = c.type(x);
+  if (!isFloating(t.dtype)) c.fail("upsample_bicubic2d expects a floating-point input");
+  const bool low = t.dtype == DType::F16 || t.dtype == DType::BF16;  // summed in float, as ATen's opmath
+  Taps tw = bicubicTaps(t.sizes[3], out[1], align, scales[1], t.dtype), th = bicubicTaps(t.sizes[2], out[0], align, scales[0], t.dtype);
+  ValueId in = low ? c.cast(x, DType::F32) : x;
+  ValueId w = resampleDim(c, in, 3, tw);
+  ValueId y = resampleDim(c, w, 2, th);
+  return {low ? c.cast(y, t.dtype) : y};
 }
 
 /// reflection/replication padding of the last dims: constant index maps.
@@ -406,6 +390,8 @@ Entries windowsConverters() {
     {"aten.upsample_nearest2d.default", upsampleNearest<false>},
     {"aten.upsample_bilinear2d.vec", upsampleBilinear<true>},
     {"aten.upsample_bilinear2d.default", upsampleBilinear<false>},
+    {"aten.upsample_bicubic2d.vec", upsampleBicubic<true>},
+    {"aten.upsample_bicubic2d.default", upsampleBicubic<false>},
     {"aten.reflection_pad1d.default", [](Converter& c) { return indexPad(c, true, 1); }},
     {"aten.reflection_pad2d.default", [](Converter& c) { return indexPad(c, true, 2); }},
     {"aten.reflection_pad3d.default", [](Converter& c) { return indexPad(c, true, 3); }},

@@ -154,9 +154,8 @@ Outs resizeOp(Node& c) {
         coeff = {1 - ratio, ratio};
         at = {i0, i0 + 1};
       } else {
-        double t = ratio, u = 1 - ratio;
-        coeff = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A, ((A + 2) * t - (A + 3)) * t * t + 1,
-                 ((A + 2) * u - (A + 3)) * u * u + 1, ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A};
+        std::array<double, 4> k = cubicCoefficients(ratio, A);
+        coeff.assign(k.begin(), k.end());
         at = {i0 - 1, i0, i0 + 1, i0 + 2};
       }
       if (exclude) {

@@ -61,6 +61,12 @@ def c55(x):
     return out.clone(), offsets
 
 
+def bicubic_aa():
+    """Issue 48: antialiased bicubic downsampling (_upsample_bicubic2d_aa), refused by name."""
+    export(lambda x: torch.nn.functional.interpolate(x, scale_factor=0.5, mode="bicubic", antialias=True),
+           (torch.randn(1, 1, 4, 4, requires_grad=True),), os.path.join(HERE, "bicubic_aa"))
+
+
 def main():
     a = torch.randn(2, 2, requires_grad=True)
     export(lambda a, b: TransposeSavedInBackward.apply(a, b).sum(), (a, torch.randn(2, 2)),
@@ -71,6 +77,7 @@ def main():
     x, y = base[:2], base[:2]
     export(lambda x, y: (x.add_(1), x + y)[1], (x, y), os.path.join(HERE, "shared_storage_mutated"))
     export(lambda x, y: x * y, (x, y), os.path.join(HERE, "shared_storage_read_only"))
+    bicubic_aa()
 
 
 if __name__ == "__main__":

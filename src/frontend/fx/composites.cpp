@@ -3,7 +3,7 @@
 // torch.export's training IR (the dialect `torch.export.export` returns, read
 // by the .pt2 front end, Note [pt2 front end]) keeps composite ops whole that a
 // dispatcher-level trace (tools/fx_export.py) never sees: linear, conv2d,
-// batch_norm, layer_norm, dropout, matmul, softmax.int, flatten, ...  Each is
+// batch_norm, layer_norm, dropout, matmul, einsum, softmax.int, flatten, ...  Each is
 // written here over the spellings the tables already have, so one table of
 // ATen spellings serves both loaders: a composite either builds its few ops
 // directly or rewrites its node into the argument list of the spelling it

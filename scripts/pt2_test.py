@@ -14,7 +14,7 @@ state it was exported with.  Run under the pinned PyTorch 2.x
 
 Usage: pt2_test.py AOTC [--backend reference|emulate ...] [--work DIR] [PROGRAM ...]
        (programs: mlp conv_bn buffer_update transformer_layer loss_nograd upsample_bicubic
-       nested_inputs, the default; resnet18 mobilenet_v2 vit by name)
+       nested_inputs einsum, the default; resnet18 mobilenet_v2 vit by name)
 """
 import argparse
 import copy
@@ -134,6 +134,34 @@ class Bicubic(nn.Module):
         d = nn.functional.interpolate(a, scale_factor=0.5, mode="bicubic", align_corners=False)
         return a.mean((2, 3)) + d.pow(2).mean((2, 3)) + b.amax((2, 3))
 
+class Einsum(nn.Module):
+    """aten.einsum.default, which the training IR keeps whole (Note [Einsum]):
+    batch matmul, implicit output, attention scores, a dot product, a
+    diagonal, an implicit trace, an outer product, a three-operand chain and
+    a sum over an index of one operand; every operand reaches a parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 5))
+        self.wq, self.wk = nn.Parameter(torch.randn(2, 5, 6)), nn.Parameter(torch.randn(2, 5, 6))
+        self.a, self.b, self.c = nn.Parameter(torch.randn(3, 4)), nn.Parameter(torch.randn(4, 3)), nn.Parameter(torch.randn(3, 2))
+        self.u, self.v = nn.Parameter(torch.randn(5)), nn.Parameter(torch.randn(5))
+
+    def forward(self, x):
+        h = torch.einsum("bij,jk->bik", x, self.w)
+        g = torch.einsum("bij,bjk->bik", h, h.transpose(1, 2))
+        q, k = torch.einsum("bqd,hde->bhqe", h, self.wq), torch.einsum("bkd,hde->bhke", h, self.wk)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k)
+        m = torch.einsum("ij,jk", self.a, self.b)
+        dot = torch.einsum("i,i->", self.u, self.v)
+        diag = torch.einsum("ii->i", m)
+        trace = torch.einsum("ii", m)
+        outer = torch.einsum("i,j->ij", diag, self.u)
+        chain = torch.einsum("ij,jk,kl->il", self.a, self.b, self.c)
+        rows = torch.einsum("ij->j", chain)
+        z = torch.cat([m.flatten(), dot.reshape(1), diag, trace.reshape(1), outer.flatten(), chain.flatten(), rows])
+        return torch.cat([g.flatten(1), s.flatten(1), z.unsqueeze(0).expand(x.shape[0], -1)], 1)
+
 
 def flat_inputs(names, args):
     """{path: tensor} as aotc names user inputs (x, d.a, pair.1)."""
@@ -170,6 +198,7 @@ PROGRAMS = {
     "upsample_bicubic": (Bicubic, lambda b: (torch.randn(b, 2, 6, 6),)),
     "nested_inputs": (NestedInputs, lambda b: (torch.randn(b, 4), {"a": torch.randn(b, 4), "b": torch.randn(b, 4)},
                                                (torch.randn(b, 4), torch.randn(b, 4)))),
+    "einsum": (Einsum, lambda b: (torch.randn(b, 3, 4),)),
 }
 DEFAULT = list(PROGRAMS)
 # torchvision models, run by name (not in CTest's run: minutes on emulate).

@@ -11,6 +11,7 @@ archives made from a good one.  Run under the pinned PyTorch 2.x
   composites.pt2    training IR: every composite op the FX tables take for
                     torch.export (src/frontend/fx/composites.cpp), with a
                     BatchNorm in train() whose statistics update in place
+  einsum.pt2        training IR: aten.einsum.default in several equations
   losses.pt2        training IR: pad (constant, reflect), cross_entropy_loss and a
                     no_grad block (wrap_with_set_grad_enabled, inlined)
   bicubic.pt2       training IR: upsample_bicubic2d.vec (align_corners both
@@ -119,6 +120,26 @@ def save_issue48():
               dialect="core")
 
 
+class Einsum(nn.Module):
+    """aten.einsum.default, kept whole by the training IR (Note [Einsum]):
+    bmm, attention scores, implicit output, dot, diagonal, outer product and
+    a three-operand chain."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+        self.a, self.b = nn.Parameter(torch.randn(3, 4)), nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        h = torch.einsum("bij,jk->bik", x, self.w)
+        s = torch.einsum("bhqd,bhkd->bhqk", h.unsqueeze(1), x.unsqueeze(1))
+        m = torch.einsum("ij,jk", self.a, self.b)
+        d = torch.einsum("i,i->", m.flatten(), m.flatten())
+        z = torch.cat([torch.einsum("ii->i", m), torch.einsum("i,j->ij", m[0], m[1]).flatten(),
+                       torch.einsum("ij,jk,kl->il", self.a, self.b, self.a).flatten(), d.reshape(1)])
+        return torch.cat([torch.einsum("bij,bjk->bik", s.squeeze(1), h).flatten(1), z.expand(x.shape[0], -1)], 1)
+
+
 def save_case(name, module, args, arg_names, dialect="training", dynamic=None):
     torch.manual_seed(0)
     eager = copy.deepcopy(module)
@@ -156,6 +177,8 @@ def main():
     save_case("conv_bn_core", ConvBN().train(), (torch.randn(2, 2, 4, 4),), ["x"], dialect="core")
     torch.manual_seed(2)
     save_case("composites", Composites().train(), (torch.randn(2, 2, 4, 4), torch.randn(2, 2, 5)), ["x", "s"])
+    torch.manual_seed(6)
+    save_case("einsum", Einsum(), (torch.randn(2, 3, 4),), ["x"])
     torch.manual_seed(5)
     save_case("losses", Losses(), (torch.randn(4, 6), torch.tensor([0, 3, 1, 2])), ["x", "t"])
     save_issue48()

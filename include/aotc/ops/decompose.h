@@ -14,6 +14,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -108,6 +109,10 @@ std::vector<ValueId> splitSizes(Builder& c, ValueId x, int64_t dim, const Ints& 
 namespace aotc::decomp {
 /// numpy's matmul (1-D operands, broadcast batch dims) as mm or bmm.
 ValueId matmul(Builder& c, ValueId a, ValueId b);
+/// einsum(equation, operands) (Note [Einsum], src/ops/decompose_einsum.cpp):
+/// diagonals, sums, permutes and one bmm per pair of operands, left to
+/// right; ellipses refused.  `name` starts its errors ("Einsum", "einsum").
+ValueId einsum(Builder& c, const std::string& equation, const std::vector<ValueId>& operands, const std::string& name);
 }  // namespace aotc::decomp
 
 namespace aotc::decomp {

@@ -3,7 +3,7 @@
 // torch.export's training IR (the dialect `torch.export.export` returns, read
 // by the .pt2 front end, Note [pt2 front end]) keeps composite ops whole that a
 // dispatcher-level trace (tools/fx_export.py) never sees: linear, conv2d,
-// batch_norm, layer_norm, dropout, matmul, softmax.int, flatten, ...  Each is
+// batch_norm, layer_norm, dropout, matmul, einsum, softmax.int, flatten, ...  Each is
 // written here over the spellings the tables already have, so one table of
 // ATen spellings serves both loaders: a composite either builds its few ops
 // directly or rewrites its node into the argument list of the spelling it
@@ -242,6 +242,20 @@ V toDtype(Converter& c) {
   return {c.cast(x, d)};
 }
 
+/// einsum(equation, tensors, *, path=None): decomp::einsum (Note [Einsum]).
+/// `path` (opt_einsum's contraction order) only reorders the same sums:
+/// aotc contracts left to right whatever it says.
+V einsumOp(Converter& c) {
+  const json* eq = c.arg(0, "equation");
+  if (!eq || !eq->is_string()) c.fail("einsum expects an equation string");
+  const json* list = c.arg(1, "tensors");
+  if (!list || !list->is_array() || list->empty()) c.fail("einsum expects a non-empty list of tensors");
+  std::vector<ValueId> xs;
+  for (size_t i = 0; i < list->size(); ++i) xs.push_back(c.ref((*list)[i], i));
+  c.ignore(2, "path");
+  return {einsum(c, eq->get<std::string>(), xs, "einsum")};
+}
+
 }  // namespace
 
 Entries compositesConverters() {
@@ -258,6 +272,7 @@ Entries compositesConverters() {
     {"aten.contiguous.default", contiguous},
     {"aten.flatten.using_ints", flatten},
     {"aten.unflatten.int", unflatten},
+    {"aten.einsum.default", einsumOp},
     {"aten.matmul.default", [](Converter& c) -> V { return {matmul(c, c.tensor(0, "self"), c.tensor(1, "other"))}; }},
     {"aten.softmax.int", [](Converter& c) { return softmaxInt(c, false); }},
     {"aten.log_softmax.int", [](Converter& c) { return softmaxInt(c, true); }},

@@ -42,7 +42,7 @@ const std::set<std::string> kNoFixtureYet = {
     "aten.adaptive_avg_pool3d.default", "aten.add_.Scalar", "aten.argsort.default", "aten.cdist.default",
     "aten.fill.Tensor", "aten.fix.default", "aten.grid_sampler.default", "aten.item.default",
     "aten.lift_fresh_copy.default", "aten.masked_select.default", "aten.mul_.Scalar", "aten.narrow.default",
-    "aten.new_empty.default", "aten.nonzero.default", "aten.pdist.default", "aten.reshape.default",
+    "aten.new_empty.default", "aten.nonzero.default", "aten.pdist.default",
     "aten.set_.source_Storage", "aten.set_.source_Storage_storage_offset", "aten.squeeze_.dims", "aten.sub_.Scalar",
     "aten.unique.default", "aten.unsafe_split_with_sizes.default", "aten.upsample_bilinear2d.default",
     "aten.upsample_nearest2d.default", "aten.var.default", "aten.where.ScalarOther",

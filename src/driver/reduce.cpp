@@ -249,21 +249,26 @@ std::optional<Candidate> build(const Source& s, const Kept& kept, bool bypass) {
   };
   Candidate c;
   std::set<std::string> used;
+  // Rewrites every reference in `j` as `reader` resolves it; false when one
+  // has no value left.
+  auto rewrite = [&](json& j, Reader reader) {
+    bool ok = true;
+    rewriteRefs(j, [&](const std::string& r) {
+      std::optional<std::string> v = resolve(r, reader);
+      if (!v) ok = false;
+      used.insert(v.value_or(r));
+      return v.value_or(r);
+    });
+    return ok;
+  };
   c.doc = s.doc;
   json outNodes = json::array();
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!kept.nodes[i]) continue;
     json n = nodes[i];
     bool ok = true;
-    for (const char* field : {"args", "kwargs"}) {
-      if (!n.contains(field)) continue;
-      rewriteRefs(n[field], [&](const std::string& r) {
-        std::optional<std::string> v = resolve(r, Reader::Use);
-        if (!v) ok = false;
-        used.insert(v.value_or(r));
-        return v.value_or(r);
-      });
-    }
+    for (const char* field : {"args", "kwargs"})
+      if (n.contains(field)) ok = rewrite(n[field], Reader::Use) && ok;
     if (!ok) return std::nullopt;
     outNodes.push_back(std::move(n));
     ++c.nodes;
@@ -272,14 +277,7 @@ std::optional<Candidate> build(const Source& s, const Kept& kept, bool bypass) {
   for (size_t i = 0; i < s.doc["outputs"].size(); ++i) {
     if (!kept.outputs[i]) continue;
     json o = s.doc["outputs"][i];
-    bool ok = true;
-    rewriteRefs(o, [&](const std::string& r) {
-      std::optional<std::string> v = resolve(r, Reader::Output);
-      if (!v) ok = false;
-      used.insert(v.value_or(r));
-      return v.value_or(r);
-    });
-    if (!ok) return std::nullopt;
+    if (!rewrite(o, Reader::Output)) return std::nullopt;
     outs.push_back(std::move(o));
     c.outputs.push_back(i);
   }

@@ -7,6 +7,8 @@
 //
 // Note [FX converter tables] (converter.h) says how to add a spelling.
 //===----------------------------------------------------------------------===//
+#include <tuple>
+
 #include "converter.h"
 
 namespace aotc::fx {
@@ -125,13 +127,29 @@ V upsampleNearest(Converter& c) {
 /// upsample_bilinear2d: ATen's CPU kernel, with its float source-index
 /// arithmetic; the two taps per dim are index_selects, the weights constants
 /// (Note [Separable resampling], src/ops/decompose_windows.cpp).
+/// The operands both interpolating upsamples read: the input, align_corners,
+/// the output sizes and scales; a floating-point input or a refusal.
+struct Interpolation {
+  ValueId x;
+  bool align;
+  Ints out;
+  std::vector<std::optional<double>> scales;
+  TensorType t;
+};
+template <bool Vec>
+Interpolation interpolation(Converter& c, const char* op) {
+  Interpolation r;
+  r.x = c.tensor(0, Vec ? "input" : "self");
+  r.align = c.boolean(2, "align_corners", false);
+  std::tie(r.out, r.scales) = upsampleSizes(c, r.x, Vec, 3);
+  r.t = c.type(r.x);
+  if (!isFloating(r.t.dtype)) c.fail(std::string(op) + " expects a floating-point input");
+  return r;
+}
+
 template <bool Vec>
 V upsampleBilinear(Converter& c) {
-  ValueId x = c.tensor(0, Vec ? "input" : "self");
-  bool align = c.boolean(2, "align_corners", false);
-  auto [out, scales] = upsampleSizes(c, x, Vec, 3);
-  const TensorType t = c.type(x);
-  if (!isFloating(t.dtype)) c.fail("upsample_bilinear2d expects a floating-point input");
+  auto [x, align, out, scales, t] = interpolation<Vec>(c, "upsample_bilinear2d");
   ValueId cur = x;
   for (size_t d = 0; d < 2; ++d) cur = resampleDim(c, cur, 2 + static_cast<int64_t>(d), bilinearTaps(t.sizes[2 + d], out[d], align, scales[d]));
   return {cur};
@@ -142,11 +160,7 @@ V upsampleBilinear(Converter& c) {
 /// [Separable resampling]).
 template <bool Vec>
 V upsampleBicubic(Converter& c) {
-  ValueId x = c.tensor(0, Vec ? "input" : "self");
-  bool align = c.boolean(2, "align_corners", false);
-  auto [out, scales] = upsampleSizes(c, x, Vec, 3);
-  const TensorType t = c.type(x);
-  if (!isFloating(t.dtype)) c.fail("upsample_bicubic2d expects a floating-point input");
+  auto [x, align, out, scales, t] = interpolation<Vec>(c, "upsample_bicubic2d");
   const bool low = t.dtype == DType::F16 || t.dtype == DType::BF16;  // summed in float, as ATen's opmath
   Taps tw = bicubicTaps(t.sizes[3], out[1], align, scales[1], t.dtype), th = bicubicTaps(t.sizes[2], out[0], align, scales[0], t.dtype);
   ValueId in = low ? c.cast(x, DType::F32) : x;

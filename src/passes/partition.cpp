@@ -209,11 +209,8 @@ bool fusesOperand(const Graph& j, const Node& reader, ValueId v) {
 /// Note [Materialized values]: per value, whether a node of `phase` reads it
 /// (directly or through views) from a buffer.  Forward outputs count as
 /// materialized in the forward.
-std::vector<bool> materializedIn(const Graph& j, Phase phase) {
+std::vector<bool> materializedIn(const Graph& j, const UseInfo& uses, Phase phase) {
   std::vector<bool> m(j.values.size(), false);
-  std::vector<std::vector<int32_t>> users(j.values.size());
-  for (size_t k = 0; k < j.nodes.size(); ++k)
-    for (ValueId u : j.nodes[k].inputs) users[u].push_back(static_cast<int32_t>(k));
   if (phase == Phase::Forward) {
     for (const GraphOutput& o : j.outputs)
       if (o.role != OutputRole::Grad) m[o.value] = true;
@@ -225,7 +222,7 @@ std::vector<bool> materializedIn(const Graph& j, Phase phase) {
     // A 0-dim constant is a literal in every kernel that reads it.
     int32_t d = j.values[v].node;
     if (d >= 0 && j.nodes[static_cast<size_t>(d)].op == OpKind::Constant) continue;
-    for (int32_t user : users[v]) {
+    for (int32_t user : uses.users[v]) {
       const Node& n = j.nodes[static_cast<size_t>(user)];
       // A view passes on its readers' needs whatever its phase (a forward
       // view the backward's GEMM reads through).
@@ -290,7 +287,9 @@ Partition partitionMinCut(const Graph& j) {
     if (n.op == OpKind::EpilogueCopy && n.phase == Phase::Forward) fwMutated.insert(n.inputs[0]);
   std::vector<bool> fw(nv, false);
   for (size_t v = 0; v < nv; ++v) fw[v] = isForwardValue(j, static_cast<ValueId>(v));
-  const std::vector<bool> inForward = materializedIn(j, Phase::Forward), inBackward = materializedIn(j, Phase::Backward);
+  const UseInfo uses = UseInfo::compute(j);
+  const std::vector<bool> inForward = materializedIn(j, uses, Phase::Forward),
+                          inBackward = materializedIn(j, uses, Phase::Backward);
   for (size_t v = 0; v < nv; ++v) {
     if (!fw[v]) continue;
     const TensorType& t = j.type(static_cast<ValueId>(v));

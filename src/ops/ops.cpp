@@ -370,6 +370,13 @@ Window2d window2d(const Attrs& a) {
   return Window2d{k[0], k[1], st[0], st[1], pd[0], pd[1], dl[0], dl[1], attrBool(a, "ceil_mode", false)};
 }
 
+DType windowOffsetDType(const Attrs& a) {
+  if (!attrBool(a, "window_offsets", false)) return DType::I64;
+  Window2d w = window2d(a);
+  int64_t n = w.kh * w.kw;
+  return n <= 128 ? DType::I8 : n <= 32768 ? DType::I16 : n <= (int64_t{1} << 31) ? DType::I32 : DType::I64;
+}
+
 DType promoteTypes(DType a, DType b) { return promote(a, b); }
 
 double philoxUniform(uint64_t seed, uint64_t offset, uint64_t index) {

@@ -36,10 +36,10 @@ Ints poolOut(const Ints& x, const Attrs& a) {
 }
 TT maxPoolRule(const TT& in, const Attrs& a) {
   Ints o = poolOut(in[0].sizes, a);
-  return {TensorType::contiguous(in[0].dtype, o), TensorType::contiguous(DType::I64, o)};
+  return {TensorType::contiguous(in[0].dtype, o), TensorType::contiguous(windowOffsetDType(a), o)};
 }
 TT maxPoolBackRule(const TT& in, const Attrs& a) {
-  if (in[1].dtype != DType::I64 || in[0].sizes != in[1].sizes) shapeError("max_pool2d_backward: indices do not match the grad");
+  if (in[1].dtype != windowOffsetDType(a) || in[0].sizes != in[1].sizes) shapeError("max_pool2d_backward: indices do not match the grad");
   return one(TensorType::contiguous(in[0].dtype, attrInts(a, "input_size")));
 }
 TT avgPoolRule(const TT& in, const Attrs& a) { return one(TensorType::contiguous(in[0].dtype, poolOut(in[0].sizes, a))); }
@@ -79,8 +79,9 @@ void poolWindows(const Ints& x, const Ints& out, const Window2d& w, F f) {
 
 Outs maxPoolRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
   const HostTensor& x = *in[0];
-  HostTensor v = HostTensor::zeros(ot[0].dtype, ot[0].sizes), ix = HostTensor::zeros(DType::I64, ot[1].sizes);
+  HostTensor v = HostTensor::zeros(ot[0].dtype, ot[0].sizes), ix = HostTensor::zeros(ot[1].dtype, ot[1].sizes);
   Window2d w = window2d(a);
+  const bool offsets = attrBool(a, "window_offsets", false);  // Note [Window offsets]
   poolWindows(x.sizes, v.sizes, w, [&](int64_t nc, int64_t oi, int64_t hs, int64_t ws, int64_t) {
     double best = -INFINITY;
     int64_t bi = -1;
@@ -91,7 +92,7 @@ Outs maxPoolRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot
         double val = x.data[static_cast<size_t>((nc * x.sizes[2] + iy) * x.sizes[3] + jx)];
         if (bi < 0 || val > best || std::isnan(val)) {
           best = val;
-          bi = iy * x.sizes[3] + jx;
+          bi = offsets ? i * w.kw + j : iy * x.sizes[3] + jx;
           if (std::isnan(val)) goto done;
         }
       }
@@ -101,13 +102,20 @@ Outs maxPoolRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot
   });
   return {v, ix};
 }
-Outs maxPoolBackRef(const Ins& in, const Attrs&, const std::vector<TensorType>& ot) {
+Outs maxPoolBackRef(const Ins& in, const Attrs& a, const std::vector<TensorType>& ot) {
   HostTensor o = HostTensor::zeros(ot[0].dtype, ot[0].sizes);
-  int64_t plane = o.sizes[2] * o.sizes[3], oplane = in[0]->sizes[2] * in[0]->sizes[3];
+  int64_t plane = o.sizes[2] * o.sizes[3], oplane = in[0]->sizes[2] * in[0]->sizes[3], wo = in[0]->sizes[3];
+  const bool offsets = attrBool(a, "window_offsets", false);  // Note [Window offsets]
+  Window2d w = window2d(a);
   std::vector<double> acc(o.data.size(), 0.0);
   for (size_t e = 0; e < in[0]->data.size(); ++e) {
-    int64_t nc = static_cast<int64_t>(e) / oplane;
-    acc[static_cast<size_t>(nc * plane + static_cast<int64_t>(in[1]->data[e]))] += in[0]->data[e];
+    int64_t nc = static_cast<int64_t>(e) / oplane, ix = static_cast<int64_t>(in[1]->data[e]);
+    if (offsets) {
+      int64_t oi = static_cast<int64_t>(e) % oplane;
+      int64_t y = (oi / wo) * w.sh - w.ph + (ix / w.kw) * w.dh, x = (oi % wo) * w.sw - w.pw + (ix % w.kw) * w.dw;
+      ix = y * o.sizes[3] + x;
+    }
+    acc[static_cast<size_t>(nc * plane + ix)] += in[0]->data[e];
   }
   for (size_t i = 0; i < acc.size(); ++i) o.data[i] = roundTo(o.dtype, acc[i]);
   return {o};
@@ -216,7 +224,23 @@ R adaptivePoolBackGrad(GradCtx& g) {
 R maxPoolBackGrad(GradCtx& g) {
   Ints o = g.sizes(g.I(0)), in = g.sizes(g.O(0));
   ValueId flatGo = g.reshape(g.contiguous(g.GO(0)), {in[0], in[1], in[2] * in[3]});
-  ValueId flatIdx = g.reshape(g.contiguous(g.I(1)), {o[0], o[1], o[2] * o[3]});
+  ValueId idx = g.I(1);
+  if (attrBool(g.attrs(), "window_offsets", false)) {
+    // Note [Window offsets]: window (oy, ox)'s offset p * kw + q is input
+    // element (oy * sh - ph + p * dh, ox * sw - pw + q * dw).
+    Window2d w = window2d(g.attrs());
+    auto k = [&](int64_t v) { return g.scalar(static_cast<double>(v), DType::I64); };
+    auto iota = [&](int64_t n, Ints shape) {
+      return g.reshape(g.op(K::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(n)}, {"step", 1.0}, {"dtype", std::string("i64")}}),
+                       std::move(shape));
+    };
+    ValueId off = g.cast(idx, DType::I64);
+    ValueId p = g.op(K::DivFloor, {off, k(w.kw)}), q = g.op(K::Remainder, {off, k(w.kw)});
+    ValueId y = g.add(g.add(g.mul(iota(o[2], {1, 1, o[2], 1}), k(w.sh)), k(-w.ph)), g.mul(p, k(w.dh)));
+    ValueId x = g.add(g.add(g.mul(iota(o[3], {1, 1, 1, o[3]}), k(w.sw)), k(-w.pw)), g.mul(q, k(w.dw)));
+    idx = g.add(g.mul(y, k(in[3])), x);
+  }
+  ValueId flatIdx = g.reshape(g.contiguous(idx), {o[0], o[1], o[2] * o[3]});
   ValueId picked = g.op(K::Gather, {flatGo, flatIdx}, Attrs{{"dim", int64_t{2}}});
   return {g.reshape(picked, o), kNoValue};
 }
@@ -266,7 +290,9 @@ std::string maxPoolBody(const Graph& g, const Node& n) {
   b << "    aotc_i64 y = hs + p * " << w.dh << ", x = ws + q * " << w.dw << ";\n";
   b << "    if (y < 0 || y >= " << x.sizes[2] << " || x < 0 || x >= " << x.sizes[3] << ") continue;\n";
   b << "    " << ct << " v = (" << ct << ")in0[" << at(x, {"c[0]", "c[1]", "y", "x"}) << "];\n";
-  b << "    if (bi < 0 || v > best || v != v) { best = v; bi = y * " << x.sizes[3] << " + x; if (v != v) goto done; }\n  }\n";
+  // Note [Window offsets]: the window's own offset of its maximum, or the plane's flat index.
+  std::string win = attrBool(n.attrs, "window_offsets", false) ? cat("p * ", w.kw, " + q") : cat("y * ", x.sizes[3], " + x");
+  b << "    if (bi < 0 || v > best || v != v) { best = v; bi = " << win << "; if (v != v) goto done; }\n  }\n";
   b << "done:\n  out0[i] = best;\n  out1[i] = bi;\n";
   return b.str();
 }
@@ -284,7 +310,14 @@ std::string maxPoolBackBody(const Graph& g, const Node& n) {
   b << "  aotc_i64 oy0 = y0 <= 0 ? 0 : (y0 + " << w.sh - 1 << ") / " << w.sh << ", ox0 = x0 <= 0 ? 0 : (x0 + " << w.sw - 1 << ") / " << w.sw << ";\n";
   b << "  for (aotc_i64 oy = oy0; oy <= (c[2] + " << w.ph << ") / " << w.sh << " && oy < " << go.sizes[2] << "; ++oy)\n";
   b << "    for (aotc_i64 ox = ox0; ox <= (c[3] + " << w.pw << ") / " << w.sw << " && ox < " << go.sizes[3] << "; ++ox)\n";
-  b << "      if (in1[" << at(ix, {"c[0]", "c[1]", "oy", "ox"}) << "] == me) acc += (" << ct << ")in0[" << at(go, {"c[0]", "c[1]", "oy", "ox"}) << "];\n";
+  if (attrBool(n.attrs, "window_offsets", false)) {
+    // Note [Window offsets]: this element's offset in window (oy, ox), if the dilation reaches it.
+    b << "      { aotc_i64 dy = c[2] - (oy * " << w.sh << " - " << w.ph << "), dx = c[3] - (ox * " << w.sw << " - " << w.pw << ");\n";
+    b << "        if (dy % " << w.dh << " == 0 && dx % " << w.dw << " == 0 && (aotc_i64)in1[" << at(ix, {"c[0]", "c[1]", "oy", "ox"}) << "] == dy / "
+      << w.dh << " * " << w.kw << " + dx / " << w.dw << ") acc += (" << ct << ")in0[" << at(go, {"c[0]", "c[1]", "oy", "ox"}) << "]; }\n";
+  } else {
+    b << "      if (in1[" << at(ix, {"c[0]", "c[1]", "oy", "ox"}) << "] == me) acc += (" << ct << ")in0[" << at(go, {"c[0]", "c[1]", "oy", "ox"}) << "];\n";
+  }
   b << "  out0[i] = acc;\n";
   return b.str();
 }
@@ -334,10 +367,17 @@ std::string avgPoolBody(const Graph& g, const Node& n) {
 std::span<const OpRule> windowRows() {
   static const std::vector<OpRule> kRows = {
       elementRow(K::MaxPool2d, maxPoolRule, maxPoolRef, maxPoolGrad, maxPoolBody,
-                 {{{sampleF({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}}}),
+                 {{{sampleF({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}}},
+                  // Note [Window offsets], dilated.
+                  {{sampleF({1, 2, 7, 7})},
+                   Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"dilation", Ints{2}}, {"window_offsets", true}}}}),
       elementRow(K::MaxPool2dBackward, maxPoolBackRule, maxPoolBackRef, maxPoolBackGrad, maxPoolBackBody,
                  {{{sampleF({1, 1, 2, 2}), sampleI({1, 1, 2, 2}, {5, 3, 12, 15})},
-                   Attrs{{"input_size", Ints{1, 1, 4, 4}}, {"kernel", Ints{2}}, {"stride", Ints{2}}}}}),
+                   Attrs{{"input_size", Ints{1, 1, 4, 4}}, {"kernel", Ints{2}}, {"stride", Ints{2}}}},
+                  // Note [Window offsets]: overlapping windows (an element can win two), padding, dilation.
+                  {{sampleF({1, 1, 3, 3}), SampleOperand{DType::I8, {1, 1, 3, 3}, {8, 3, 4, 1, 0, 0, 8, 5, 0}}},
+                   Attrs{{"input_size", Ints{1, 1, 6, 6}}, {"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}},
+                         {"dilation", Ints{1}}, {"window_offsets", true}}}}),
       elementRow(K::AvgPool2d, avgPoolRule, avgPoolRef, avgPoolGrad, avgPoolBody,
                  {{{sampleF({1, 2, 5, 5})}, Attrs{{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}, {"count_include_pad", false}}}}),
       elementRow(K::AvgPool2dBackward, avgPoolBackRule, avgPoolBackRef, avgPoolBackGrad, avgPoolBody,

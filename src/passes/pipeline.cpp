@@ -39,7 +39,7 @@ std::vector<std::string> passNames() {
 }
 
 std::vector<std::string> pipelineStageNames() {
-  return {"functionalize", "autocast", "dce", "autodiff", "strip-autograd-markers", "functionalize-joint", "dce-joint",
+  return {"functionalize", "autocast", "dce", "autodiff", "strip-autograd-markers", "functionalize-joint", "dce-joint", "pool-offsets",
           "loss-scaling", "optimizer", "partition.forward", "partition.backward", "channels-last.forward", "channels-last.backward"};
 }
 
@@ -190,6 +190,7 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   r.joint = stage("strip-autograd-markers", [&] { return stripAutogradMarkers(r.joint); });
   r.joint = stage("functionalize-joint", [&] { return functionalizeJoint(r.joint); });
   r.joint = stage("dce-joint", [&] { return dce(r.joint); });
+  r.joint = stage("pool-offsets", [&] { return poolOffsets(r.joint); });
   if (opts.loss_scaling) {
     r.joint = stage("loss-scaling", [&] { return lossScaling(r.joint, *opts.loss_scaling); });
     // The artifact's inputs are the functional graph's: its state too.

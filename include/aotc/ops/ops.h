@@ -136,6 +136,10 @@ struct Window2d {
   bool ceil;
 };
 Window2d window2d(const Attrs& a);
+/// Note [Window offsets] (src/passes/pool_offsets.cpp): the dtype of a max
+/// pool's indices when `window_offsets` is set (the narrowest signed integer
+/// holding p * kw + q), else int64.
+DType windowOffsetDType(const Attrs& a);
 /// Adaptive pooling window [start, end) of output index `i` (ATen's rule).
 inline int64_t adaptiveStart(int64_t i, int64_t out, int64_t in) { return (i * in) / out; }
 inline int64_t adaptiveEnd(int64_t i, int64_t out, int64_t in) { return ((i + 1) * in + out - 1) / out; }

@@ -109,6 +109,9 @@ Graph withLossScalingInputs(const Graph& functional);
 
 /// Removes nodes whose results nothing uses (epilogue copies are kept).
 Graph dce(const Graph& g);
+/// Note [Window offsets]: max-pool indices read only by max-pool backwards
+/// become each window's offset of its maximum, in the narrowest integer.
+Graph poolOffsets(const Graph& joint);
 
 /// Forward and backward programs of a joint graph.
 struct Partition {

@@ -185,7 +185,7 @@ ojson stepJson(const Step& s) {
     j["Atype"] = j["Btype"] = j["Ctype"] = cudaDataType(g->dtype);
     j["computeType"] = cublasCompute(g->dtype);
     if (g->call == GemmCall::LtMatmulBias) {
-      j["epilogue"] = "CUBLASLT_EPILOGUE_BIAS";
+      j["epilogue"] = g->relu ? "CUBLASLT_EPILOGUE_RELU_BIAS" : "CUBLASLT_EPILOGUE_BIAS";
       j["bias"] = {{"buffer", g->bias->buffer}, {"offset", g->bias->offset}};
     } else {
       j["algo"] = "CUBLAS_GEMM_DEFAULT";
@@ -461,7 +461,9 @@ class Reader {
       for (const char* k : {"Atype", "Btype"})
         if (string(o, where, k) != cudaDataType(g.dtype)) fail(at(where, k), "differs from Ctype");
       if (g.call == GemmCall::LtMatmulBias) {
-        if (string(o, where, "epilogue") != "CUBLASLT_EPILOGUE_BIAS") fail(at(where, "epilogue"), "not an epilogue aotc emits");
+        const std::string epi = string(o, where, "epilogue");
+        if (epi != "CUBLASLT_EPILOGUE_BIAS" && epi != "CUBLASLT_EPILOGUE_RELU_BIAS") fail(at(where, "epilogue"), "not an epilogue aotc emits");
+        g.relu = epi == "CUBLASLT_EPILOGUE_RELU_BIAS";
         const json& b = object(o, where, "bias");
         MatrixOperand bias;
         bias.buffer = name(b, at(where, "bias"), "buffer");

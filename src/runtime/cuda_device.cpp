@@ -748,7 +748,7 @@ class CudaPhase final : public PreparedPhase {
     if (g.bias) {
       p.bias = true;
       p.offBias = g.bias->offset * es;
-      cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+      cublasLtEpilogue_t epi = g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;  // Note [GEMM relu epilogue]
       CublasLt::ok(lt.descSet(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "cublasLtMatmulDescSetAttribute");
     }
     auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {

@@ -271,7 +271,7 @@ class EmulateDevice final : public Device {
   }
 
   /// cublasGemmEx / cublasGemmStridedBatchedEx / cublasLtMatmul with a bias
-  /// epilogue, column-major, as spelled out.
+  /// (or relu-bias) epilogue, column-major, as spelled out.
   void gemm(const plan::Gemm& g, DevicePtr pa, DevicePtr pb, DevicePtr pc, DevicePtr pbias) {
     const DType dt = g.dtype;
     const int64_t es = dtypeSize(dt);
@@ -291,6 +291,7 @@ class EmulateDevice final : public Device {
           unsigned char* out = c + (i + j * g.C.ld) * es;
           double v = g.alpha * s + (g.beta != 0 ? g.beta * loadElement(dt, out) : 0.0);
           if (bias) v += loadElement(dt, bias + i * es);  // CUBLASLT_EPILOGUE_BIAS: one value per row (m)
+          if (g.relu && v < 0) v = 0;  // CUBLASLT_EPILOGUE_RELU_BIAS, as aotc_relu (Note [GEMM relu epilogue])
           storeElement(dt, out, v);
         }
     }

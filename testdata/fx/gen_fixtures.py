@@ -204,6 +204,33 @@ class LargeReductions(torch.nn.Module):
         return (y * y).mean() + (b * b).mean() + y.amax(0).sum() + img.sum() * 1e-3
 
 
+class EncoderLayer(torch.nn.Module):
+    """A TransformerEncoderLayer as scripts/bench_gpu.py's transformer has
+    them (batch first, no dropout), small: the GEMMs that write into the
+    copies made of their products, forward and backward (Note [GEMM into its
+    copy]), the attention's 1/sqrt(d) as a backward GEMM's alpha (Note [GEMM
+    scale]) and the feed-forward relu as linear1's epilogue (Note [GEMM relu
+    epilogue])."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, dropout=0.0, batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def gemm_copies(a, b):
+    """Contiguous copies of views of GEMM products (Note [GEMM into its
+    copy]): one whose rows end up unit-stride (cuBLAS writes C column-major),
+    one of a product scaled by a power of two (Note [GEMM scale]), and a
+    transposed mm."""
+    y = torch.bmm(a, b).transpose(1, 2).transpose(0, 1).contiguous()
+    z = (torch.bmm(a, b) * 0.25).transpose(0, 1).contiguous()
+    w = torch.mm(a[1], b[1]).t().contiguous()
+    return y, z, w
+
+
 def programs():
     g = torch.Generator().manual_seed(0)
 
@@ -229,6 +256,11 @@ def programs():
     torch.manual_seed(4)
     g4 = torch.Generator().manual_seed(4)
     yield "large_reductions", LargeReductions(), (torch.randn(1024, 256, generator=g4), torch.randn(8, 16, 48, 48, generator=g4))
+    torch.manual_seed(5)
+    g5 = torch.Generator().manual_seed(5)
+    yield "encoder_layer", EncoderLayer(), (torch.randn(3, 6, 16, generator=g5).requires_grad_(True),)
+    yield "gemm_copies", gemm_copies, (torch.randn(4, 3, 6, generator=g5).requires_grad_(True),
+                                       torch.randn(4, 6, 5, generator=g5).requires_grad_(True))
 
 
 def main():

@@ -120,6 +120,24 @@ struct FusionPlan {
   /// same pairs by mm node.
   std::map<int32_t, std::pair<int32_t, ValueId>> biasAdds;
   std::map<int32_t, ValueId> gemmBias;
+  /// Note [GEMM relu epilogue]: relu node -> the mm whose bias epilogue
+  /// also applies it, and those mm nodes.
+  std::map<int32_t, int32_t> reluEpilogues;
+  std::set<int32_t> gemmRelu;
+  /// Note [GEMM scale]: a div or mul of a GEMM's product by a power of two
+  /// -> the GEMM (mm or bmm) whose alpha it becomes; and the GEMM -> alpha.
+  std::map<int32_t, int32_t> scaleOf;
+  std::map<int32_t, double> gemmAlpha;
+  /// Note [GEMM into its copy]: a GEMM -> the clone whose buffer it writes
+  /// and the strides its product (or its scaled product) has there; and
+  /// every node that write stands for (the clone, the views between, a
+  /// scale) -> the GEMM.
+  struct CopyTarget {
+    int32_t copy = -1;
+    Ints strides;
+  };
+  std::map<int32_t, CopyTarget> gemmInto;
+  std::map<int32_t, int32_t> writtenByGemm;
   std::vector<RowGroup> groups;
   std::vector<int32_t> groupOf;  ///< per node, -1 when in none
   /// Note [Reduction schedules]: per reduction with a kernel of its own.
@@ -156,6 +174,10 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan);
 bool isScatterExpr(OpKind k);
 /// An op with a reduction row (Note [Reduction rows]).
 bool isReduction(OpKind k);
+/// Note [GEMM scale] and Note [GEMM into its copy] (gemm_outputs.cpp): adds
+/// both to `plan`, after the bias and relu epilogues and before row groups.
+void planGemmOutputs(const Graph& g, const UseInfo& u, FusionPlan& plan);
+
 /// Note [Region epilogues]: the slice/select scatter an epilogue copy writes
 /// only a region of, or -1.
 int32_t regionSource(const Graph& g, const Node& copy);

@@ -124,6 +124,9 @@ struct Gemm {
   MatrixOperand A, B, C;
   DType dtype = DType::F32;  ///< of A, B and C
   std::optional<MatrixOperand> bias;  ///< LtMatmulBias: buffer and offset (ld unused)
+  /// LtMatmulBias: CUBLASLT_EPILOGUE_RELU_BIAS, relu(alpha A B + bias) as
+  /// aotc_relu computes it (Note [GEMM relu epilogue]).
+  bool relu = false;
   bool operator==(const Gemm&) const = default;
 };
 

@@ -325,6 +325,77 @@ ValueId softmaxRows(Graph& g, ValueId x) {
 /// of 128 (256 blocks of 64, 384 elements serial, rows read three times);
 /// now one warp per row, 8 rows to a block, each lane's four elements read
 /// once with one 16-byte load and kept in registers, lanes combined by shuffles.
+/// Note [GEMM into its copy], Note [GEMM scale], Note [GEMM relu epilogue]:
+/// the plan steps.  bmm(p, v) transposed to [L, B*H, d] and copied writes
+/// the copy with ld B*H*d and batch stride d; a product whose rows are
+/// unit-stride in its copy is C = A B column-major (operands in our order,
+/// each transposed from the row-major reading); the 1/8 is alpha; the relu
+/// is the Linear's epilogue.  No kernel copies, scales or applies relu.
+TEST(GemmOutputs, ProductsAreWrittenWhereTheirReadersWantThem) {
+  Graph g = parseGraph(R"(graph @t {
+  input %p : f32[8,5,5] user_input
+  input %v : f32[8,5,4] user_input
+  input %a : f32[8,4,5] user_input
+  input %b : f32[8,5,6] user_input
+  input %x : f32[6,3] user_input
+  input %w : f32[3,4] parameter
+  input %bias : f32[4] parameter
+  %o : f32[8,5,4] = bmm(%p, %v)
+  %s : f32[] = constant() {dtype="f32", value=8.0}
+  %d : f32[8,5,4] = div(%o, %s)
+  %t : f32[5,8,4]{4,20,1} = transpose(%d) {dim0=0, dim1=1}
+  %c : f32[5,8,4] = clone(%t)
+  %g2 : f32[8,4,6] = bmm(%a, %b)
+  %t2 : f32[8,6,4]{24,1,6} = transpose(%g2) {dim0=1, dim1=2}
+  %u2 : f32[6,8,4]{1,24,6} = transpose(%t2) {dim0=0, dim1=1}
+  %c2 : f32[6,8,4] = clone(%u2)
+  %m : f32[6,4] = mm(%x, %w)
+  %y : f32[6,4] = add(%m, %bias)
+  %r : f32[6,4] = relu(%y)
+  output %c user
+  output %c2 user
+  output %r user
+})", "t.ir");
+  Partition p{g, Graph{}, {}};
+  p.backward.name = "empty";
+  CodegenResult cg = generateCuda(p);
+  std::vector<plan::Gemm> gemms;
+  for (const plan::Step& st : cg.forward.steps) {
+    EXPECT_FALSE(std::holds_alternative<plan::Launch>(st)) << "no kernel: the GEMMs do all the work";
+    if (auto* gm = std::get_if<plan::Gemm>(&st)) gemms.push_back(*gm);
+  }
+  ASSERT_EQ(gemms.size(), 3u);
+  // o: row-major C^T = B^T A^T as before, written into c with its layout there.
+  EXPECT_EQ(gemms[0].C.buffer, "c");
+  EXPECT_EQ(gemms[0].C.ld, 32);
+  EXPECT_EQ(gemms[0].C.stride, 4);
+  EXPECT_EQ(gemms[0].alpha, 0.125);
+  EXPECT_EQ(gemms[0].m, 4);
+  EXPECT_EQ(gemms[0].n, 5);
+  EXPECT_EQ(gemms[0].A.buffer, "v");
+  EXPECT_FALSE(gemms[0].transa);
+  EXPECT_FALSE(gemms[0].transb);
+  // g2: unit-stride rows in c2: C = A B column-major, m = rows of the product.
+  EXPECT_EQ(gemms[1].C.buffer, "c2");
+  EXPECT_EQ(gemms[1].C.ld, 32);
+  EXPECT_EQ(gemms[1].C.stride, 4);
+  EXPECT_EQ(gemms[1].m, 4);
+  EXPECT_EQ(gemms[1].n, 6);
+  EXPECT_EQ(gemms[1].k, 5);
+  EXPECT_EQ(gemms[1].A.buffer, "a");
+  EXPECT_EQ(gemms[1].B.buffer, "b");
+  EXPECT_TRUE(gemms[1].transa);
+  EXPECT_TRUE(gemms[1].transb);
+  EXPECT_EQ(gemms[1].alpha, 1.0);
+  // m: bias and relu in cuBLASLt's epilogue.
+  EXPECT_EQ(gemms[2].call, plan::GemmCall::LtMatmulBias);
+  EXPECT_TRUE(gemms[2].relu);
+  bool rView = false;
+  for (const plan::Buffer& b : cg.forward.buffers)
+    if (b.name == "r") rView = b.kind == plan::BufferKind::View && b.base == "m";
+  EXPECT_TRUE(rView) << "the relu's value is the GEMM's buffer";
+}
+
 TEST(RowKernels, SoftmaxRowsAreWarpsReadOnce) {
   Partition p = forwardOnly({32, 4, 128, 128}, softmaxRows);
   CodegenResult cg = generateCuda(p);

@@ -36,6 +36,11 @@ void ProgramBuilder::declare(ValueId v, plan::BufferKind kind, const std::string
   buffers.push_back(std::move(b));
 }
 
+void ProgramBuilder::declareView(ValueId v, const std::string& base, const TensorType& t) {
+  buffers.push_back(plan::Buffer{g.values[v].name, plan::BufferKind::View, layout(t), "", base, 0, -1});
+  root[v] = base;
+}
+
 void ProgramBuilder::ensureView(ValueId v) {
   if (!root[v].empty()) return;
   int32_t d = g.values[v].node;
@@ -276,13 +281,36 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
         if (std::find(s.begin(), s.end(), it->second.first) != s.end()) s.push_back(static_cast<int32_t>(idx));
       continue;
     }
+    // Note [GEMM relu epilogue], Note [GEMM scale], Note [GEMM into its
+    // copy]: computed by a GEMM; the relu's and an unmoved scale's values
+    // are the GEMM's buffer, the copy's was declared by the GEMM, and the
+    // views between (and a scale written into the copy) are read by nothing.
+    int32_t byGemm = -1;
+    if (auto r = plan.reluEpilogues.find(static_cast<int32_t>(idx)); r != plan.reluEpilogues.end()) byGemm = r->second;
+    else if (auto w = plan.writtenByGemm.find(static_cast<int32_t>(idx)); w != plan.writtenByGemm.end()) byGemm = w->second;
+    else if (auto c = plan.scaleOf.find(static_cast<int32_t>(idx)); c != plan.scaleOf.end()) byGemm = c->second;
+    if (byGemm >= 0) {
+      if (!plan.writtenByGemm.count(static_cast<int32_t>(idx))) b.declare(out, plan::BufferKind::View, b.root[g.nodes[static_cast<size_t>(byGemm)].outputs[0]]);
+      for (auto& s : b.stepNodes)
+        if (std::find(s.begin(), s.end(), byGemm) != s.end()) s.push_back(static_cast<int32_t>(idx));
+      continue;
+    }
     if (info.category == OpCategory::View) {
       b.ensureView(out);  // pointer arithmetic on its root buffer (perhaps declared early for a row group)
       continue;
     }
     if (momentsSecond.count(static_cast<int32_t>(idx))) continue;
     const TensorType& ot = g.type(out);
-    for (ValueId o : n.outputs) b.declare(o, plan::BufferKind::Alloc);
+    if (auto gi = plan.gemmInto.find(static_cast<int32_t>(idx)); gi != plan.gemmInto.end()) {
+      // Note [GEMM into its copy]: the product lives in its copy's buffer.
+      ValueId copy = g.nodes[static_cast<size_t>(gi->second.copy)].outputs[0];
+      b.declare(copy, plan::BufferKind::Alloc);
+      TensorType t = ot;
+      t.strides = gi->second.strides;
+      b.declareView(out, b.root[copy], t);
+    } else {
+      for (ValueId o : n.outputs) b.declare(o, plan::BufferKind::Alloc);
+    }
     if (auto mo = plan.moments.find(static_cast<int32_t>(idx)); mo != plan.moments.end() && !b.dynamic()) {
       // Note [Welford moments]: the mean and the variance, x read once.
       ValueId var = g.nodes[static_cast<size_t>(mo->second)].outputs.at(0);

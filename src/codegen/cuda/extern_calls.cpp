@@ -117,6 +117,7 @@ struct ExternCalls {
   /// column-major C^T = B^T A^T: cuBLAS's A is our B and its B our A.
   void gemm(const Node& n, size_t d) {
     ValueId A = n.inputs[0], B = n.inputs[1];
+    const int32_t id = g.values[n.outputs[0]].node;
     const TensorType &ta = g.type(A), &tc = g.type(n.outputs[0]);
     const GemmOperand a = gemmOperand(A, n, d), bOp = gemmOperand(B, n, d);
     plan::Gemm st;
@@ -131,12 +132,36 @@ struct ExternCalls {
     st.A = bOp.m;
     st.B = a.m;
     st.C = {b.root[n.outputs[0]], tc.offset, std::max<int64_t>(1, tc.sizes[d + 1]), d ? tc.sizes[1] * tc.sizes[2] : 0};
+    if (auto it = plan.gemmInto.find(id); it != plan.gemmInto.end()) {
+      // Note [GEMM into its copy]: the product's strides in the copy.
+      const Ints& s = it->second.strides;
+      const int64_t rows = tc.sizes[d], cols = tc.sizes[d + 1];
+      st.C.stride = d ? s[0] : 0;
+      if (s[d + 1] == 1 && s[d] >= std::max<int64_t>(1, cols)) {
+        st.C.ld = s[d];
+      } else {
+        // Unit-stride rows: C = A B, column-major, with C's ld the column
+        // stride -- cuBLAS's A is our A, its B our B, each transposed
+        // from the layout the row-major order above reads it in.
+        AOTC_CHECK(s[d] == 1 && s[d + 1] >= std::max<int64_t>(1, rows), "a GEMM product's layout in its copy cuBLAS cannot write");
+        st.transa = !a.trans;
+        st.transb = !bOp.trans;
+        st.m = rows;
+        st.n = cols;
+        st.A = a.m;
+        st.B = bOp.m;
+        st.C.ld = s[d + 1];
+      }
+    }
+    if (auto it = plan.gemmAlpha.find(id); it != plan.gemmAlpha.end()) st.alpha = it->second;  // Note [GEMM scale]
     st.dtype = tc.dtype;
-    if (auto it = plan.gemmBias.find(g.values[n.outputs[0]].node); it != plan.gemmBias.end()) {
+    if (auto it = plan.gemmBias.find(id); it != plan.gemmBias.end()) {
       AOTC_CHECK(!d, "a bias epilogue on a batched GEMM");
       // cuBLASLt in column-major terms: the bias runs along the m dimension.
       st.call = plan::GemmCall::LtMatmulBias;
+      b.ensureView(it->second);  // a view of the bias's buffer, declared here if it comes later
       st.bias = plan::MatrixOperand{b.root[it->second], g.type(it->second).offset, 1, 0};
+      st.relu = plan.gemmRelu.count(id) > 0;  // Note [GEMM relu epilogue]
     }
     b.steps.push_back(st);
   }

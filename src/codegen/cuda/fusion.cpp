@@ -245,8 +245,9 @@ struct Planner {
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       const Node& n = g.nodes[k];
       // Only adds that fusion leaves materialized: an inlined add already
-      // costs no launch of its own.
-      if (n.op != OpKind::Add || inlined[k]) continue;
+      // costs no launch of its own -- unless the relu it is inlined into
+      // can be the epilogue's too (Note [GEMM relu epilogue]).
+      if (n.op != OpKind::Add || (inlined[k] && reluOver(u, n.outputs[0]) < 0)) continue;
       for (int side = 0; side < 2; ++side) {
         ValueId p = n.inputs[static_cast<size_t>(side)], bias = n.inputs[static_cast<size_t>(1 - side)];
         const ValueId shaped = p;  // the add's operand: the product, or its reshape
@@ -268,12 +269,13 @@ struct Planner {
         }
         if (d < 0 || g.nodes[static_cast<size_t>(d)].op != OpKind::Mm || plan.gemmBias.count(d)) continue;
         // The bias must be read from a buffer that exists before the GEMM
-        // runs: a graph input or a view of one (a value computed by a fused
-        // kernel may have no buffer of its own).
+        // runs: a graph input, a value computed before the GEMM by a step
+        // of its own (the bfloat16 cast of a bias under autocast), or a view
+        // of one; an inlined value has no buffer of its own.
         ValueId base = bias;
         while (g.values[base].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[base].node)].op))
           base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
-        if (g.values[base].node >= 0) continue;
+        if (int32_t bd = g.values[base].node; bd >= 0 && (inlined[static_cast<size_t>(bd)] || bd >= d)) continue;
         const TensorType &pt = g.type(p), &bt = g.type(bias), &ot = g.type(n.outputs[0]);
         bool rowBias = (bt.rank() == 1 && bt.sizes[0] == pt.sizes[1]) || (bt.rank() == 2 && bt.sizes[0] == 1 && bt.sizes[1] == pt.sizes[1]);
         if (u.users[p].size() != 1 || u.is_output[p] || !rowBias || bt.strides.back() != 1 || bt.dtype != pt.dtype ||
@@ -281,8 +283,52 @@ struct Planner {
           continue;
         plan.biasAdds[static_cast<int32_t>(k)] = {d, bias};
         plan.gemmBias[d] = bias;
+        inlined[k] = false;
         break;
       }
+    }
+  }
+
+  /// The relu that reads `y` -- directly, or through one view that keeps it
+  /// contiguous -- as its only reader, materialized and no row's, writing a
+  /// contiguous result of y's type where y stands; else -1 (Note [GEMM relu
+  /// epilogue]).
+  int32_t reluOver(const UseInfo& u, ValueId y) const {
+    if (u.is_output[y] || u.users[y].size() != 1) return -1;
+    int32_t r = u.users[y][0];
+    ValueId x = y;
+    const TensorType& yt = g.type(y);
+    if (g.nodes[static_cast<size_t>(r)].op == OpKind::View) {
+      x = g.nodes[static_cast<size_t>(r)].outputs[0];
+      if (u.is_output[x] || u.users[x].size() != 1 || !g.type(x).isContiguous() || g.type(x).offset != yt.offset) return -1;
+      r = u.users[x][0];
+    }
+    const Node& rn = g.nodes[static_cast<size_t>(r)];
+    if (rn.op != OpKind::Relu || inlined[static_cast<size_t>(r)] || rn.inputs[0] != x) return -1;
+    const TensorType& rt = g.type(rn.outputs[0]);
+    if (!yt.isContiguous() || !rt.isContiguous() || rt.offset != yt.offset || rt.dtype != yt.dtype || rt.numel() != yt.numel()) return -1;
+    return r;
+  }
+
+  /// Note [GEMM relu epilogue]: relu(add(mm(a, b), bias)) -- a Linear and
+  /// its activation -- where the bias add is the GEMM's epilogue (Note [GEMM
+  /// bias epilogue]) and the relu its only reader is one cublasLtMatmul with
+  /// CUBLASLT_EPILOGUE_RELU_BIAS: relu(A B + bias) is written to the GEMM's
+  /// buffer, which the relu's value then is, and the pre-activation is
+  /// never stored.  Nothing else may read it: the backward's mask comes from
+  /// the relu's result where x is a GEMM's output (Note [Relu's mask from
+  /// its input], ops/pointwise.cpp), so the pre-activation is not saved.
+  /// The epilogue computes relu as aotc_relu does (x < 0 ? 0 : x) on the
+  /// float32 sum before it is rounded to the output type; rounding keeps the
+  /// sign, so the bits are the kernel's.  (A NaN pre-activation: aotc's relu
+  /// keeps it; cuBLASLt's epilogue is documented only as max(x, 0), so on a
+  /// device it may come out 0 -- the emulate device keeps aotc's rule.)
+  void planReluEpilogues(const UseInfo& u) {
+    for (const auto& [add, mmBias] : plan.biasAdds) {
+      int32_t r = reluOver(u, g.nodes[static_cast<size_t>(add)].outputs[0]);
+      if (r < 0) continue;
+      plan.reluEpilogues[r] = mmBias.first;
+      plan.gemmRelu.insert(mmBias.first);
     }
   }
 
@@ -350,6 +396,8 @@ struct Planner {
     }
     materializeBeforeEpilogues();
     planBiasEpilogues(u);
+    planReluEpilogues(u);
+    planGemmOutputs(g, u, plan);
     planRowGroups(u);
     planSchedules();
     planMoments();
@@ -597,7 +645,9 @@ struct Planner {
   /// place in the program, or ahead of it for a row group's kernel that
   bool joinRowGroup(int32_t k, RowGroup& G) {
     const Node& n = g.nodes[static_cast<size_t>(k)];
-    if (plan.groupOf[static_cast<size_t>(k)] >= 0 || inlined[static_cast<size_t>(k)] || plan.biasAdds.count(k) || n.outputs.size() != 1) return false;
+    if (plan.groupOf[static_cast<size_t>(k)] >= 0 || inlined[static_cast<size_t>(k)] || plan.biasAdds.count(k) || plan.reluEpilogues.count(k) ||
+        plan.scaleOf.count(k) || plan.writtenByGemm.count(k) || n.outputs.size() != 1)
+      return false;
     ValueId out = n.outputs[0];
     const TensorType& ot = g.type(out);
     bool touches = false;
@@ -766,6 +816,7 @@ bool regionOnly(const Graph& g, int32_t node) {
 std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
   std::ostringstream os;
   os << "fusion @" << g.name << " {\n";
+  auto name = [&](int32_t node) { return g.values[g.nodes[static_cast<size_t>(node)].outputs[0]].name; };
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     const int32_t id = static_cast<int32_t>(k);
@@ -780,11 +831,22 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
       else if (G.materialized.count(n.outputs[0])) os << ", stored";
     } else if (auto b = plan.biasAdds.find(id); b != plan.biasAdds.end()) {
       os << "bias epilogue of %" << g.values[g.nodes[static_cast<size_t>(b->second.first)].outputs[0]].name;
+    } else if (auto r = plan.reluEpilogues.find(id); r != plan.reluEpilogues.end()) {
+      os << "relu epilogue of %" << name(r->second);
+    } else if (auto c = plan.scaleOf.find(id); c != plan.scaleOf.end()) {
+      os << "alpha of %" << name(c->second);
+      if (auto w = plan.writtenByGemm.find(id); w != plan.writtenByGemm.end()) os << ", written into its copy";
+    } else if (auto w = plan.writtenByGemm.find(id); w != plan.writtenByGemm.end()) {
+      os << (n.op == OpKind::Clone ? "written by %" : "layout of %") << name(w->second);
     } else {
       os << ownStep(n);
       if (n.op == OpKind::EpilogueCopy)
         if (int32_t d = regionSource(g, n); d >= 0) os << ", the region %" << g.values[g.nodes[static_cast<size_t>(d)].outputs[0]].name;
       if (auto b = plan.gemmBias.find(id); b != plan.gemmBias.end()) os << " + bias %" << g.values[b->second].name;
+      if (plan.gemmRelu.count(id)) os << " + relu";
+      if (auto a = plan.gemmAlpha.find(id); a != plan.gemmAlpha.end()) os << ", alpha " << a->second;
+      if (auto c = plan.gemmInto.find(id); c != plan.gemmInto.end())
+        os << ", into %" << name(c->second.copy) << " strides " << ints(c->second.strides);
       for (const auto& [a, more] : plan.siblings)
         if (std::find(more.begin(), more.end(), id) != more.end())
           os << ", with %" << g.values[g.nodes[static_cast<size_t>(a)].outputs[0]].name << " (siblings)";

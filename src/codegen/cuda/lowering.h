@@ -63,6 +63,9 @@ struct ProgramBuilder {
   /// Declares value `v`'s buffer: an input (its role), a view of `base`, or
   /// an allocation of its storage span; an input or allocation is its own root.
   void declare(ValueId v, plan::BufferKind kind, const std::string& roleOrBase = "");
+  /// Declares value `v` as a view of root buffer `base` with layout `t`
+  /// rather than its IR type's (Note [GEMM into its copy]).
+  void declareView(ValueId v, const std::string& base, const TensorType& t);
   /// Declares the buffer of a view (and of the views it is a view of): at its
   /// place in the program, or ahead of it for a row group's kernel that
   /// reads it.

@@ -212,7 +212,8 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       ps.v = out.addInput(pre + "exp_avg_sq", dense, InputRole::Buffer, false);
       if (o.amsgrad) ps.vmax = out.addInput(pre + "max_exp_avg_sq", dense, InputRole::Buffer, false);
     }
-    if (accumulating) ps.acc = out.addInput(pre + "grad_acc", TensorType::contiguous(g.type(it->second).dtype, t.sizes), InputRole::Buffer, false);
+    if (accumulating)
+      ps.acc = out.addInput(pre + "grad_acc", TensorType::contiguous(g.type(it->second).dtype, t.sizes), InputRole::Buffer, false);
     params.push_back(ps);
   }
   // One step count for every parameter (torch keeps one per parameter, and
@@ -397,7 +398,10 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
       // What eager's p.grad holds after this micro-step: the accumulated
       // gradient, clipped on the step that clips it.
       const ValueId acc = gradOf.at(r.target);
-      r.value = !clipped.count(r.target) ? acc : last == kNoValue ? clipped.at(r.target) : b.op(OpKind::Where, {last, clipped.at(r.target), acc});
+      if (clipped.count(r.target))
+        r.value = last == kNoValue ? clipped.at(r.target) : b.op(OpKind::Where, {last, clipped.at(r.target), acc});
+      else
+        r.value = acc;
     }
     out.outputs.push_back(std::move(r));
   }

@@ -22,7 +22,11 @@ scripts/optim_state.py, continued by aotc as eager continues, and aotc's
 state converted back and loaded by optimizer.load_state_dict.  Parameter
 groups select lr and weight decay by name globs (the usual "no
 weight decay for biases and norms"), and --grad-clip-norm clips as
-clip_grad_norm_ does before the step.  Also checked: a flag without its optimizer, and torch.optim's argument
+clip_grad_norm_ does before the step.  --accumulate 4 (SGD with momentum,
+AdamW) runs 8 steps against eager's own loop of 4 micro-batches each
+`(loss / 4).backward()`, then step and zero_grad: two updates, the
+parameters, state, accumulators (eager's p.grad) and the int32 micro-step
+counter checked after every step.  Also checked: a flag without its optimizer, and torch.optim's argument
 checks, are refused in one line.
 """
 import argparse
@@ -84,8 +88,16 @@ CONFIGS = [
     # A learning-rate schedule: optim.lr given as an input before each step
     # (no recompile), as the scheduler sets the group's lr in eager.
     ("adam_schedule", ["--optimizer", "adam", "--lr", "0.02"], lambda p: torch.optim.Adam(p, lr=0.02)),
+    # Gradient accumulation (Note [Gradient accumulation]): eager's loop of
+    # 4 micro-batches, each (loss / 4).backward(), then step and zero_grad;
+    # ACCUMULATE_STEPS steps (two updates), the accumulators and the counter checked too.
+    ("sgd_momentum_accumulate4", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9", "--accumulate", "4"],
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
+    ("adamw_accumulate4", ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "4"], lambda p: torch.optim.AdamW(p, lr=0.01)),
 ]
 SCHEDULE = {"adam_schedule": lambda k: 0.02 * 0.5 ** k}
+ACCUMULATE = {"sgd_momentum_accumulate4": 4, "adamw_accumulate4": 4}
+ACCUMULATE_STEPS = 8
 CLIP = {"adamw_groups_clip": 0.1, "sgd_clip": 0.05}
 
 
@@ -135,13 +147,15 @@ def main():
     configs = CONFIGS
     if opts.quick:
         models = {"mlp": models["mlp"]}
-        configs = [c for c in CONFIGS if c[0] in ("sgd_momentum_wd_nesterov", "adamw_groups_clip")]
+        configs = [c for c in CONFIGS if c[0] in ("sgd_momentum_wd_nesterov", "adamw_groups_clip", "adamw_accumulate4")]
     checked = 0
     for mname, (model, make_batch) in models.items():
-        batches = [make_batch() for _ in range(opts.steps)]
+        all_batches = [make_batch() for _ in range(max(opts.steps, ACCUMULATE_STEPS))]
         prefix = os.path.join(opts.work, mname)
-        export(model, batches[0], prefix)
+        export(model, all_batches[0], prefix)
         for cname, flags, make_opt in configs:
+            accumulate = ACCUMULATE.get(cname, 1)
+            batches = all_batches[:ACCUMULATE_STEPS if accumulate > 1 else opts.steps]
             art = f"{prefix}.{cname}.aotc"
             r = subprocess.run([opts.aotc, "compile", prefix + ".json", "-o", art, "-q", "--arch", "sm_90"] + flags,
                                capture_output=True, text=True)
@@ -168,13 +182,27 @@ def main():
                         fail(f"{mname} {cname} {backend} step {k}: {r.stderr.strip()}")
                     typed = load_torch(out)
                     got = {g: t for g, (_, t) in typed.items()}
-                    opt.zero_grad(set_to_none=True)
+                    if k % accumulate == 0:
+                        opt.zero_grad(set_to_none=True)
                     loss = ref(x, target)
-                    loss.backward()
-                    if cname in CLIP:
-                        torch.nn.utils.clip_grad_norm_(ref.parameters(), CLIP[cname])
-                    opt.step()
+                    (loss / accumulate if accumulate > 1 else loss).backward()
                     where = f"{mname} {cname} {backend} step {k}"
+                    if accumulate > 1:  # the accumulators hold eager's p.grad before the step, zeros after it
+                        for n, p in ref.named_parameters():
+                            key = f"after_backward.optim.{n}.grad_acc"
+                            if p.grad is None:
+                                continue
+                            if key not in got:
+                                fail(f"{where}: no {key}")
+                            close(got[key], p.grad if k % accumulate != accumulate - 1 else torch.zeros_like(p), f"{where}: grad_acc of {n}")
+                            checked += 1
+                        counter = torch.as_tensor(got.get("after_backward.optim.micro_step", -1))
+                        if counter.dtype != torch.int32 or int(counter) != (k + 1) % accumulate:
+                            fail(f"{where}: optim.micro_step {counter!r}, want int32 {(k + 1) % accumulate}")
+                    if k % accumulate == accumulate - 1:
+                        if cname in CLIP:
+                            torch.nn.utils.clip_grad_norm_(ref.parameters(), CLIP[cname])
+                        opt.step()
                     close(got["output.0"], loss, f"{where}: the loss")
                     for n, p in ref.named_parameters():
                         key = "after_backward." + n
@@ -200,7 +228,7 @@ def main():
                             close(got[key], torch.as_tensor(v), f"{where}: {s} of {names[id(p)]}")
                             checked += 1
                     carried = {g[len("after_backward."):]: torch.as_tensor(v) for g, v in got.items() if g.startswith("after_backward.")}
-                print(f"ok   {mname} {cname} {backend}: {opts.steps} steps match torch.optim")
+                print(f"ok   {mname} {cname} {backend}: {len(batches)} steps match torch.optim")
     # `aotc run --steps K`: K steps on one batch in one run, each from the
     # last one's parameters and state; the printed losses are eager's.
     for backend in opts.backends:
@@ -288,7 +316,9 @@ def main():
     for flags, want in [(["--momentum", "0.9"], "--momentum goes with --optimizer sgd"),
                         (["--optimizer", "sgd", "--nesterov"], "--nesterov requires a momentum and zero dampening"),
                         (["--optimizer", "adam", "--betas", "0.9,1.5"], "invalid beta parameter at index 1"),
-                        (["--optimizer", "rmsprop"], "--optimizer: rmsprop not in {none,sgd,adam,adamw}")]:
+                        (["--optimizer", "rmsprop"], "--optimizer: rmsprop not in {none,sgd,adam,adamw}"),
+                        (["--optimizer", "sgd", "--accumulate", "0"], "--accumulate: the number of micro-batches must be at least 1, not 0"),
+                        (["--accumulate", "4"], "--accumulate goes with --optimizer sgd, adam or adamw")]:
         r = subprocess.run([opts.aotc, "compile", os.path.join(opts.work, "mlp.json"), "-o", os.path.join(opts.work, "refused"), "-q"] + flags,
                            capture_output=True, text=True)
         lines = r.stderr.strip().splitlines()

@@ -313,6 +313,7 @@ const Compilation::Generated& Compilation::generated() {
       f["amsgrad"] = o.amsgrad;
     }
     if (o.keep_grads) f["keep_grads"] = true;
+    if (o.accumulate > 1) f["accumulate"] = o.accumulate;
     mi.flags["optimizer"] = f;
     for (const GraphInput& gi : pr.functional.inputs) {
       const std::string& name = pr.functional.values[gi.value].name;

@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
   std::optional<double> optLr, optMomentum, optDampening, optWeightDecay, optEps;
   std::vector<double> optBetas;
   std::optional<double> optClip;
+  std::optional<int64_t> optAccumulate;
   std::vector<std::string> optGroups;
   bool optNesterov = false, optAmsgrad = false, optMaximize = false, optKeepGrads = false;
   // Note [One Compilation]: the flags that decide the programs, shared by
@@ -195,6 +196,9 @@ int main(int argc, char** argv) {
     c->add_flag("--maximize", optMaximize, "--optimizer: maximize the objective");
     c->add_flag("--keep-grads", optKeepGrads, "--optimizer: the gradients stay results (grad.<name>)");
     c->add_option("--grad-clip-norm", optClip, "--optimizer: clip_grad_norm_ to this total 2-norm before the step");
+    c->add_option("--accumulate", optAccumulate,
+                  "--optimizer: accumulate the gradients of N micro-batches ((loss / N).backward() each) and update every N-th "
+                  "training step (default 1)");
     c->add_option("--param-group", optGroups,
                   "--optimizer: a parameter group, PATTERN[|PATTERN...]:lr=X,weight_decay=Y (name globs; the first group a "
                   "parameter matches sets its lr and weight decay; repeatable)");
@@ -371,6 +375,8 @@ int main(int argc, char** argv) {
         only(adam, optEps.has_value(), "--eps", "adam or adamw");
         only(adam, optAmsgrad, "--amsgrad", "adam or adamw");
         only(any, optClip.has_value(), "--grad-clip-norm", "sgd, adam or adamw");
+        only(any, optAccumulate.has_value(), "--accumulate", "sgd, adam or adamw");
+        o.accumulate = optAccumulate.value_or(1);
         only(any, !optGroups.empty(), "--param-group", "sgd, adam or adamw");
         o.clip_norm = optClip.value_or(0.0);
         for (const std::string& spec : optGroups) {

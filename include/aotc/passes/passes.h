@@ -63,6 +63,10 @@ struct OptimizerSpec {
   /// --grad-clip-norm: clip_grad_norm_ over every gradient the optimizer
   /// updates with (0: none).
   double clip_norm = 0;
+  /// --accumulate N: gradient accumulation over N micro-batches, each
+  /// step's gradients added into optim.<param>.grad_acc scaled by 1/N, the
+  /// update applied every N-th step (Note [Gradient accumulation]).  1: none.
+  int64_t accumulate = 1;
   /// --param-group: parameters whose names match one of `patterns` (globs,
   /// fnmatch) take this group's lr and weight decay; the first group that
   /// matches wins, the others are the default group (torch.optim's groups).
@@ -81,6 +85,8 @@ inline constexpr const char* kOptimizerStatePrefix = "optim.";
 inline constexpr const char* kOptimizerLrInput = "optim.lr";
 /// The step count every parameter shares (float32 0-dim, as torch's).
 inline constexpr const char* kOptimizerStepInput = "optim.step";
+/// --accumulate: the micro-step counter (int32 0-dim, 0 .. N-1).
+inline constexpr const char* kOptimizerMicroStepInput = "optim.micro_step";
 inline std::string optimizerGroupLrInput(size_t i) { return "optim.param_group." + std::to_string(i) + ".lr"; }
 /// The joint graph with an optimizer step in the backward epilogue: every
 /// parameter the loss reaches updated as torch.optim's single-tensor
@@ -93,6 +99,8 @@ Graph withOptimizerInputs(const Graph& functional, const Graph& joint);
 /// 0.01, nesterov; AdamW with torch's defaults and amsgrad.
 Graph optimizerSgdGolden(const Graph& joint);
 Graph optimizerAdamWGolden(const Graph& joint);
+/// SGD with momentum 0.9 (lr 0.1) accumulating over 4 micro-batches.
+Graph optimizerSgdAccumulateGolden(const Graph& joint);
 /// torch.optim's argument checks: the first problem, or empty.
 std::string optimizerProblem(const OptimizerSpec& spec);
 

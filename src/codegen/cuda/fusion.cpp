@@ -348,7 +348,14 @@ struct Planner {
         expr.clear();
         continue;
       }
-      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) || expr.size() > static_cast<size_t>(kMaxInlineTree)) continue;
+      // Note [Cast groups]: a value read by nothing but a cast (autocast's
+      // bf16 copy of a BatchNorm gradient for the convolution's backward)
+      // is computed by the cast's kernel whatever its size: the kernel it
+      // would have had, storing the cast's dtype, nothing recomputed.
+      const bool castOnly = users.size() == 1 && g.nodes[static_cast<size_t>(users[0])].op == OpKind::Cast;
+      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) ||
+          (expr.size() > static_cast<size_t>(kMaxInlineTree) && !castOnly))
+        continue;
       bool all = true;
       for (int32_t user : users) all = all && consumesAsExpression(user, v);
       inlined[k] = all;
@@ -541,7 +548,8 @@ struct Planner {
     std::function<int32_t(ValueId, ValueId, int)> reads = [&](ValueId v, ValueId input, int depth) -> int32_t {
       if (v == input) return -2;
       int32_t d = g.values[v].node;
-      if (d < 0 || !inlined[static_cast<size_t>(d)] || depth > kMaxInlineTree) return -1;
+      if (d < 0 || !inlined[static_cast<size_t>(d)]) return -1;
+      if (depth > 4 * kMaxInlineTree) return d;  // deeper than any expression fusion builds: computed where it stands
       for (ValueId in : g.nodes[static_cast<size_t>(d)].inputs)
         if (reads(in, input, depth + 1) != -1) return d;
       return -1;

@@ -348,11 +348,13 @@ struct Planner {
         expr.clear();
         continue;
       }
-      // Note [Cast groups]: a value read by nothing but a cast (autocast's
-      // bf16 copy of a BatchNorm gradient for the convolution's backward)
-      // is computed by the cast's kernel whatever its size: the kernel it
-      // would have had, storing the cast's dtype, nothing recomputed.
-      const bool castOnly = users.size() == 1 && g.nodes[static_cast<size_t>(users[0])].op == OpKind::Cast;
+      // Note [Cast groups]: a value read by nothing but a narrowing cast
+      // (autocast's bf16 copy of a BatchNorm gradient for the convolution's
+      // backward) is computed by the cast's kernel whatever its size: the
+      // kernel it would have had, storing the narrower dtype, nothing
+      // recomputed.  (A widening cast's buffer would be the larger one.)
+      const bool castOnly = users.size() == 1 && g.nodes[static_cast<size_t>(users[0])].op == OpKind::Cast &&
+                            dtypeSize(g.type(g.nodes[static_cast<size_t>(users[0])].outputs[0]).dtype) <= dtypeSize(g.type(v).dtype);
       if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) ||
           (expr.size() > static_cast<size_t>(kMaxInlineTree) && !castOnly))
         continue;

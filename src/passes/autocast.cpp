@@ -146,6 +146,42 @@ class Autocast {
     return it->second = c;
   }
 
+  /// Note [Cast before views]: a lowered op's operand that is a reshape,
+  /// transpose, permute, (un)squeeze or expand of x is that view of x's cast
+  /// (the same values): the cast then reads x itself, shaped as x's producer
+  /// wrote it, so fusion can compute it in that producer's kernel -- a
+  /// LayerNorm's row group stores the bf16 copy beside its float32 result,
+  /// a transpose's contiguous copy is made in bf16 -- instead of a launch
+  /// that reads x back (the transformer's forward: one per Linear input and
+  /// attention operand).  The backward then casts the gradient in the
+  /// producer's shape, where the consuming kernel reads it as an expression.
+  /// A parameter's t() becomes t(cast(weight)): one cast per parameter, read
+  /// transposed by the GEMM as the float32 program reads the weight.  Slices
+  /// and selects keep the cast after them (it reads fewer elements).
+  ValueId lowOperand(ValueId v, const SourceLoc& at) {
+    const int32_t d = out_.values[v].node;
+    if (d < 0 || out_.type(v).dtype == low_) return castTo(v, low_, at);
+    const Node n = out_.nodes[static_cast<size_t>(d)];  // a copy: adding nodes moves them
+    switch (n.op) {
+      case OpKind::View: case OpKind::T: case OpKind::Transpose: case OpKind::Permute: case OpKind::Unsqueeze:
+      case OpKind::Squeeze: case OpKind::Expand:
+        break;
+      default: return castTo(v, low_, at);
+    }
+    if (auto it = casts_.find({v, low_}); it != casts_.end()) return it->second;
+    const ValueId src = lowOperand(n.inputs[0], at);
+    SourceLoc loc{at.file, at.node, "autocast"};
+    ValueId c = kNoValue;
+    try {
+      c = addOp(out_, n.op, {src}, n.attrs, loc);
+    } catch (const UserError&) {
+      return castTo(v, low_, at);  // not a view of the cast's layout: cast the view
+    }
+    if (out_.type(c).sizes != out_.type(v).sizes) return castTo(v, low_, at);
+    out_.tryRename(c, out_.values[v].name + "_" + dtypeName(low_));
+    return casts_[{v, low_}] = c;
+  }
+
   /// Nodes [b, e) of g_: one user op.
   void group(size_t b, size_t e) {
     const Node& first = g_.nodes[b];
@@ -171,7 +207,7 @@ class Autocast {
       for (ValueId v : ext) any = any || castable(g_.type(v).dtype);
       if (any) {
         for (ValueId v : ext)
-          if (castable(g_.type(v).dtype)) raw[v] = castTo(seen_[v], low_, first.loc);
+          if (castable(g_.type(v).dtype)) raw[v] = lowOperand(seen_[v], first.loc);
         rebuild(b, e, raw, inGroup, low_);
         publish(b, e, raw, std::nullopt, kNoValue);
         return;

@@ -157,6 +157,18 @@ struct FusionPlan {
   /// sums of a batch norm's backward): one kernel at the first reads the
   /// operands once and writes every result.  First node -> the later ones.
   std::map<int32_t, std::vector<int32_t>> siblings;
+  /// Note [Cast groups]: casts that would each be a launch of their own,
+  /// written by one multi-tensor kernel per (source dtype, destination
+  /// dtype), launched before node `at`'s step (the node count: after the
+  /// last).  Members in program order; castGroupOf: per node, the group's
+  /// index or -1.
+  struct CastGroup {
+    int32_t at = -1;
+    std::vector<int32_t> members;
+    bool inputs = false;  ///< the operands are program inputs (through views)
+  };
+  std::vector<CastGroup> castGroups;
+  std::vector<int32_t> castGroupOf;
 };
 
 /// `rule`: the machine reductions are scheduled for (Note [Reduction

@@ -221,6 +221,59 @@ void pushReduction(ProgramBuilder& b, const KernelEmitter::Kernel& k, const std:
   b.stepNodes.back() = b.stepNodes[b.stepNodes.size() - 2];  // the combine computes the same nodes
 }
 
+/// Note [Cast groups]: launches each group's kernel before its node, and
+/// declares the views of its results that the walk passed before it ran.
+class CastGroups {
+ public:
+  CastGroups(ProgramBuilder& b, KernelEmitter& emit, const FusionPlan& plan) : b_(b), emit_(emit), plan_(plan) {}
+
+  void launchAt(int32_t at) {
+    if (b_.dynamic()) return;  // each member its own kernel, where it stands
+    const Graph& g = b_.g;
+    for (const FusionPlan::CastGroup& C : plan_.castGroups) {
+      if (C.at != at) continue;
+      std::vector<const Node*> ns;
+      std::vector<ValueId> outs;
+      for (int32_t m : C.members) {
+        ns.push_back(&g.nodes[static_cast<size_t>(m)]);
+        outs.push_back(ns.back()->outputs[0]);
+        b_.declare(outs.back(), plan::BufferKind::Alloc);
+        b_.ensureView(ns.back()->inputs[0]);
+      }
+      KernelEmitter::Kernel k = emit_.castGroup(ns);
+      std::vector<std::string> a;
+      for (ValueId o : outs) a.push_back(b_.root[o]);
+      for (ValueId l : k.leaves) a.push_back(b_.root[l]);
+      std::vector<ValueId> touched = outs;
+      touched.insert(touched.end(), k.leaves.begin(), k.leaves.end());
+      b_.pushLaunch(k.name, k.threads, kBlock, kBlock, std::move(a), plan::LaunchWork{b_.bytes(touched), k.threads / kBlock, 1, 1});
+    }
+    std::vector<ValueId> views = std::move(waiting_);
+    waiting_.clear();
+    for (ValueId v : views)
+      if (!waiting(v)) b_.ensureView(v);  // else waiting again
+  }
+
+  /// Whether view `v` reads (through views) a group's result not computed
+  /// yet; if so it is declared after the group's launch.
+  bool waiting(ValueId v) {
+    const Graph& g = b_.g;
+    ValueId base = v;
+    while (g.values[base].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[base].node)].op) && b_.root[base].empty())
+      base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
+    const int32_t d = g.values[base].node;
+    if (b_.dynamic() || !b_.root[base].empty() || d < 0 || plan_.castGroupOf[static_cast<size_t>(d)] < 0) return false;
+    if (std::find(waiting_.begin(), waiting_.end(), v) == waiting_.end()) waiting_.push_back(v);
+    return true;
+  }
+
+ private:
+  ProgramBuilder& b_;
+  KernelEmitter& emit_;
+  const FusionPlan& plan_;
+  std::vector<ValueId> waiting_;
+};
+
 /// Gives every node of `g` its step, in program order.
 void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
   const Graph& g = b.g;
@@ -231,8 +284,10 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
     for (const auto& [a, v] : plan.moments) momentsSecond.insert(v);
     for (const auto& [a, more] : plan.siblings) momentsSecond.insert(more.begin(), more.end());  // Note [Sibling reductions]
   }
+  CastGroups casts(b, emit, plan);
   for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
     const Node& n = g.nodes[idx];
+    casts.launchAt(static_cast<int32_t>(idx));
     if (plan.inlined[idx]) continue;  // computed inside its consumer's kernel
     if (int32_t gi = plan.groupOf[idx]; gi >= 0) {
       const RowGroup& G = plan.groups[static_cast<size_t>(gi)];
@@ -252,6 +307,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       b.attributeSteps(static_cast<int32_t>(idx));
       if (!G.lowerViews.count(static_cast<int32_t>(idx))) continue;  // computed by the group's kernel
     }
+    if (!b.dynamic() && plan.castGroupOf[idx] >= 0) continue;  // Note [Cast groups]: by its group's kernel
     const OpInfo& info = opInfo(n.op);
     if (n.op == OpKind::EpilogueCopy) {
       ValueId dst = n.inputs[0];
@@ -296,6 +352,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       continue;
     }
     if (info.category == OpCategory::View) {
+      if (casts.waiting(out)) continue;  // declared when its cast group has run
       b.ensureView(out);  // pointer arithmetic on its root buffer (perhaps declared early for a row group)
       continue;
     }
@@ -355,6 +412,7 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
     }
     b.attributeSteps(static_cast<int32_t>(idx));
   }
+  casts.launchAt(static_cast<int32_t>(g.nodes.size()));
 }
 
 

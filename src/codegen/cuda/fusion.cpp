@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -275,7 +276,15 @@ struct Planner {
         ValueId base = bias;
         while (g.values[base].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[base].node)].op))
           base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
-        if (int32_t bd = g.values[base].node; bd >= 0 && (inlined[static_cast<size_t>(bd)] || bd >= d)) continue;
+        // Or a value a kernel of its own stores before the GEMM, or (Note
+        // [Cast groups]) a stored cast of an input, which its group computes
+        // before the GEMM.
+        if (int32_t bd = g.values[base].node; bd >= 0) {
+          const int32_t c = inputCastOf(base);
+          const bool stored = !inlined[static_cast<size_t>(bd)] && bd < d;
+          const bool grouped = c >= 0 && c <= d && !inlined[static_cast<size_t>(c)];
+          if (!stored && !grouped) continue;
+        }
         const TensorType &pt = g.type(p), &bt = g.type(bias), &ot = g.type(n.outputs[0]);
         bool rowBias = (bt.rank() == 1 && bt.sizes[0] == pt.sizes[1]) || (bt.rank() == 2 && bt.sizes[0] == 1 && bt.sizes[1] == pt.sizes[1]);
         if (u.users[p].size() != 1 || u.is_output[p] || !rowBias || bt.strides.back() != 1 || bt.dtype != pt.dtype ||
@@ -389,19 +398,199 @@ struct Planner {
         expr.clear();
         continue;
       }
-      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) || expr.size() > static_cast<size_t>(kMaxInlineTree)) continue;
+      // Note [Cast groups]: a value read by nothing but a narrowing cast
+      // (autocast's bf16 copy of a BatchNorm gradient for the convolution's
+      // backward) is computed by the cast's kernel whatever its size: the
+      // kernel it would have had, storing the narrower dtype, nothing
+      // recomputed.  (A widening cast's buffer would be the larger one.)
+      const bool castOnly = users.size() == 1 && g.nodes[static_cast<size_t>(users[0])].op == OpKind::Cast &&
+                            dtypeSize(g.type(g.nodes[static_cast<size_t>(users[0])].outputs[0]).dtype) <= dtypeSize(g.type(v).dtype);
+      if ((opInfo(n.op).category != OpCategory::Pointwise && !isScatterExpr(n.op)) ||
+          (expr.size() > static_cast<size_t>(kMaxInlineTree) && !castOnly))
+        continue;
       bool all = true;
       for (int32_t user : users) all = all && consumesAsExpression(user, v);
       inlined[k] = all;
     }
     materializeBeforeEpilogues();
+    plan.castGroupOf.assign(g.nodes.size(), -1);
     planBiasEpilogues(u);
     planReluEpilogues(u);
     planGemmOutputs(g, u, plan);
+    planInputCasts();
     planRowGroups(u);
     planSchedules();
     planMoments();
     planSiblings();
+    planComputedCasts(u);
+  }
+
+  // ------------------------------------------------------------ cast groups
+  // Note [Cast groups]: under autocast every parameter a GEMM or convolution
+  // reads is cast to bf16 once per step (Note [Autocast pass]), and every
+  // weight gradient such a library call produces is cast back to float32:
+  // casts that fusion cannot inline (their readers are library calls, or
+  // they are program outputs) were each a launch of their own, 16 of the
+  // transformer's forward kernels one weight's cast each.  A cast is
+  // pointwise and needs no neighbour, so the plan gathers them per (source
+  // dtype, destination dtype) into one multi-tensor kernel (the blocks
+  // divided among the tensors, each tensor's block offset, sizes and strides
+  // written into the text: KernelEmitter::castGroup):
+  //  - casts of program inputs (through views: a Linear's t(weight)): every
+  //    one at the first of them -- in the forward the parameters' bf16
+  //    copies, all at once; the backward reads the copies the forward
+  //    saved (Note [Materialized values]: a GEMM operand is never
+  //    recomputed), so a parameter is cast once per step.  A cast after an
+  //    epilogue copy into its input stays where it is (it reads the new
+  //    value).
+  //  - casts of computed values (a weight gradient cast back to float32):
+  //    each may run anywhere from just after its operand's producer to its
+  //    first reader -- the reader's launch, where that is earlier than where
+  //    it stands (a row group's member at its seed, a sibling reduction at
+  //    the first, an inlined value in its consumer's kernel); views are no
+  //    launch (the emitter declares a view of a group's result once the
+  //    group has run).  Buffers the plan computes are never written twice,
+  //    so an operand holds its value until the group reads it.  The groups
+  //    are the fewest points that every such window holds (the earliest
+  //    first read among the casts left; every cast whose operand is ready by
+  //    then joins): the weight gradients, read only by the caller, run after
+  //    the backward's last node, or with a data gradient's cast that must
+  //    run earlier.
+  // A group of one stays a kernel of its own.  A Linear's bias under
+  // autocast is cast(bias), stored (the add broadcasts it, so fusion never
+  // inlines it) before the GEMM: Note [GEMM bias epilogue] takes it as it
+  // takes a program input, and the add's launch, with its read and write of
+  // the product, is gone (resnet18's and mobilenet_v2's classifier, the
+  // transformer's feed-forward layers).  A value read by nothing but a
+  // narrowing cast is computed by the cast's kernel whatever its expression's
+  // size (the inlining rule above): the cast is then no launch of its own
+  // either.  With Note [Cast before views] (autocast.cpp), a bf16 training
+  // step at bench sizes (sm_90) went from 212 to 167 launches (resnet18; fp32
+  // 162), 485 to 378 (mobilenet_v2; 373), 232 to 138 (the transformer; 124),
+  // its bytes down 2.6%, 0.0% and 16.6% (testdata/codegen/roofline_figures.txt).
+  // Dynamic-shape artifacts launch each member as before (the emitter ignores
+  // the groups).
+
+  /// The program input `v` views (itself, if an input), or kNoValue.
+  ValueId inputRoot(ValueId v) const {
+    while (g.values[v].node >= 0) {
+      const Node& n = g.nodes[static_cast<size_t>(g.values[v].node)];
+      if (!isView(n.op)) return kNoValue;
+      v = n.inputs[0];
+    }
+    return v;
+  }
+
+  /// The cast of a program input that `v` is (through views), or -1.
+  int32_t inputCastOf(ValueId v) const {
+    while (g.values[v].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[v].node)].op))
+      v = g.nodes[static_cast<size_t>(g.values[v].node)].inputs[0];
+    int32_t d = g.values[v].node;
+    if (d < 0 || g.nodes[static_cast<size_t>(d)].op != OpKind::Cast) return -1;
+    return inputRoot(g.nodes[static_cast<size_t>(d)].inputs[0]) == kNoValue ? -1 : d;
+  }
+
+  /// Whether node k is a cast the plan leaves to a kernel of its own.
+  bool lonelyCast(size_t k) const {
+    const Node& n = g.nodes[k];
+    return n.op == OpKind::Cast && n.outputs.size() == 1 && !inlined[k] && (plan.groupOf.empty() || plan.groupOf[k] < 0) &&
+           plan.castGroupOf[k] < 0 && g.type(n.inputs[0]).dtype != g.type(n.outputs[0]).dtype;
+  }
+
+  /// Drops the groups of one member (and renumbers the rest) from `from` on.
+  void dropLoneCasts(size_t from) {
+    std::vector<FusionPlan::CastGroup> kept(plan.castGroups.begin(), plan.castGroups.begin() + static_cast<std::ptrdiff_t>(from));
+    for (size_t i = from; i < plan.castGroups.size(); ++i) {
+      FusionPlan::CastGroup& C = plan.castGroups[i];
+      for (int32_t m : C.members) plan.castGroupOf[static_cast<size_t>(m)] = C.members.size() > 1 ? static_cast<int32_t>(kept.size()) : -1;
+      if (C.members.size() > 1) kept.push_back(std::move(C));
+    }
+    plan.castGroups = std::move(kept);
+  }
+
+  void planInputCasts() {
+    std::map<ValueId, int32_t> firstCopy;  // input -> the first epilogue copy into it
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (g.nodes[k].op == OpKind::EpilogueCopy) firstCopy.emplace(g.nodes[k].inputs[0], static_cast<int32_t>(k));
+    std::map<std::pair<DType, DType>, size_t> byType;
+    const size_t from = plan.castGroups.size();
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      if (!lonelyCast(k)) continue;
+      ValueId root = inputRoot(n.inputs[0]);
+      if (root == kNoValue) continue;
+      if (auto c = firstCopy.find(root); c != firstCopy.end() && c->second < static_cast<int32_t>(k)) continue;
+      auto [it, fresh] = byType.try_emplace({g.type(n.inputs[0]).dtype, g.type(n.outputs[0]).dtype}, plan.castGroups.size());
+      if (fresh) plan.castGroups.push_back({static_cast<int32_t>(k), {}, true});
+      plan.castGroups[it->second].members.push_back(static_cast<int32_t>(k));
+      plan.castGroupOf[k] = static_cast<int32_t>(it->second);
+    }
+    dropLoneCasts(from);
+  }
+
+  void planComputedCasts(const UseInfo& u) {
+    // Where each node's work is launched: a row group's members at its seed,
+    // later siblings and Welford partners at the first, a bias add at its
+    // GEMM, input casts at their group's; inlined values and views where
+    // their earliest reader is (never: only the caller reads them).
+    const int32_t end = static_cast<int32_t>(g.nodes.size());
+    std::vector<int32_t> at(g.nodes.size());
+    for (size_t k = 0; k < g.nodes.size(); ++k) at[k] = static_cast<int32_t>(k);
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (plan.groupOf[k] >= 0) at[k] = plan.groups[static_cast<size_t>(plan.groupOf[k])].seed;
+    for (const auto& [a, more] : plan.siblings)
+      for (int32_t m : more) at[static_cast<size_t>(m)] = a;
+    for (const auto& [a, b] : plan.moments) at[static_cast<size_t>(b)] = a;
+    for (const auto& [add, mb] : plan.biasAdds) at[static_cast<size_t>(add)] = std::min(at[static_cast<size_t>(add)], mb.first);
+    for (const FusionPlan::CastGroup& C : plan.castGroups)
+      for (int32_t m : C.members) at[static_cast<size_t>(m)] = C.at;
+    auto firstRead = [&](ValueId v) {
+      int32_t first = end;
+      for (int32_t r : u.users[v]) first = std::min(first, at[static_cast<size_t>(r)]);
+      return first;
+    };
+    for (size_t k = g.nodes.size(); k-- > 0;) {
+      const Node& n = g.nodes[k];
+      if (n.outputs.size() != 1 || plan.groupOf[k] >= 0) continue;
+      if (isView(n.op)) at[k] = firstRead(n.outputs[0]);
+      else if (inlined[k]) at[k] = std::min(at[k], firstRead(n.outputs[0]));
+    }
+    struct Window {
+      int32_t k, ready, need;  // the cast, and the nodes before which it may launch: [ready, need]
+    };
+    std::map<std::pair<DType, DType>, std::vector<Window>> byType;
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      if (!lonelyCast(k) || inputRoot(n.inputs[0]) != kNoValue) continue;
+      // The operand is a buffer the plan computes (not an inlined
+      // expression, not a row group's value it keeps in registers).
+      ValueId base = n.inputs[0];
+      while (isView(g.nodes[static_cast<size_t>(g.values[base].node)].op))
+        base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
+      const int32_t d = g.values[base].node;
+      if (inlined[static_cast<size_t>(d)]) continue;
+      if (int32_t gi = plan.groupOf[static_cast<size_t>(d)]; gi >= 0 && !plan.groups[static_cast<size_t>(gi)].materialized.count(base))
+        continue;
+      byType[{g.type(n.inputs[0]).dtype, g.type(n.outputs[0]).dtype}].push_back({static_cast<int32_t>(k), d + 1, firstRead(n.outputs[0])});
+    }
+    const size_t from = plan.castGroups.size();
+    for (auto& [key, ws] : byType) {
+      std::stable_sort(ws.begin(), ws.end(), [](const Window& a, const Window& b) { return a.need < b.need; });
+      std::vector<bool> taken(ws.size(), false);
+      for (size_t i = 0; i < ws.size(); ++i) {
+        if (taken[i]) continue;
+        FusionPlan::CastGroup C{ws[i].need, {}, false};
+        for (size_t j = i; j < ws.size(); ++j)
+          if (!taken[j] && ws[j].ready <= C.at) {
+            taken[j] = true;
+            C.members.push_back(ws[j].k);
+          }
+        std::sort(C.members.begin(), C.members.end());
+        for (int32_t m : C.members) plan.castGroupOf[static_cast<size_t>(m)] = static_cast<int32_t>(plan.castGroups.size());
+        plan.castGroups.push_back(std::move(C));
+      }
+    }
+    dropLoneCasts(from);
   }
 
   /// Note [Epilogue after reads]: an epilogue copy writes into an input's
@@ -424,7 +613,8 @@ struct Planner {
     std::function<int32_t(ValueId, ValueId, int)> reads = [&](ValueId v, ValueId input, int depth) -> int32_t {
       if (v == input) return -2;
       int32_t d = g.values[v].node;
-      if (d < 0 || !inlined[static_cast<size_t>(d)] || depth > kMaxInlineTree) return -1;
+      if (d < 0 || !inlined[static_cast<size_t>(d)]) return -1;
+      if (depth > 4 * kMaxInlineTree) return d;  // deeper than any expression fusion builds: computed where it stands
       for (ValueId in : g.nodes[static_cast<size_t>(d)].inputs)
         if (reads(in, input, depth + 1) != -1) return d;
       return -1;
@@ -646,7 +836,7 @@ struct Planner {
   bool joinRowGroup(int32_t k, RowGroup& G) {
     const Node& n = g.nodes[static_cast<size_t>(k)];
     if (plan.groupOf[static_cast<size_t>(k)] >= 0 || inlined[static_cast<size_t>(k)] || plan.biasAdds.count(k) || plan.reluEpilogues.count(k) ||
-        plan.scaleOf.count(k) || plan.writtenByGemm.count(k) || n.outputs.size() != 1)
+        plan.scaleOf.count(k) || plan.writtenByGemm.count(k) || n.outputs.size() != 1 || plan.castGroupOf[static_cast<size_t>(k)] >= 0)
       return false;
     ValueId out = n.outputs[0];
     const TensorType& ot = g.type(out);
@@ -780,6 +970,12 @@ std::string ints(const Ints& v) {
   return s + "]";
 }
 
+/// A node as the plan names it: its first result, or the input it writes.
+std::string nodeLabel(const Graph& g, const Node& n) {
+  if (n.outputs.empty()) return opName(n.op) + std::string(" %") + g.values[n.inputs.at(0)].name;
+  return "%" + g.values[n.outputs[0]].name;
+}
+
 std::string valueList(const Graph& g, const std::vector<ValueId>& vs) {
   std::string s;
   for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", %" : "%") + g.values[vs[i]].name;
@@ -829,6 +1025,8 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
       os << "group " << gi << (G.seed == id ? " seed" : "");
       if (G.lowerViews.count(id)) os << ", view read outside";
       else if (G.materialized.count(n.outputs[0])) os << ", stored";
+    } else if (int32_t ci = plan.castGroupOf.empty() ? -1 : plan.castGroupOf[k]; ci >= 0) {
+      os << "cast group " << ci;
     } else if (auto b = plan.biasAdds.find(id); b != plan.biasAdds.end()) {
       os << "bias epilogue of %" << g.values[g.nodes[static_cast<size_t>(b->second.first)].outputs[0]].name;
     } else if (auto r = plan.reluEpilogues.find(id); r != plan.reluEpilogues.end()) {
@@ -865,6 +1063,14 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
     const RowGroup& G = plan.groups[gi];
     os << "  group " << gi << ": shape " << ints(G.shape) << " dims " << ints(G.dims) << " rows " << G.rows << " x " << G.nred
        << ", " << G.members.size() << " members\n";
+  }
+  for (size_t ci = 0; ci < plan.castGroups.size(); ++ci) {
+    const FusionPlan::CastGroup& C = plan.castGroups[ci];
+    const Node& first = g.nodes[static_cast<size_t>(C.members.front())];
+    os << "  cast group " << ci << ": " << dtypeName(g.type(first.inputs[0]).dtype) << " -> " << dtypeName(g.type(first.outputs[0]).dtype)
+       << ", " << C.members.size() << " tensors, " << (C.inputs ? "inputs" : "computed") << ", before ";
+    if (static_cast<size_t>(C.at) == g.nodes.size()) os << "the end\n";
+    else os << nodeLabel(g, g.nodes[static_cast<size_t>(C.at)]) << "\n";
   }
   for (int32_t seed : plan.unformedGroups)
     os << "  no group at %" << g.values[g.nodes[static_cast<size_t>(seed)].outputs[0]].name

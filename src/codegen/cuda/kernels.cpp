@@ -495,6 +495,45 @@ KernelEmitter::Kernel KernelEmitter::pointwise(const Node& root, const TensorTyp
   return k;
 }
 
+KernelEmitter::Kernel KernelEmitter::castGroup(const std::vector<const Node*>& ns) {
+  ExprCtx x;
+  for (const Node* n : ns) noteNode(x, *n);
+  std::ostringstream os;
+  os << opsBanner(x.ops) << " (" << ns.size() << " tensors)\nextern \"C\" __global__ void @KERNEL@(";
+  for (size_t i = 0; i < ns.size(); ++i)
+    os << (i ? ", " : "") << storageType(g.type(ns[i]->outputs[0]).dtype) << "* __restrict__ out" << i;
+  for (size_t i = 0; i < ns.size(); ++i) os << ", const " << storageType(g.type(ns[i]->inputs[0]).dtype) << "* __restrict__ in" << i;
+  os << ") {\n";
+  int64_t first = 0;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    const TensorType &it = g.type(ns[i]->inputs[0]), &ot = g.type(ns[i]->outputs[0]);
+    const int64_t blocks = std::max<int64_t>(1, (ot.numel() + kBlock - 1) / kBlock);
+    const std::string load = std::string("(") + computeType(it.dtype) + ")in" + std::to_string(i);
+    const std::string store = std::string("(") + storageType(ot.dtype) + ")(" + computeType(ot.dtype) + ")";
+    os << "  if (blockIdx.x < " << first + blocks << ") {\n";
+    os << "    aotc_i64 i = (aotc_i64)(blockIdx.x - " << first << ") * blockDim.x + threadIdx.x;\n";
+    os << "    if (i >= " << ot.numel() << ") return;\n";
+    if (it.strides == ot.strides && ot.storageSpan() == ot.numel()) {
+      // The same dense layout on both sides: element i of the storage order.
+      os << "    out" << i << "[i + " << ot.offset << "] = " << store << load << "[i + " << it.offset << "];\n";
+    } else {
+      const size_t rank = static_cast<size_t>(ot.rank());
+      std::vector<std::string> c = coords(rank);
+      os << "    aotc_i64 r = i, c[" << std::max<size_t>(rank, 1) << "];\n";
+      for (int64_t d = ot.rank(); d-- > 0;) os << coordStep("    ", "c", d, "r", ot.sizes[static_cast<size_t>(d)], d == 0, false);
+      os << "    out" << i << "[" << at(ot, c) << "] = " << store << load << "[" << at(it, c) << "];\n";
+    }
+    os << "    return;\n  }\n";
+    first += blocks;
+  }
+  os << "}\n";
+  Kernel k;
+  k.name = b_.addKernel(os.str(), x.nodes, x.ids);
+  for (const Node* n : ns) k.leaves.push_back(n->inputs[0]);
+  k.threads = first * kBlock;
+  return k;
+}
+
 /// A reduction over `dim`, with its input's expression computed in the loop.
 KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   const TensorType& it = g.type(n.inputs[0]);

@@ -151,6 +151,10 @@ class KernelEmitter {
   /// in one kernel; `outputs` results, a split one's workspace holding
   /// ns.size() partials per (chunk, output).
   Kernel siblings(const std::vector<const Node*>& ns);
+  /// Note [Cast groups]: the casts `ns` (FusionPlan::castGroups) in one
+  /// kernel: outputs out0.., then operands in0..; each tensor its own run of
+  /// blocks, one element per thread.  `threads`: blocks x block.
+  Kernel castGroup(const std::vector<const Node*>& ns);
   /// A row group's kernel (Note [Row groups]), launched at its seed.
   struct GroupKernel {
     std::string name;

@@ -234,11 +234,27 @@ R maxPoolBackGrad(GradCtx& g) {
       return g.reshape(g.op(K::Arange, {}, Attrs{{"start", 0.0}, {"end", static_cast<double>(n)}, {"step", 1.0}, {"dtype", std::string("i64")}}),
                        std::move(shape));
     };
+    // One node per statement: the order is the program's (Note [Sequenced operands]).
+    // start + iota * stride - pad + offset * dilation along one dim.
+    auto along = [&](int64_t n, Ints shape, int64_t stride, int64_t pad, ValueId offset, int64_t dilation) {
+      ValueId at = iota(n, std::move(shape));
+      ValueId s = k(stride);
+      at = g.mul(at, s);
+      ValueId pd = k(-pad);
+      at = g.add(at, pd);
+      ValueId dl = k(dilation);
+      ValueId step = g.mul(offset, dl);
+      return g.add(at, step);
+    };
     ValueId off = g.cast(idx, DType::I64);
-    ValueId p = g.op(K::DivFloor, {off, k(w.kw)}), q = g.op(K::Remainder, {off, k(w.kw)});
-    ValueId y = g.add(g.add(g.mul(iota(o[2], {1, 1, o[2], 1}), k(w.sh)), k(-w.ph)), g.mul(p, k(w.dh)));
-    ValueId x = g.add(g.add(g.mul(iota(o[3], {1, 1, 1, o[3]}), k(w.sw)), k(-w.pw)), g.mul(q, k(w.dw)));
-    idx = g.add(g.mul(y, k(in[3])), x);
+    ValueId kw = k(w.kw);
+    ValueId p = g.op(K::DivFloor, {off, kw});
+    ValueId q = g.op(K::Remainder, {off, kw});
+    ValueId y = along(o[2], {1, 1, o[2], 1}, w.sh, w.ph, p, w.dh);
+    ValueId x = along(o[3], {1, 1, 1, o[3]}, w.sw, w.pw, q, w.dw);
+    ValueId width = k(in[3]);
+    ValueId row = g.mul(y, width);
+    idx = g.add(row, x);
   }
   ValueId flatIdx = g.reshape(g.contiguous(idx), {o[0], o[1], o[2] * o[3]});
   ValueId picked = g.op(K::Gather, {flatGo, flatIdx}, Attrs{{"dim", int64_t{2}}});

@@ -12,6 +12,10 @@ kernel of interest is in the artifact and that every result matches eager.
     statistics it updates;
   - Note [Sibling reductions]: the same batch norm's backward sums (Row) and a
     LayerNorm's weight and bias gradients (Column);
+  - Note [Reductions that store their input]: a Linear's bias gradient (a
+    Column sum) that computes and stores relu's masked gradient the GEMMs
+    read, and a TransformerEncoderLayer's (in_proj's q/k/v sum, linear1's
+    relu gradient);
   - Note [Online softmax]: softmax, log_softmax and cross_entropy over rows
     longer than the row cache, with rows that are all -inf, an +inf and a
     NaN: the NaN/inf pattern must be eager's.
@@ -61,10 +65,14 @@ def cases():
     torch.manual_seed(0)
     bn = torch.nn.Sequential(torch.nn.BatchNorm2d(16), torch.nn.ReLU()).train()
     ln = torch.nn.Sequential(torch.nn.LayerNorm(256), torch.nn.Linear(256, 64)).train()
+    enc = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0).train()
+    ff = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).train()
     out = [
         ("bn_f32", bn, torch.randn(8, 16, 64, 64) * 3 + 5, "Welford moments", 1e-5, False),
         ("bn_f64", copy.deepcopy(bn).double(), (torch.randn(8, 16, 64, 64) * 3 + 5).double(), "sibling reductions", 1e-12, False),
         ("layernorm_f32", ln, torch.randn(64, 64, 256), "sibling reductions", 1e-5, False),
+        ("feed_forward_f32", ff, torch.randn(16, 64, 256), "st0[", 1e-5, False),
+        ("encoder_layer_f32", enc, torch.randn(64, 32, 256), "st0[", 1e-4, False),
         ("log_softmax_f64", Rows("log_softmax").double(), torch.randn(160, 5000).double() * 4, "om0", 1e-12, False),
         ("softmax_special", Rows("softmax"), special(torch.randn(256, 8192) * 4), "om0", 1e-5, True),
         ("cross_entropy", Rows("ce"), torch.randn(160, 6000) * 4, "om0", 1e-5, False),
@@ -95,7 +103,7 @@ def main():
         want = {"output.0": y.detach()}
         want.update({"grad." + n: q.grad for n, q in m.named_parameters()})
         want.update({"after_forward." + n: b for n, b in m.named_buffers() if b.is_floating_point()})
-        fx_export.write_safetensors(p + ".in.safetensors", {"input" if name.startswith(("bn", "layernorm")) else "x": x})
+        fx_export.write_safetensors(p + ".in.safetensors", {"src" if name.startswith("encoder") else "input" if name.startswith(("bn", "layernorm", "feed_forward")) else "x": x})
         fx_export.write_safetensors(p + ".g.safetensors", {"grad_output.0": g})
         for be in ("reference", "emulate"):
             out = f"{p}.{be}.safetensors"

@@ -157,6 +157,13 @@ struct FusionPlan {
   /// sums of a batch norm's backward): one kernel at the first reads the
   /// operands once and writes every result.  First node -> the later ones.
   std::map<int32_t, std::vector<int32_t>> siblings;
+  /// Note [Reductions that store their input]: a pointwise value stored
+  /// for later readers and read by a scheduled Row or Column reduction (a
+  /// Linear's bias gradient, the column sum of relu's masked gradient) is
+  /// computed by the reduction's kernel, which stores it as it visits each
+  /// element: its own kernel's write and the reduction's read of it are one
+  /// pass.  The reduction's node -> the value's node.
+  std::map<int32_t, int32_t> storesInput;
   /// Note [Cast groups]: casts that would each be a launch of their own,
   /// written by one multi-tensor kernel per (source dtype, destination
   /// dtype), launched before node `at`'s step (the node count: after the

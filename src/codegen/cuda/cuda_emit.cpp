@@ -202,10 +202,15 @@ void pushReduction(ProgramBuilder& b, const KernelEmitter::Kernel& k, const std:
   for (ValueId o : outs) results.push_back(b.root[o]);
   for (ValueId v : k.leaves) operands.push_back(b.root[v]);
   const int64_t outBytes = b.bytes(outs);
+  // Note [Reductions that store their input]: written by the first kernel,
+  // parameters after its operands.
+  const int64_t storeBytes = b.bytes(k.stores);
+  for (ValueId v : k.stores) operands.push_back(b.root[v]);
   if (k.combine.empty()) {
     results.insert(results.end(), operands.begin(), operands.end());
     const int64_t blocks = std::max<int64_t>(1, (k.threads + k.per - 1) / k.per);
-    b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(results), plan::LaunchWork{b.bytes(k.leaves) + outBytes, blocks, k.serial, 1});
+    b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(results),
+                 plan::LaunchWork{b.bytes(k.leaves) + storeBytes + outBytes, blocks, k.serial, 1});
     return;
   }
   const int64_t outputs = g.type(outs.at(0)).numel(), n = partials * k.split * outputs;
@@ -214,7 +219,8 @@ void pushReduction(ProgramBuilder& b, const KernelEmitter::Kernel& k, const std:
   const int64_t wsBytes = ws.bytes;
   b.buffers.push_back(ws);
   operands.insert(operands.begin(), ws.name);
-  b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(operands), plan::LaunchWork{b.bytes(k.leaves) + wsBytes, k.threads, k.serial, k.split});
+  b.pushLaunch(k.name, k.threads, k.per, k.block, std::move(operands),
+               plan::LaunchWork{b.bytes(k.leaves) + storeBytes + wsBytes, k.threads, k.serial, k.split});
   results.push_back(ws.name);
   b.pushLaunch(k.combine, outputs, kBlock, kBlock, std::move(results),
                plan::LaunchWork{wsBytes + outBytes, (outputs + kBlock - 1) / kBlock, k.split, 1});
@@ -284,6 +290,12 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
     for (const auto& [a, v] : plan.moments) momentsSecond.insert(v);
     for (const auto& [a, more] : plan.siblings) momentsSecond.insert(more.begin(), more.end());  // Note [Sibling reductions]
   }
+  std::set<int32_t> storedBy;  // Note [Reductions that store their input]: computed by a later reduction
+  if (!b.dynamic())
+    for (const auto& [r, p] : plan.storesInput)
+      if (const auto s = plan.schedules.find(r); s != plan.schedules.end() &&
+                                                 (s->second.kind == ReductionSchedule::Row || s->second.kind == ReductionSchedule::Column))
+        storedBy.insert(p);
   CastGroups casts(b, emit, plan);
   for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
     const Node& n = g.nodes[idx];
@@ -357,6 +369,11 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
       continue;
     }
     if (momentsSecond.count(static_cast<int32_t>(idx))) continue;
+    if (storedBy.count(static_cast<int32_t>(idx))) {
+      // Note [Reductions that store their input]: the reduction's kernel writes it.
+      b.declare(out, plan::BufferKind::Alloc);
+      continue;
+    }
     const TensorType& ot = g.type(out);
     if (auto gi = plan.gemmInto.find(static_cast<int32_t>(idx)); gi != plan.gemmInto.end()) {
       // Note [GEMM into its copy]: the product lives in its copy's buffer.

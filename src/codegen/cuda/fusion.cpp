@@ -423,6 +423,109 @@ struct Planner {
     planMoments();
     planSiblings();
     planComputedCasts(u);
+    planStoredInputs(u);
+  }
+
+  // ------------------------------------------------------------ stored inputs
+  // Note [Reductions that store their input]: a Linear's bias gradient is
+  // the column sum of the gradient g reaching the Linear's output, and g is
+  // stored anyway for the two GEMMs that read it (the data and weight
+  // gradients).  When g is a pointwise kernel of its own (relu's masked
+  // gradient where(out > 0, go, 0); the in-projection's gradient, the sum of
+  // the q, k and v slices), its kernel wrote g and the reduction's kernel
+  // read it back: the transformer's backward moved 16.8 MB (linear1) and
+  // 12.6 MB (in_proj) per layer twice.  Instead the scheduled Row or Column
+  // reduction evaluates g's expression (as if inlined) at each element it
+  // visits, adds it to its sums and stores it into g's buffer: the two
+  // schedules visit every element exactly once (chunks split the reduced
+  // elements, lanes and rows split the chunks), so every element of g is
+  // written once, by the same expression its own kernel evaluated -- the
+  // same bits in the buffer and in the sums.  Taken when:
+  //  - the reduction (not a sibling, not a Welford pair) reads g itself or
+  //    a view of it that keeps the element order (both contiguous, at
+  //    offset 0: the reduction's linear index is g's);
+  //  - g's node is a materialized pointwise node (no scatter) computed by a
+  //    kernel of its own: not inlined, in no row group or cast group, no
+  //    GEMM's epilogue or operand rewrite, not a program output;
+  //  - every other reader of g (and of the views) stands after the
+  //    reduction, and no cast group reads it: nothing reads g's buffer
+  //    before the reduction writes it;
+  //  - no epilogue copy stands between g's node and the reduction: g's
+  //    operands hold the values they held where g stood.
+  // g's node then launches nothing (its buffer is declared where it stands,
+  // for the views); the reduction's kernel takes it as one more output.
+  // Dynamic-shape artifacts keep the two kernels (the emitter ignores it).
+  /// Whether node r, a reader of a value, reads it only after node k's
+  /// launch: r's work launches after k (a row group's member at its seed, a
+  /// sibling or Welford partner at the first, a GEMM's epilogue at the GEMM),
+  /// it is in no cast group, and an inlined r or a view is read only after k
+  /// in turn.
+  bool readsAfter(const UseInfo& u, int32_t r, int32_t k, int depth) const {
+    const size_t rs = static_cast<size_t>(r);
+    if (r <= k || plan.castGroupOf[rs] >= 0 || depth > kMaxInlineTree) return false;
+    if (plan.groupOf[rs] >= 0 && plan.groups[static_cast<size_t>(plan.groupOf[rs])].seed <= k) return false;
+    for (const auto& [a, more] : plan.siblings)
+      if (a <= k && std::find(more.begin(), more.end(), r) != more.end()) return false;
+    for (const auto& [a, b] : plan.moments)
+      if (b == r && a <= k) return false;
+    if (auto b = plan.biasAdds.find(r); b != plan.biasAdds.end() && b->second.first <= k) return false;
+    if (auto e = plan.reluEpilogues.find(r); e != plan.reluEpilogues.end() && e->second <= k) return false;
+    if (auto e = plan.scaleOf.find(r); e != plan.scaleOf.end() && e->second <= k) return false;
+    if (auto e = plan.writtenByGemm.find(r); e != plan.writtenByGemm.end() && e->second <= k) return false;
+    const Node& n = g.nodes[rs];
+    if (inlined[rs] || isView(n.op)) {
+      for (ValueId o : n.outputs) {
+        if (u.is_output[o]) return false;
+        for (int32_t r2 : u.users[o])
+          if (!readsAfter(u, r2, k, depth + 1)) return false;
+      }
+    }
+    return true;
+  }
+
+  void planStoredInputs(const UseInfo& u) {
+    std::set<int32_t> taken;
+    for (const auto& [a, b] : plan.moments) taken.insert({a, b});
+    for (const auto& [a, more] : plan.siblings) {
+      taken.insert(a);
+      taken.insert(more.begin(), more.end());
+    }
+    std::set<int32_t> producers;
+    for (const auto& [k, s] : plan.schedules) {
+      if ((s.kind != ReductionSchedule::Row && s.kind != ReductionSchedule::Column) || taken.count(k)) continue;
+      const Node& rn = g.nodes[static_cast<size_t>(k)];
+      if (rn.inputs.size() != 1 || !isFloating(g.type(rn.outputs[0]).dtype)) continue;
+      ValueId v = rn.inputs[0];
+      const TensorType& it = g.type(v);
+      if (!it.isContiguous() || it.offset != 0) continue;
+      std::vector<ValueId> chain{v};  // the reduction's input, then the values it views
+      while (g.values[v].node >= 0 && g.nodes[static_cast<size_t>(g.values[v].node)].op == OpKind::View) {
+        v = g.nodes[static_cast<size_t>(g.values[v].node)].inputs[0];
+        chain.push_back(v);
+      }
+      const int32_t d = g.values[v].node;
+      if (d < 0 || producers.count(d)) continue;
+      const Node& pn = g.nodes[static_cast<size_t>(d)];
+      const TensorType& pt = g.type(v);
+      if (opInfo(pn.op).category != OpCategory::Pointwise || isScatterExpr(pn.op) || pn.outputs.size() != 1 || inlined[static_cast<size_t>(d)] ||
+          plan.groupOf[static_cast<size_t>(d)] >= 0 || plan.castGroupOf[static_cast<size_t>(d)] >= 0 || plan.biasAdds.count(d) ||
+          plan.reluEpilogues.count(d) || plan.scaleOf.count(d) || plan.writtenByGemm.count(d) || plan.gemmInto.count(d) ||
+          !pt.isContiguous() || pt.offset != 0 || pt.numel() != it.numel() || pt.dtype != it.dtype || copyBetween(d, k))
+        continue;
+      bool ok = true;
+      for (size_t i = 0; i < chain.size() && ok; ++i) {
+        const ValueId c = chain[i];
+        if (u.is_output[c] || !g.type(c).isContiguous() || g.type(c).offset != 0) ok = false;
+        for (int32_t r : u.users[c]) {
+          const bool onChain = (i == 0 && r == k) || (i > 0 && g.nodes[static_cast<size_t>(r)].outputs.size() == 1 &&
+                                                      g.nodes[static_cast<size_t>(r)].outputs[0] == chain[i - 1]);
+          if (!onChain && !readsAfter(u, r, k, 0)) ok = false;
+        }
+      }
+      if (!ok) continue;
+      plan.storesInput[k] = d;
+      producers.insert(d);
+    }
   }
 
   // ------------------------------------------------------------ cast groups
@@ -1036,6 +1139,9 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
       if (auto w = plan.writtenByGemm.find(id); w != plan.writtenByGemm.end()) os << ", written into its copy";
     } else if (auto w = plan.writtenByGemm.find(id); w != plan.writtenByGemm.end()) {
       os << (n.op == OpKind::Clone ? "written by %" : "layout of %") << name(w->second);
+    } else if (auto sb = std::find_if(plan.storesInput.begin(), plan.storesInput.end(), [&](const auto& e) { return e.second == id; });
+               sb != plan.storesInput.end()) {
+      os << "stored by %" << name(sb->first);
     } else {
       os << ownStep(n);
       if (n.op == OpKind::EpilogueCopy)
@@ -1050,6 +1156,7 @@ std::string printFusionPlan(const Graph& g, const FusionPlan& plan) {
           os << ", with %" << g.values[g.nodes[static_cast<size_t>(a)].outputs[0]].name << " (siblings)";
       for (const auto& [a, b] : plan.moments)
         if (b == id) os << ", with %" << g.values[g.nodes[static_cast<size_t>(a)].outputs[0]].name << " (Welford)";
+      if (auto st = plan.storesInput.find(id); st != plan.storesInput.end()) os << ", stores %" << name(st->second);
       if (auto s = plan.schedules.find(id); s != plan.schedules.end()) {
         static constexpr const char* kKinds[] = {"legacy", "thread", "row", "column"};
         os << ", " << kKinds[s->second.kind] << " x" << s->second.block;

@@ -283,6 +283,9 @@ struct KernelEmitter::ExprCtx {
   int64_t cacheLen = 0;
   std::map<ValueId, std::string> cacheArrays;
   std::set<ValueId> cacheFilled, cacheFilling;
+  /// Note [Reductions that store their input]: values the kernel writes
+  /// besides its output (parameters st0, st1, ... after the operands).
+  std::vector<ValueId> stores;
   std::string cacheDecls;
 };
 
@@ -412,11 +415,13 @@ void KernelEmitter::noteNode(ExprCtx& x, const Node& n) {
   if (std::find(x.ops.begin(), x.ops.end(), op) == x.ops.end()) x.ops.push_back(op);
 }
 
-std::string KernelEmitter::kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves) {
+std::string KernelEmitter::kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves,
+                                        const std::vector<ValueId>& stores) {
   std::ostringstream os;
   os << opsBanner(ops) << "\nextern \"C\" __global__ void @KERNEL@(" << storageType(outType) << "* __restrict__ out";
   for (size_t i = 0; i < leaves.size(); ++i)
     os << ", const " << storageType(g.type(leaves[i]).dtype) << "* __restrict__ in" << i;
+  for (size_t i = 0; i < stores.size(); ++i) os << ", " << storageType(g.type(stores[i]).dtype) << "* __restrict__ st" << i;
   os << ") {\n";
   return os.str();
 }
@@ -549,8 +554,13 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   noteNode(x, n);
   x.indent = "    ";
   std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
-  std::string v = emitValue(n.inputs[0], it.sizes, c, x);
   const auto sched = plan_.schedules.find(static_cast<int32_t>(&n - g.nodes.data()));
+  // Note [Reductions that store their input] (fusion.cpp): static Row and
+  // Column schedules only, as the planner chose them.
+  const auto st = plan_.storesInput.find(static_cast<int32_t>(&n - g.nodes.data()));
+  const bool stores = st != plan_.storesInput.end() && !b_.dynamic() && sched != plan_.schedules.end() &&
+                      (sched->second.kind == ReductionSchedule::Row || sched->second.kind == ReductionSchedule::Column);
+  std::string v = stores ? storedInput(n, st->second, c, x) : emitValue(n.inputs[0], it.sizes, c, x);
   if (!b_.dynamic() && sched != plan_.schedules.end() && sched->second.kind != ReductionSchedule::Thread)
     return scheduledReduction(n, sched->second, x, v, red);
   bool blockReduce = blockPerOutput(it, dims, nred, ot.numel());
@@ -608,12 +618,45 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   return k;
 }
 
+/// Note [Reductions that store their input] (fusion.cpp): the producer's
+/// value at the element the reduction visits (its coordinates c[] of the
+/// reduction's input, a view of the value that keeps the element order),
+/// computed as its own kernel computed it, stored into its buffer, and read
+/// back as its buffer would have been: the variable holding it.
+std::string KernelEmitter::storedInput(const Node& n, int32_t producer, const std::vector<std::string>& c, ExprCtx& x) {
+  const TensorType& it = g.type(n.inputs[0]);
+  const ValueId pv = g.nodes[static_cast<size_t>(producer)].outputs.at(0);
+  const TensorType& pt = g.type(pv);
+  AOTC_CHECK(it.isContiguous() && pt.isContiguous() && it.offset == 0 && pt.offset == 0 && it.numel() == pt.numel() && it.dtype == pt.dtype,
+             "a reduction stores its input only through an order-keeping view (Note [Reductions that store their input])");
+  std::vector<std::string> cp = c;
+  if (pt.sizes != it.sizes) {  // the same linear index, in the value's own coordinates
+    cp = coords(static_cast<size_t>(pt.rank()), "sc");
+    x.code << x.indent << "aotc_i64 sc[" << std::max<int64_t>(pt.rank(), 1) << "];\n" << x.indent << "{ aotc_i64 sr = " << at(it, c) << ";\n";
+    for (int64_t d = pt.rank(); d-- > 0;) x.code << coordStep(x.indent + "  ", "sc", d, "sr", pt.sizes[static_cast<size_t>(d)], d == 0, false);
+    x.code << x.indent << "}\n";
+  }
+  const std::set<int32_t> own{producer};
+  const std::set<int32_t>* before = x.exprNodes;
+  x.exprNodes = &own;
+  const std::string e = emitValue(pv, pt.sizes, cp, x);
+  x.exprNodes = before;
+  const char* ct = computeType(pt.dtype);
+  const std::string sv = "t" + std::to_string(x.tmp++), rv = "t" + std::to_string(x.tmp++);
+  x.code << x.indent << storageType(pt.dtype) << " " << sv << " = (" << storageType(pt.dtype) << ")(" << ct << ")" << e << ";\n";
+  x.code << x.indent << "st" << x.stores.size() << "[" << at(pt, cp) << "] = " << sv << ";\n";
+  x.code << x.indent << ct << " " << rv << " = (" << ct << ")" << sv << ";\n";
+  x.stores.push_back(pv);
+  return rv;
+}
+
 /// The first (or only) kernel of a scheduled reduction (Note [Reduction
 /// schedules]): a block per (output or column of outputs, chunk).
 KernelEmitter::Kernel KernelEmitter::scheduledKernel(const std::string& text, const ExprCtx& x, const ReductionSchedule& s) {
   Kernel k;
   k.name = b_.addKernel(text, x.nodes, x.ids);
   k.leaves = x.leaves;
+  k.stores = x.stores;
   k.threads = s.blocks;
   k.per = 1;
   k.block = s.block;
@@ -639,7 +682,7 @@ KernelEmitter::Kernel KernelEmitter::scheduledReduction(const Node& n, const Red
   const int64_t KB = (K + 31) / 32, lanes = column ? s.block / 32 : s.block;  // Column: blocks across the outputs
   auto both = [&](const std::string& a, const std::string& b) { return combine.empty() ? a + " + " + b : combine + "(" + a + ", " + b + ")"; };
   std::ostringstream os;
-  os << kernelHeader(x.ops, split ? accType : ot.dtype, x.leaves);
+  os << kernelHeader(x.ops, split ? accType : ot.dtype, x.leaves, x.stores);
   if (column) {
     os << "  const unsigned lane = threadIdx.x % 32u, row = threadIdx.x / 32u;\n";
     os << "  aotc_i64 i = (aotc_i64)(blockIdx.x % " << KB << "u) * 32 + lane;\n";

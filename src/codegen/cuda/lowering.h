@@ -139,6 +139,9 @@ class KernelEmitter {
     /// their own; `combine`, one thread per output, reads them and writes out.
     std::string combine;
     DType workspace = DType::F64;
+    /// Note [Reductions that store their input]: values the (first) kernel
+    /// also writes, parameters after the operands.
+    std::vector<ValueId> stores;
   };
   /// A (fused) elementwise kernel: out, with layout `ot`, = root's value.
   Kernel pointwise(const Node& root, const TensorType& ot);
@@ -177,7 +180,9 @@ class KernelEmitter {
   std::string scatterExpr(const Node& n, const Ints& shape, const std::vector<std::string>& c, ExprCtx& x);
   bool computedInline(int32_t node, const ExprCtx& x) const;
   void noteNode(ExprCtx& x, const Node& n);
-  std::string kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves);
+  std::string kernelHeader(const std::vector<std::string>& ops, DType outType, const std::vector<ValueId>& leaves,
+                           const std::vector<ValueId>& stores = {});
+  std::string storedInput(const Node& n, int32_t producer, const std::vector<std::string>& c, ExprCtx& x);
 
   ProgramBuilder& b_;
   const Graph& g;

@@ -273,9 +273,7 @@ struct Planner {
         // runs: a graph input, a value computed before the GEMM by a step
         // of its own (the bfloat16 cast of a bias under autocast), or a view
         // of one; an inlined value has no buffer of its own.
-        ValueId base = bias;
-        while (g.values[base].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[base].node)].op))
-          base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
+        const ValueId base = viewBase(bias);
         // Or a value a kernel of its own stores before the GEMM, or (Note
         // [Cast groups]) a stored cast of an input, which its group computes
         // before the GEMM.
@@ -574,21 +572,22 @@ struct Planner {
   // Dynamic-shape artifacts launch each member as before (the emitter ignores
   // the groups).
 
+  /// The value `v` is a view of (itself, if not a view): a program input or a node's result.
+  ValueId viewBase(ValueId v) const {
+    while (g.values[v].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[v].node)].op))
+      v = g.nodes[static_cast<size_t>(g.values[v].node)].inputs[0];
+    return v;
+  }
+
   /// The program input `v` views (itself, if an input), or kNoValue.
   ValueId inputRoot(ValueId v) const {
-    while (g.values[v].node >= 0) {
-      const Node& n = g.nodes[static_cast<size_t>(g.values[v].node)];
-      if (!isView(n.op)) return kNoValue;
-      v = n.inputs[0];
-    }
-    return v;
+    v = viewBase(v);
+    return g.values[v].node < 0 ? v : kNoValue;
   }
 
   /// The cast of a program input that `v` is (through views), or -1.
   int32_t inputCastOf(ValueId v) const {
-    while (g.values[v].node >= 0 && isView(g.nodes[static_cast<size_t>(g.values[v].node)].op))
-      v = g.nodes[static_cast<size_t>(g.values[v].node)].inputs[0];
-    int32_t d = g.values[v].node;
+    int32_t d = g.values[viewBase(v)].node;
     if (d < 0 || g.nodes[static_cast<size_t>(d)].op != OpKind::Cast) return -1;
     return inputRoot(g.nodes[static_cast<size_t>(d)].inputs[0]) == kNoValue ? -1 : d;
   }
@@ -667,9 +666,7 @@ struct Planner {
       if (!lonelyCast(k) || inputRoot(n.inputs[0]) != kNoValue) continue;
       // The operand is a buffer the plan computes (not an inlined
       // expression, not a row group's value it keeps in registers).
-      ValueId base = n.inputs[0];
-      while (isView(g.nodes[static_cast<size_t>(g.values[base].node)].op))
-        base = g.nodes[static_cast<size_t>(g.values[base].node)].inputs[0];
+      const ValueId base = viewBase(n.inputs[0]);
       const int32_t d = g.values[base].node;
       if (inlined[static_cast<size_t>(d)]) continue;
       if (int32_t gi = plan.groupOf[static_cast<size_t>(d)]; gi >= 0 && !plan.groups[static_cast<size_t>(gi)].materialized.count(base))

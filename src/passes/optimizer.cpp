@@ -160,12 +160,10 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o) {
     throw UserError(SourceLoc{}, "--optimizer " + optName +
                                      ": the program computes no gradients (a training program: ONNX and .pt2 with --train; FX with "
                                      "parameters that require grad)");
-  if (g.inputNamed(kLossScaleInput) && o.accumulate > 1)
-    throw UserError(SourceLoc{}, cat("--accumulate ", o.accumulate, " with loss scaling (--precision fp16) is not supported yet: use ",
-                                     "--precision bf16, or --loss-scaling none and scale the loss yourself"));
   if (g.inputNamed(kLossScaleInput))
-    throw UserError(SourceLoc{}, "--optimizer " + optName + " with loss scaling (--precision fp16) is not supported yet: use "
-                                                            "--precision bf16, or --loss-scaling none and scale the loss yourself");
+    throw UserError(SourceLoc{}, cat(o.accumulate > 1 ? cat("--accumulate ", o.accumulate) : "--optimizer " + optName,
+                                     " with loss scaling (--precision fp16) is not supported yet: use ",
+                                     "--precision bf16, or --loss-scaling none and scale the loss yourself"));
   // A parameter the program itself mutates would be written twice.
   for (const Node& n : g.nodes)
     if (n.op == OpKind::EpilogueCopy && grads.count(g.values[n.inputs[0]].name))

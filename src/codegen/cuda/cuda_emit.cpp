@@ -291,11 +291,8 @@ void lowerNodes(ProgramBuilder& b, const FusionPlan& plan) {
     for (const auto& [a, more] : plan.siblings) momentsSecond.insert(more.begin(), more.end());  // Note [Sibling reductions]
   }
   std::set<int32_t> storedBy;  // Note [Reductions that store their input]: computed by a later reduction
-  if (!b.dynamic())
-    for (const auto& [r, p] : plan.storesInput)
-      if (const auto s = plan.schedules.find(r); s != plan.schedules.end() &&
-                                                 (s->second.kind == ReductionSchedule::Row || s->second.kind == ReductionSchedule::Column))
-        storedBy.insert(p);
+  for (const auto& [r, p] : plan.storesInput)
+    if (storedInputOf(plan, r, b.dynamic()) >= 0) storedBy.insert(p);
   CastGroups casts(b, emit, plan);
   for (size_t idx = 0; idx < g.nodes.size(); ++idx) {
     const Node& n = g.nodes[idx];

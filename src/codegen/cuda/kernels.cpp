@@ -555,12 +555,8 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
   x.indent = "    ";
   std::vector<std::string> c = coords(static_cast<size_t>(it.rank()));
   const auto sched = plan_.schedules.find(static_cast<int32_t>(&n - g.nodes.data()));
-  // Note [Reductions that store their input] (fusion.cpp): static Row and
-  // Column schedules only, as the planner chose them.
-  const auto st = plan_.storesInput.find(static_cast<int32_t>(&n - g.nodes.data()));
-  const bool stores = st != plan_.storesInput.end() && !b_.dynamic() && sched != plan_.schedules.end() &&
-                      (sched->second.kind == ReductionSchedule::Row || sched->second.kind == ReductionSchedule::Column);
-  std::string v = stores ? storedInput(n, st->second, c, x) : emitValue(n.inputs[0], it.sizes, c, x);
+  const int32_t stored = storedInputOf(plan_, static_cast<int32_t>(&n - g.nodes.data()), b_.dynamic());
+  std::string v = stored >= 0 ? storedInput(n, stored, c, x) : emitValue(n.inputs[0], it.sizes, c, x);
   if (!b_.dynamic() && sched != plan_.schedules.end() && sched->second.kind != ReductionSchedule::Thread)
     return scheduledReduction(n, sched->second, x, v, red);
   bool blockReduce = blockPerOutput(it, dims, nred, ot.numel());
@@ -616,6 +612,13 @@ KernelEmitter::Kernel KernelEmitter::reduction(const Node& n) {
     k.serial = blockReduce ? (nred + kBlock - 1) / kBlock : nred;
   }
   return k;
+}
+
+int32_t storedInputOf(const FusionPlan& plan, int32_t r, bool dynamic) {
+  const auto st = plan.storesInput.find(r);
+  const auto s = plan.schedules.find(r);
+  if (dynamic || st == plan.storesInput.end() || s == plan.schedules.end()) return -1;
+  return s->second.kind == ReductionSchedule::Row || s->second.kind == ReductionSchedule::Column ? st->second : -1;
 }
 
 /// Note [Reductions that store their input] (fusion.cpp): the producer's

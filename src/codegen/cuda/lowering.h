@@ -112,6 +112,11 @@ struct ProgramBuilder {
 
 /// The user's name for a node (its op when it has none).
 std::string nodeName(const Node& n);
+/// Note [Reductions that store their input] (fusion.cpp): the node whose
+/// value reduction `r`'s kernel computes and stores, or -1.  Static artifacts'
+/// Row and Column schedules only; the emitter, which then skips that node's
+/// own launch, and the reduction's kernel, which writes it, both ask here.
+int32_t storedInputOf(const FusionPlan& plan, int32_t r, bool dynamic);
 
 /// A reduction of a tensor over some dims: the kept sizes (reduced dims 1),
 /// the reduced dims in order, and the elements each output reduces.

@@ -728,6 +728,13 @@ void verifyGraphIn(const Graph& g, const std::string& file, const sym::Bindings&
     if (o.alias_of && o.role != OutputRole::User && o.role != OutputRole::InputMeta)
       fail(nullptr, "only user outputs can alias inputs");
     if (o.role == OutputRole::InputMeta && !o.alias_of) fail(nullptr, "input_meta output names no input");
+    // The forward returns the user's outputs, so none is computed in the
+    // backward (libFuzzer finding, fuzz_ir: a user output made by a `#bw`
+    // node left the partitioner's forward without it).
+    int32_t d = g.values[o.value].node;
+    if ((o.role == OutputRole::User || o.role == OutputRole::InputMeta) && d >= 0 &&
+        g.nodes[static_cast<size_t>(d)].phase == Phase::Backward)
+      fail(nullptr, "user output %" + g.values[o.value].name + " is computed in the backward");
   }
 }
 

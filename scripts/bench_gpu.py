@@ -112,6 +112,7 @@ import copy
 import ctypes
 import inspect
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -399,24 +400,35 @@ PRECISION_TOLERANCE = {"fp32": (1e-2, 2e-2), "tf32": (5e-2, 5e-2), "bf16": (1e-1
 YARDSTICK = 4.0
 
 
-def gate(title, precision, checks, err=None):
+def gate(title, precision, checks, err=None, report=0):
     """checks: (what, aotc's tensor, eager's in the mode, float64's, floor).
     Raises on the first tensor where aotc is past max(YARDSTICK x eager's
     distance from float64, floor); returns the closest call: {"tensor",
-    "aotc", "eager", "limit"} (distances from float64)."""
+    "aotc", "eager", "limit"} (distances from float64).  report=N prints the
+    N closest calls (every tensor is measured before the first failure is
+    raised), each eager yardstick apart: the evidence for "ill-conditioned"
+    against "wrong"."""
     err = err or relerr
-    worst = None
+    worst, failure, rows = None, None, []
     for what, got, eager, ref, floor in checks:
         # eager: one tensor, or several (eager under more than one cuDNN
         # setting): the yardstick is the farthest of them.
         eagers = eager if isinstance(eager, (list, tuple)) else [eager]
-        ea, ee = err(got, ref), max(err(e, ref) for e in eagers)
+        ea, each = err(got, ref), [err(e, ref) for e in eagers]
+        ee = max(each)
         limit = max(YARDSTICK * ee, floor)
+        rows.append((ea / limit, what, ea, each, limit))
         if worst is None or ea / limit > worst["aotc"] / worst["limit"]:
             worst = {"tensor": what, "aotc": ea, "eager": ee, "limit": limit}
-        if not ea <= limit:  # NaN fails too
-            raise RuntimeError(f"{title}: {what} is {ea:.2e} from float64, eager {precision}'s {ee:.2e} "
-                               f"(limit max({YARDSTICK:g}x eager's, {floor:g}) = {limit:.2e}): a wrong program")
+        if failure is None and not ea <= limit:  # NaN fails too
+            failure = (f"{title}: {what} is {ea:.2e} from float64, eager {precision}'s {ee:.2e} "
+                       f"(limit max({YARDSTICK:g}x eager's, {floor:g}) = {limit:.2e}): a wrong program")
+    if report:
+        print(f"  gate report, {title}: distance from float64 (aotc / limit, aotc, eager yardsticks, limit)")
+        for ratio, what, ea, each, limit in sorted(rows, key=lambda r: -r[0] if r[0] == r[0] else -math.inf)[:report]:
+            print(f"    {ratio:6.2f}  {ea:.2e}  [{', '.join(f'{e:.2e}' for e in each)}]  {limit:.2e}  {what}")
+    if failure:
+        raise RuntimeError(failure)
     return worst
 
 
@@ -763,7 +775,7 @@ def training_row(opts, env, work, results, name, make, shape, precision):
     first = next(n for n, p in ref.named_parameters())
     gerr = relerr(rt.grad(first, params[first]), eager_grads[first])
     try:
-        worst = gate(f"{name} ({precision})", precision, checks)
+        worst = gate(f"{name} ({precision})", precision, checks, report=getattr(opts, "gate_report", 0))
     except RuntimeError:
         rt.close()
         raise
@@ -1040,6 +1052,8 @@ def main():
     ap.add_argument("--compile-modes", nargs="*", default=[m for _, m in COMPILE_MODES], choices=[m for _, m in COMPILE_MODES],
                     help="the torch.compile modes measured beside aotc (none: aotc and eager alone)")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--gate-report", type=int, default=0, metavar="N",
+                    help="print the training gate's N closest calls (Note [Correctness gate]), eager yardsticks apart")
     opts = ap.parse_args()
     unknown = sorted(set(opts.models) - {"resnet18", "mobilenet_v2", "transformer"})
     if unknown:

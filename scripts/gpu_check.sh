@@ -22,10 +22,15 @@
 #                       it has one);
 #   src/                the scripts and fixtures the check runs (so the
 #                       bundle does not depend on the checkout beside it);
-#   run.sh              the entry point: CUDA's libraries from PyTorch's
-#                       nvidia/* wheels and /usr/local/cuda on LD_LIBRARY_PATH,
-#                       then scripts/gpu_check.py run, writing gpu_check.json,
-#                       gpu_check.md and gpu_check.log under $OUT.
+#   env.sh              CUDA's libraries from PyTorch's nvidia/* wheels and
+#                       /usr/local/cuda on LD_LIBRARY_PATH (run.sh and
+#                       probe.sh source it);
+#   run.sh              the entry point: scripts/gpu_check.py run, writing
+#                       gpu_check.json, gpu_check.md and gpu_check.log under
+#                       $OUT;
+#   probe.sh            scripts/gpu_probe.py: where a GPU result parts from
+#                       the emulate device's (Note [Step trace]), for a
+#                       training gate that fails.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
@@ -75,7 +80,7 @@ b=$(cd "$(dirname "$0")/.." && pwd)
 LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$b/bin/aotc.bin" "$@"
 EOF
 chmod +x "$bundle/bin/aotc"
-for s in gpu_check.py bench_gpu.py gpu_test.py compare_safetensors.py traffic_ideal.py; do
+for s in gpu_check.py bench_gpu.py gpu_test.py compare_safetensors.py traffic_ideal.py gpu_probe.py compare_traces.py; do
   cp "$root/scripts/$s" "$bundle/src/scripts/"
 done
 cp "$root/tools/fx_export.py" "$bundle/src/tools/"
@@ -83,16 +88,13 @@ for d in fx ops; do
   mkdir -p "$bundle/src/testdata/$d"
   cp -r "$root/testdata/$d/." "$bundle/src/testdata/$d/"
 done
-cat > "$bundle/run.sh" <<'EOF'
-#!/usr/bin/env bash
-# The GPU check's entry point: bash gpu-bundle/run.sh [gpu_check.py run options]
-# Results under $OUT (gpu_check.json, gpu_check.md, gpu_check.log).
-b=$(cd "$(dirname "$0")" && pwd)
+cat > "$bundle/env.sh" <<'EOF'
+# Sourced by run.sh and probe.sh: CUDA's libraries from PyTorch's nvidia/*
+# wheels first (cuBLAS, cuDNN, NVRTC, nvJitLink), then the toolkit's.
+b=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 py=${PYTHON:-python3}
 out=${OUT:-$b/out}
 mkdir -p "$out"
-# CUDA's libraries: PyTorch's nvidia/* wheels first (cuBLAS, cuDNN, NVRTC,
-# nvJitLink), then the toolkit's.
 nv=$("$py" -c '
 import glob, os, site
 dirs = []
@@ -101,10 +103,25 @@ for sp in site.getsitepackages():
 print(":".join(dirs))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="${nv:+$nv:}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/nvidia/lib64"
 export AOTC_BUNDLE_LIB="$b/lib" PYTHONUNBUFFERED=1
+export PATH="$PATH:/usr/local/cuda/bin"
+EOF
+cat > "$bundle/run.sh" <<'EOF'
+#!/usr/bin/env bash
+# The GPU check's entry point: bash gpu-bundle/run.sh [gpu_check.py run options]
+# Results under $OUT (gpu_check.json, gpu_check.md, gpu_check.log).
+. "$(dirname "$0")/env.sh"
 set -o pipefail
 "$py" "$b/src/scripts/gpu_check.py" run "$b/bin/aotc" "$b/lib/libaotc_runtime.so.0" "$out" "$@" 2>&1 | tee "$out/gpu_check.log"
 EOF
-chmod +x "$bundle/run.sh"
+cat > "$bundle/probe.sh" <<'EOF'
+#!/usr/bin/env bash
+# Where a GPU result parts from the emulate device's (scripts/gpu_probe.py):
+# bash gpu-bundle/probe.sh [gpu_probe.py options]; its log under $OUT.
+. "$(dirname "$0")/env.sh"
+set -o pipefail
+"$py" "$b/src/scripts/gpu_probe.py" "$b/bin/aotc" "$out" "$@" 2>&1 | tee "$out/gpu_probe.log"
+EOF
+chmod +x "$bundle/run.sh" "$bundle/probe.sh"
 size=$(du -sb "$bundle" | cut -f1)
 mib=$(awk -v s="$size" 'BEGIN {printf "%.1f", s / 1048576}')
 if [ "$size" -gt $((40 * 1024 * 1024)) ]; then
@@ -116,8 +133,10 @@ if [ "$host_test" = 1 ]; then
   # machine's CPU (the emulate device) at tiny sizes; any failure fails.
   py=${PYTHON:-/usr/bin/python3}
   "$py" "$bundle/src/scripts/gpu_check.py" selftest
-  OUT=$bundle/out PYTHON=$py bash "$bundle/run.sh" --device emulate --quick --iters 1 --strict "${extra[@]}"
-  exit $?
+  OUT=$bundle/out PYTHON=$py bash "$bundle/run.sh" --device emulate --quick --iters 1 --strict "${extra[@]}" || exit $?
+  # The probe's script end to end at a tiny size (emulate against emulate: no step parts).
+  OUT=$bundle/out PYTHON=$py bash "$bundle/probe.sh" --device emulate --side 32 > /dev/null || { tail -30 "$bundle/out/gpu_probe.log"; exit 1; }
+  exit 0
 fi
 rel=${bundle#"$root"/}
 cat <<EOF
@@ -126,4 +145,7 @@ The device call (from the session whose checkout holds $rel; the check ends by i
   run(command="bash $rel/run.sh", carry=["$rel"], timeout_s=420)
 Results come back under \$OUT: gpu_check.md (the tables), gpu_check.json (every figure), gpu_check.log.
 Options after run.sh go to scripts/gpu_check.py run (--budget SECONDS, default 330; --models; --precisions; --gpu NAME|FILE).
+When a training gate fails (GPU results off where emulate's are not): the step where cuda and emulate part, each
+side's gradients against float64, and compute-sanitizer's initcheck/racecheck/synccheck (about 3 minutes):
+  run(command="bash $rel/probe.sh --batch 2", carry=["$rel"], timeout_s=400)
 EOF

@@ -127,7 +127,7 @@ SessionOptions SessionOptions::fromEnvironment() {
 
 Session::Session(plan::Manifest manifest, std::string dir, Device& device, SessionOptions options)
     : m_(std::move(manifest)), dir_(std::move(dir)), dev_(device), opts_(options) {
-  if (opts_.sync_steps) opts_.graphs = false;
+  if (opts_.sync_steps || opts_.after_step) opts_.graphs = false;
   inputRoots_.assign(m_.inputs.size(), 0);
   dev_.loadKernels(m_, dir_);
 }
@@ -508,11 +508,33 @@ void Session::runPhase(PhasePlan& p) {
   } else {
     for (size_t i = 0; i < prog.steps.size(); ++i) {
       enqueue(i);
-      if (opts_.sync_steps) checkSynchronized(dev_.synchronize());
+      if (opts_.sync_steps || opts_.after_step) checkSynchronized(dev_.synchronize());
+      if (opts_.after_step) opts_.after_step(p.phase, i);
     }
   }
   dev_.endPhase();
   if (!external_) checkSynchronized(dev_.synchronize());
+}
+
+// Note [Step trace]: `aotc run --trace FILE` records, after every step, the
+// buffers it names; two traces of one artifact on two devices (cuda and
+// emulate, which runs the same kernel text on the host) compared in step
+// order (scripts/compare_traces.py) name the first step whose results part:
+// the kernel, GEMM or convolution to look at, where comparing final results
+// says only that something is off.
+std::vector<std::pair<std::string, HostTensor>> Session::stepBuffers(plan::Phase phase, size_t step) {
+  PhasePlan* p = (phase == plan::Phase::Forward ? fwd_ : bwd_).get();
+  if (!p || step >= p->prog->steps.size()) throw UserError(SourceLoc{dir_}, cat("stepBuffers: no step ", step, " in the ", plan::phaseName(phase)));
+  std::vector<std::pair<std::string, HostTensor>> r;
+  for (const std::string& n : stepArgNames(p->prog->steps[step])) {
+    const plan::Buffer* b = nullptr;
+    for (const plan::Buffer& x : p->prog->buffers)
+      if (x.name == n) b = &x;
+    AOTC_CHECK(b, "stepBuffers: unknown buffer ", n);
+    const plan::Layout& l = b->layout;
+    r.emplace_back(n, readDeviceTensor(dev_, DeviceTensor{p->roots[p->index.at(n)], l.dtype, l.shape, l.strides, l.offset}));
+  }
+  return r;
 }
 
 void Session::setStream(void* stream) {

@@ -129,7 +129,8 @@ namespace {
 std::map<std::string, HostTensor> runOnDevice(const plan::Manifest& m, const std::string& dir, Device& dev,
                                               const std::map<std::string, HostTensor>& caller,
                                               const std::map<size_t, HostTensor>& gradOutputs, const std::vector<std::string>& mutated,
-                                              bool forwardOnly, const std::function<void(const std::string&, size_t, size_t)>& progress) {
+                                              bool forwardOnly, const std::function<void(const std::string&, size_t, size_t)>& progress,
+                                              std::map<std::string, HostTensor>* trace) {
   std::vector<DevicePtr> owned;
   struct Release {
     Device& d;
@@ -140,7 +141,19 @@ std::map<std::string, HostTensor> runOnDevice(const plan::Manifest& m, const std
   } release{dev, owned};
   std::map<std::string, HostTensor> res;
   {
-    Session s(m, dir, dev);
+    // Note [Step trace]: <phase>.<step, 4 digits>.<buffer> after each step.
+    SessionOptions so = SessionOptions::fromEnvironment();
+    Session* traced = nullptr;
+    // What no step wrote reads as the poison (NaN in floats) on every device.
+    if (trace) so.poison_arenas = true;
+    if (trace)
+      so.after_step = [&](plan::Phase ph, size_t i) {
+        char step[16];
+        std::snprintf(step, sizeof step, "%04zu", i);
+        for (auto& [n, t] : traced->stepBuffers(ph, i)) (*trace)[cat(plan::phaseName(ph), ".", step, ".", n)] = std::move(t);
+      };
+    Session s(m, dir, dev, so);
+    traced = &s;
     s.setProgress(progress);
     for (const plan::InputSpec& in : m.inputs) {
       auto it = caller.find(in.name);
@@ -293,9 +306,16 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     }
   }
 
+  if (!opts.trace_file.empty() && !device)
+    throw UserError(SourceLoc{opts.trace_file}, "--trace records the manifest's steps on a device: give --backend emulate or cuda "
+                                                "(the reference interprets the programs' IR, which has no steps)");
+  std::map<std::string, HostTensor> trace;
   // One training step from `caller` (the inputs as they stand).
   auto once = [&](std::map<std::string, HostTensor> caller) -> std::map<std::string, HostTensor> {
-    if (device) return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only, opts.progress);
+    if (device) {
+      trace.clear();  // the last step's
+      return runOnDevice(m, dir, *device, caller, gradOutputs, mutated, opts.forward_only, opts.progress, opts.trace_file.empty() ? nullptr : &trace);
+    }
 
     // The reference interpreter: the oracle, on the programs' IR.
     Graph fw = loadArtifactGraph(dir, m.forward.ir);
@@ -383,6 +403,7 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     }
     if (opts.on_step) opts.on_step(k, res);
   }
+  if (!opts.trace_file.empty()) writeSafetensors(opts.trace_file, trace);
   return res;
 }
 

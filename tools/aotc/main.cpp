@@ -299,6 +299,10 @@ int main(int argc, char** argv) {
                   "under --optimizer); prints each step's scalar outputs (the loss); --out holds the last step's results")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   run->add_option("--out", outFile, "results (safetensors)")->required();
+  run->add_option("--trace", ropts.trace_file,
+                  "emulate or cuda: also write every step's buffers after it ran (<phase>.<step>.<buffer>, safetensors; the "
+                  "device synchronizes after each step, graphs off); scripts/compare_traces.py names the first step where "
+                  "two devices' traces part");
   std::string runCacheDir;
   run->add_option("--cache-dir", runCacheDir, "where --backend emulate keeps host-compiled kernels (default: $XDG_CACHE_HOME/aotc/emulate)");
 

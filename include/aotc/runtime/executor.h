@@ -38,6 +38,10 @@ struct SessionOptions {
   /// Tests: fill each phase's arena with 0xFF before the phase runs, so a
   /// kernel that read memory it did not write would change a result.
   bool poison_arenas = false;
+  /// Note [Step trace]: hears each step after it ran, the device
+  /// synchronized (graphs off, as with sync_steps); Session::stepBuffers
+  /// reads what the step names.
+  std::function<void(plan::Phase, size_t)> after_step;
   /// The defaults with the environment's switches applied (AOTC_SYNC_STEPS=1,
   /// AOTC_CUDA_GRAPHS=0; for tests AOTC_POISON_ARENAS=1, AOTC_STAGE_INPUTS=1).
   static SessionOptions fromEnvironment();
@@ -104,6 +108,11 @@ class Session {
   /// forward gave it, once the forward has run).
   DeviceTensor input(const std::string& name) const;
   DeviceTensor grad(const std::string& input) const;
+  /// Note [Step trace]: the buffers step `step` of `phase` names (a launch's
+  /// arguments, outputs first; a GEMM's A, B, C and bias; a convolution's a,
+  /// b and out), each read whole with its layout, as they are now.  Call it
+  /// from SessionOptions::after_step.
+  std::vector<std::pair<std::string, HostTensor>> stepBuffers(plan::Phase phase, size_t step);
   /// Forgets every binding (an input, or grad_output.<i>) whose data pointer
   /// lies in [lo, hi): memory the caller frees (the C ABI's aotc_free).  An
   /// input falls back to the artifact's weight, else must be bound again

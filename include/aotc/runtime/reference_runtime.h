@@ -43,6 +43,10 @@ struct RunOptions {
   /// Hears long work as it goes (what, done, total; total 0 when unknown):
   /// the program's nodes or steps, the emulator's host compile.
   std::function<void(const std::string&, size_t, size_t)> progress;
+  /// Note [Step trace]: `aotc run --trace FILE` (emulate or cuda): every
+  /// step's buffers after it ran, <phase>.<step>.<buffer>, in safetensors
+  /// (the last step's, with --steps); the device synchronizes after each.
+  std::string trace_file;
 };
 
 /// Runs forward then backward of the artifact in `dir`: on the reference

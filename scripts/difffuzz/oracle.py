@@ -221,3 +221,92 @@ def run_case(aotc, case_dir, partitioners, backends, timeout=120, forward_only=N
                 if bad:
                     results.append(Result("finding", "mismatch", what + ":\n  " + "\n  ".join(bad[:8])))
     return results or [Result("ok")]
+
+
+# Note [ONNX door in the fuzzer]: a plain or mixed case (no input mutation,
+# static shapes) is also exported to ONNX (torch.onnx.export's TorchScript
+# exporter at opset 17, the newest aotc's ONNX 1.12 reads; the module in eval
+# mode) and compiled through aotc's ONNX front end; ONNX Runtime running the
+# same file is the truth, so the door is tested on what the file says (the
+# exporter's own deviations from eager are not aotc's).  A case the exporter
+# or ONNX Runtime cannot take is discarded; aotc's outputs on each backend are
+# compared with ONNX Runtime's at the same dtype-aware tolerances.
+ONNX_KINDS = ("plain", "mixed")
+
+
+def onnx_case(aotc, case_dir, backends, timeout=120):
+    """Results of the ONNX door for an exported case (eager_and_export ran)."""
+    import inspect
+    import numpy as np
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return [Result("discarded", "onnx_no_runtime", "onnxruntime is not installed")]
+    from fx_export import write_safetensors
+    path = os.path.join(case_dir, "prog.py")
+    with open(path) as f:
+        source = f.read()
+    torch.manual_seed(0)
+    mod = load_case(source, path)
+    model = mod.Model().eval()
+    args = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in mod.make_args())
+    if not all(isinstance(a, torch.Tensor) for a in args) or any(a.dtype == torch.bfloat16 for a in args):
+        return [Result("discarded", "onnx_inputs", "an input ONNX Runtime's CPU provider cannot feed (not a tensor, or bfloat16)")]
+    names = [f"x{i}" for i in range(len(args))]
+    onnx_path = os.path.join(case_dir, "prog.onnx")
+    kwargs = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, args, onnx_path, opset_version=17, input_names=names, **kwargs)
+    except Exception as e:  # noqa: BLE001  the exporter's limits, not aotc's
+        return [Result("discarded", "onnx_export_refused", f"{type(e).__name__}: {str(e).splitlines()[0][:150] if str(e) else ''}")]
+    try:
+        sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+        feed_names = [i.name for i in sess.get_inputs()]
+        feeds = {n: a.numpy() for n, a in zip(names, args) if n in feed_names}
+        want_np = sess.run(None, feeds)
+    except Exception as e:  # noqa: BLE001
+        return [Result("discarded", "onnx_runtime_error", f"{type(e).__name__}: {str(e).splitlines()[0][:150] if str(e) else ''}")]
+    st = {np.dtype("float32"): "F32", np.dtype("float64"): "F64", np.dtype("float16"): "F16", np.dtype("int64"): "I64",
+          np.dtype("int32"): "I32", np.dtype("bool"): "BOOL"}
+    want = {}
+    for i, w in enumerate(want_np):
+        w = np.asarray(w)
+        if w.dtype not in st:
+            return [Result("discarded", "onnx_outputs", f"output {i} is {w.dtype}")]
+        want[f"output.{i}"] = (st[w.dtype], torch.from_numpy(w.astype(np.float64)))
+    if not all(bool(t.isfinite().all()) and (not t.numel() or float(t.abs().max()) <= LIMIT) for _, t in want.values()):
+        return [Result("discarded", "onnx_nonfinite", "ONNX Runtime's results are not finite or beyond 1e4")]
+    inputs = os.path.join(case_dir, "onnx.inputs.safetensors")
+    write_safetensors(inputs, {n: a for n, a in zip(names, args) if n in feed_names})
+    art = os.path.join(case_dir, "prog.onnx.aotc")
+    rc, err, to = _run([aotc, "-q", "compile", onnx_path, "-o", art, "--no-cache"], timeout)
+    r = _classify(rc, err, to, "onnx: compile")
+    if r:
+        return [_onnx_class(r)]
+    floor = max(TOL[st] for dt, st in (("float32", "F32"), ("float16", "F16"), ("bfloat16", "BF16")) if "torch." + dt in source)
+    results = []
+    for backend in backends:
+        out = os.path.join(case_dir, f"prog.onnx.{backend}.safetensors")
+        cmd = [aotc, "run", art, "--backend", backend, "--inputs", inputs, "--out", out, "--forward-only"]
+        if backend == "emulate":
+            cmd += ["--cache-dir", os.path.join(os.path.dirname(case_dir), "emulate-cache")]
+        what = f"onnx: run --backend {backend}"
+        rc, err, to = _run(cmd, timeout)
+        r = _classify(rc, err, to, what)
+        if r:
+            results.append(_onnx_class(r))
+            continue
+        bad = compare(load(out), want, lambda k: k.startswith("output."), floor)
+        if bad:
+            results.append(Result("finding", "onnx_mismatch", what + " against ONNX Runtime:\n  " + "\n  ".join(bad[:8])))
+    return results or [Result("ok")]
+
+
+def _onnx_class(r):
+    """The ONNX door's findings are classed apart (onnx_<class>)."""
+    if r.status == "finding":
+        r.cls = "onnx_" + r.cls
+    return r

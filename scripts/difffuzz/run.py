@@ -5,7 +5,7 @@ under each partitioner, run on each backend, training and --forward-only,
 and compared with eager (scripts/difffuzz/oracle.py).
 
   run.py AOTC --seed S --cases N [--minutes M] [--kinds plain mixed dynamic mutation]
-         [--backends reference emulate] [--partitioners min-cut default] --work DIR
+         [--backends reference emulate] [--partitioners min-cut default] [--doors fx onnx] --work DIR
          [--ci] [--keep] [--quiet]
   run.py AOTC --replay FINDING_DIR/prog.py --work DIR     (re-run one saved case)
 
@@ -73,6 +73,8 @@ def main():
     ap.add_argument("--kinds", nargs="+", default=list(gen.KINDS), choices=gen.KINDS)
     ap.add_argument("--backends", nargs="+", default=["reference", "emulate"])
     ap.add_argument("--partitioners", nargs="+", default=["min-cut", "default"])
+    ap.add_argument("--doors", nargs="+", default=["fx", "onnx"], choices=["fx", "onnx"],
+                    help="fx: the FX export against eager; onnx: plain and mixed cases also through ONNX against ONNX Runtime")
     ap.add_argument("--work", required=True)
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("--ci", action="store_true")
@@ -102,6 +104,7 @@ def main():
     findings = collections.Counter()
     ops, dtypes = collections.Counter(), collections.Counter()
     unexpected, seen_known = [], set()
+    onnx_outcomes = collections.Counter()   # Note [ONNX door in the fuzzer]: ok, finding, refused, or why discarded
     n = len(cases) if cases else a.cases
     for i in range(n):
         if a.minutes and time.time() - t0 > a.minutes * 60:
@@ -117,8 +120,16 @@ def main():
                 discarded[f"{case.kind}: {res.cls} (retried)"] += 1
                 continue
             break
-        results = [res] if res else oracle.run_case(aotc, case_dir, a.partitioners, a.backends, a.timeout,
-                                                    ["reference"] if a.ci else None)
+        if res:
+            results = [res]
+        else:
+            results = oracle.run_case(aotc, case_dir, a.partitioners, a.backends, a.timeout,
+                                      ["reference"] if a.ci else None) if "fx" in a.doors else []
+            if "onnx" in a.doors and case.kind in oracle.ONNX_KINDS:
+                onnx = oracle.onnx_case(aotc, case_dir, a.backends, a.timeout)
+                onnx_outcomes[onnx[0].cls if onnx[0].status == "discarded" else onnx[0].status] += 1
+                results += [r for r in onnx if r.status != "discarded"]
+            results = [r for r in results if r.status != "ok"] or [oracle.Result("ok")]
         statuses = {r.status for r in results}
         if "discarded" in statuses:
             discarded[f"{case.kind}: {results[0].cls}"] += 1
@@ -163,6 +174,8 @@ def main():
     print(f"  cases run: {sum(by_kind.values())} " + " ".join(f"{k}={by_kind[k]}" for k in gen.KINDS))
     print(f"  discarded: {sum(discarded.values())} " + ", ".join(f"{k}={v}" for k, v in sorted(discarded.items())))
     print(f"  findings (cases): {sum(findings.values())} " + " ".join(f"{k}={v}" for k, v in sorted(findings.items())))
+    if "onnx" in a.doors:
+        print("  onnx door (plain and mixed cases): " + " ".join(f"{k}={v}" for k, v in sorted(onnx_outcomes.items())))
     print(f"  refusals: {sum(refusals.values())}")
     for msg, c in refusals.most_common(15):
         print(f"    {c:4d}  {msg}")

@@ -257,7 +257,7 @@ def onnx_case(aotc, case_dir, backends, timeout=120):
     kwargs = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     try:
         import warnings
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _quiet_fds():
             warnings.simplefilter("ignore")
             torch.onnx.export(model, args, onnx_path, opset_version=17, input_names=names, **kwargs)
     except Exception as e:  # noqa: BLE001  the exporter's limits, not aotc's
@@ -303,6 +303,25 @@ def onnx_case(aotc, case_dir, backends, timeout=120):
         if bad:
             results.append(Result("finding", "onnx_mismatch", what + " against ONNX Runtime:\n  " + "\n  ".join(bad[:8])))
     return results or [Result("ok")]
+
+
+class _quiet_fds:
+    """Silences file descriptors 1 and 2 (the TorchScript exporter prints
+    graphs from C++ on some warnings)."""
+    def __enter__(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.saved = [os.dup(1), os.dup(2)]
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+
+    def __exit__(self, *exc):
+        for fd, saved in zip((1, 2), self.saved):
+            os.dup2(saved, fd)
+            os.close(saved)
+        return False
 
 
 def _onnx_class(r):

@@ -69,13 +69,17 @@ thread_local AotcThread* aotc_current = nullptr;
 extern "C" void __syncthreads() {
   if (aotc_current) aotc_current->sched = std::move(aotc_current->sched).resume();
 }
-extern "C" void aotc_run_block(void (*f)(void**), void** args, unsigned bx, unsigned bdx, unsigned gdx, int barriers) {
+// mode: bit 0, the kernel has barriers (fibers); bit 1, threads in reverse
+// order (Note [Emulated order]).
+extern "C" void aotc_run_block(void (*f)(void**), void** args, unsigned bx, unsigned bdx, unsigned gdx, int mode) {
+  const int barriers = mode & 1;
+  const bool rev = (mode & 2) != 0;
   aotc_blockIdx.x = bx; aotc_blockIdx.y = aotc_blockIdx.z = 0;
   aotc_blockDim.x = bdx; aotc_blockDim.y = aotc_blockDim.z = 1;
   aotc_gridDim.x = gdx; aotc_gridDim.y = aotc_gridDim.z = 1;
   aotc_threadIdx.y = aotc_threadIdx.z = 0;
   if (!barriers) {
-    for (unsigned t = 0; t < bdx; ++t) { aotc_threadIdx.x = t; f(args); }
+    for (unsigned k = 0; k < bdx; ++k) { aotc_threadIdx.x = rev ? bdx - 1 - k : k; f(args); }
     return;
   }
   const std::size_t kStack = 1 << 16;
@@ -98,7 +102,8 @@ extern "C" void aotc_run_block(void (*f)(void**), void** args, unsigned bx, unsi
   }
   for (bool any = true; any;) {
     any = false;
-    for (unsigned t = 0; t < bdx; ++t) {
+    for (unsigned k = 0; k < bdx; ++k) {
+      const unsigned t = rev ? bdx - 1 - k : k;
       if (threads[t].done) continue;
       aotc_current = &threads[t];
       aotc_threadIdx.x = t;
@@ -202,9 +207,14 @@ class KernelLibrary {
     unsigned gx = static_cast<unsigned>(l.grid[0]), bx = static_cast<unsigned>(l.block[0]);
     if (l.grid[1] != 1 || l.grid[2] != 1 || l.block[1] != 1 || l.block[2] != 1) throw UserError(SourceLoc{}, "emulate: only 1-D launches");
     const std::string& kernel = l.kernel;
-    int barriers = barriers_.count(kernel) ? 1 : 0;
+    const int mode = (barriers_.count(kernel) ? 1 : 0) | (reverse_ ? 2 : 0);
     if (takeIndexError_) takeIndexError_();
-    for (unsigned b = 0; b < gx; ++b) runBlock_(f, args.data(), b, bx, gx, barriers);
+    // Note [Emulated order]: AOTC_EMULATE_ORDER=reverse runs the blocks, and
+    // each block's threads between barriers, last to first.  A GPU runs them
+    // in no order; a kernel whose result depends on the order (threads or
+    // blocks racing on memory) gives another result reversed, which two
+    // step traces (Note [Step trace]) pin to the kernel.
+    for (unsigned k = 0; k < gx; ++k) runBlock_(f, args.data(), reverse_ ? gx - 1 - k : k, bx, gx, mode);
   }
   /// The step tag the last launch on this thread recorded (Note [Index errors]), cleared.
   int takeIndexError() const { return takeIndexError_ ? takeIndexError_() : 0; }
@@ -216,6 +226,11 @@ class KernelLibrary {
   std::set<std::string> barriers_;
   std::map<std::string, Trampoline> fns_;
   std::map<std::string, int> arity_;
+  /// Note [Emulated order]: read once, when the library is loaded.
+  const bool reverse_ = [] {
+    const char* v = std::getenv("AOTC_EMULATE_ORDER");
+    return v && std::string(v) == "reverse";
+  }();
 };
 
 /// The host address of a device pointer (device memory is host memory here).

@@ -118,7 +118,15 @@
 //    (and clipped) on the N-th.  A gradient that is not the optimizer's (an
 //    input's) is unscaled, as the loss-scaling pass unscales it, and takes
 //    no part in found_inf.
-// No host synchronization: the skip is a select on the device.
+// No host synchronization: the skip is a select on the device.  Bytes,
+// measured by `aotc inspect --roofline` on resnet18 (62 parameters, 44.7 MB
+// float32) with AdamW and --accumulate 4: the backward moves 689 MB in 283
+// launches without loss scaling, 779 MB in 314 with --loss-scaling dynamic,
+// on every micro-step; the difference is mostly the found_inf reductions,
+// which read each accumulated gradient (accumulator and gradient, 2 x 44.7
+// MB) once more.  They are needed only on the N-th micro-step: the same
+// conditional node or early return Note [Gradient accumulation] describes
+// would skip them on the others.
 //===----------------------------------------------------------------------===//
 #include <fnmatch.h>
 

@@ -681,10 +681,14 @@ void runAndWrite(const std::string& artifact, const RunOptions& opts, const std:
       };
       const double found = at(m.loss_scaling->found_inf), scale = at(m.loss_scaling->scale);
       const double tracker = at(m.loss_scaling->growth_tracker);
-      opts.note(found > 0 ? cat("loss scaling: the gradients overflowed (inf or NaN; ", m.loss_scaling->found_inf,
-                                " = 1): skip this optimizer step, as GradScaler does; the scale backs off to ", scale)
-                          : cat("loss scaling: no overflow; the gradients are unscaled; the next step's scale is ", scale, " (",
-                                tracker, " of ", m.loss_scaling->growth_interval, " clean steps before it grows)"));
+      // Note [Loss scaling with an optimizer]: the artifact's optimizer skips the step itself.
+      const bool optimizer = m.flags.contains("optimizer");
+      opts.note(found > 0 ? cat("loss scaling: the gradients overflowed (inf or NaN; ", m.loss_scaling->found_inf, " = 1): ",
+                                optimizer ? "the optimizer step was skipped" : "skip this optimizer step",
+                                ", as GradScaler does; the scale backs off to ", scale)
+                          : cat("loss scaling: no overflow; ", optimizer ? "" : "the gradients are unscaled; ",
+                                "the next step's scale is ", scale, " (", tracker, " of ", m.loss_scaling->growth_interval,
+                                " clean steps before it grows)"));
     }
   }
   log->info("wrote {} tensors to {}", res.size(), out_file);

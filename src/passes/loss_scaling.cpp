@@ -26,38 +26,28 @@
 //    and multiplied by 1/S, float32 reciprocal of S taken in float64 as
 //    GradScaler's inv_scale is (_amp_foreach_non_finite_check_and_unscale_);
 //    it checks the scaled value, before the multiply.  Every gradient is
-//    unscaled, not only an optimizer's parameters': aotc has no optimizer.
+//    unscaled: this pass runs only when the artifact has no optimizer
+//    (with one, GradScaler's step is the optimizer pass's, Note [Loss
+//    scaling with an optimizer] in optimizer.cpp).
 //    A float16 gradient is refused, as GradScaler refuses to unscale one
 //    (keep the parameters float32: --precision fp16 casts them per step).
 //  * The backward epilogue writes S and the tracker updated as
 //    _amp_update_scale_ does, and found_inf: after_backward.<name>.
 // When found_inf is 1 the gradients hold infs or NaNs and the caller skips
-// the optimizer step, as scaler.step() does.  bfloat16 needs none of this
+// its optimizer step, as scaler.step() does.  bfloat16 needs none of this
 // (float32's range), so --precision bf16 does not scale.
 //===----------------------------------------------------------------------===//
-#include "aotc/ops/builder.h"
-#include "aotc/passes/passes.h"
+#include "grad_scaler.h"
 
 namespace aotc {
 
+namespace grad_scaler {
+
 namespace {
-
 TensorType scalarType(DType d) { return TensorType::contiguous(d, {}); }
-
-struct State {
-  ValueId scale, tracker, found;
-};
-
-/// The three state buffers, appended to `g`'s inputs.
-State addStateInputs(Graph& g) {
-  return {g.addInput(kLossScaleInput, scalarType(DType::F32), InputRole::Buffer, false),
-          g.addInput(kGrowthTrackerInput, scalarType(DType::I32), InputRole::Buffer, false),
-          g.addInput(kFoundInfInput, scalarType(DType::F32), InputRole::Buffer, false)};
-}
-
 }  // namespace
 
-Graph lossScaling(const Graph& g, const LossScaling& ls) {
+bool checkProgram(const Graph& g) {
   for (const char* name : {kLossScaleInput, kGrowthTrackerInput, kFoundInfInput})
     if (g.valueNamed(name) != kNoValue)
       throw UserError(SourceLoc{"", name, ""}, std::string("the name '") + name + "' is aotc's (loss scaling): rename the program's value");
@@ -71,58 +61,42 @@ Graph lossScaling(const Graph& g, const LossScaling& ls) {
                           "' is float16, and GradScaler refuses to unscale float16 gradients: keep the parameters float32 "
                           "(--precision fp16 casts them to float16 once per step) or compile with --loss-scaling none");
   }
-  if (!grads) return g;
+  return grads;
+}
 
-  Graph out;
-  out.name = g.name;
-  out.symbols = g.symbols;
-  out.guards = g.guards;
-  std::vector<ValueId> vmap(g.values.size(), kNoValue);
-  for (const GraphInput& gi : g.inputs)
-    vmap[gi.value] = out.addInput(g.values[gi.value].name, g.type(gi.value), gi.role, gi.requires_grad);
-  const auto [scale, tracker, foundIn] = addStateInputs(out);
+State addStateInputs(Graph& g) {
+  return {g.addInput(kLossScaleInput, scalarType(DType::F32), InputRole::Buffer, false),
+          g.addInput(kGrowthTrackerInput, scalarType(DType::I32), InputRole::Buffer, false),
+          g.addInput(kFoundInfInput, scalarType(DType::F32), InputRole::Buffer, false)};
+}
 
-  const SourceLoc loc{"", "loss_scaling", "GradScaler"};
-  Builder b(out, loc, Phase::Backward);
-  // scaler.scale(outputs): the tangents, in float32, rounded to their dtype.
-  for (const GraphInput& gi : g.inputs) {
-    if (gi.role != InputRole::Tangent || !isFloating(g.type(gi.value).dtype)) continue;
-    const ValueId t = vmap[gi.value];
-    const DType d = out.type(t).dtype;
-    if (d == DType::F64) {
-      ValueId s = b.cast(scale, DType::F64);
-      vmap[gi.value] = b.mul(t, s);
-    } else {
-      ValueId wide = b.cast(t, DType::F32);
-      ValueId scaled = b.mul(wide, scale);
-      vmap[gi.value] = b.cast(scaled, d);
-    }
+ValueId scaleTangent(Builder& b, ValueId t, ValueId scale) {
+  const DType d = b.type(t).dtype;
+  if (d == DType::F64) {
+    ValueId s = b.cast(scale, DType::F64);
+    return b.mul(t, s);
   }
-  for (const Node& n : g.nodes) out.copyNode(g, n, vmap);
+  ValueId wide = b.cast(t, DType::F32);
+  ValueId scaled = b.mul(wide, scale);
+  return b.cast(scaled, d);
+}
 
-  // unscale_: found_inf over every gradient, then each times 1/S.
+ValueId invScale(Builder& b, ValueId scale) {
   ValueId wideScale = b.cast(scale, DType::F64);
   ValueId invWide = b.op(OpKind::Reciprocal, {wideScale});
-  const ValueId inv = b.cast(invWide, DType::F32);
-  ValueId found = kNoValue;
-  std::vector<GraphOutput> outputs;
-  for (GraphOutput o : g.outputs) {
-    o.value = vmap[o.value];
-    if (o.role == OutputRole::Grad && isFloating(out.type(o.value).dtype)) {
-      const ValueId v = o.value;
-      ValueId nan = b.op(OpKind::IsNan, {v});
-      ValueId inf = b.op(OpKind::IsInf, {v});
-      ValueId bad = b.cast(b.op(OpKind::LogicalOr, {nan, inf}), DType::F32);
-      if (out.type(bad).rank() > 0) bad = b.op(OpKind::Amax, {bad}, Attrs{{"dim", Ints{}}, {"keepdim", false}});
-      found = found == kNoValue ? bad : b.op(OpKind::Maximum, {found, bad});
-      ValueId factor = b.cast(inv, out.type(v).dtype);
-      o.value = b.mul(v, factor);
-    }
-    outputs.push_back(std::move(o));
-  }
-  if (found == kNoValue) found = b.scalar(0.0, DType::F32);
+  return b.cast(invWide, DType::F32);
+}
 
-  // update(): _amp_update_scale_'s rule.
+ValueId nonFinite(Builder& b, ValueId v) {
+  ValueId nan = b.op(OpKind::IsNan, {v});
+  ValueId inf = b.op(OpKind::IsInf, {v});
+  ValueId bad = b.cast(b.op(OpKind::LogicalOr, {nan, inf}), DType::F32);
+  if (b.type(bad).rank() > 0) bad = b.op(OpKind::Amax, {bad}, Attrs{{"dim", Ints{}}, {"keepdim", false}});
+  return bad;
+}
+
+std::pair<ValueId, ValueId> updateScale(Builder& b, const LossScaling& ls, const State& st, ValueId found) {
+  const ValueId scale = st.scale, tracker = st.tracker;
   ValueId overflowed = b.op(OpKind::Gt, {found, b.scalar(0.0, DType::F32)});
   ValueId successful = b.add(tracker, b.scalar(1.0, DType::I32));
   ValueId atInterval = b.op(OpKind::Eq, {successful, b.scalar(static_cast<double>(ls.growth_interval), DType::I32)});
@@ -137,9 +111,52 @@ Graph lossScaling(const Graph& g, const LossScaling& ls) {
   ValueId zero = b.scalar(0.0, DType::I32);
   ValueId counted = b.op(OpKind::Where, {atInterval, zero, successful});
   ValueId newTracker = b.op(OpKind::Where, {overflowed, zero, counted});
-  addNode(out, OpKind::EpilogueCopy, {scale, newScale}, {}, loc, Phase::Backward, kMustBeInBackward);
-  addNode(out, OpKind::EpilogueCopy, {tracker, newTracker}, {}, loc, Phase::Backward, kMustBeInBackward);
-  addNode(out, OpKind::EpilogueCopy, {foundIn, found}, {}, loc, Phase::Backward, kMustBeInBackward);
+  return {newScale, newTracker};
+}
+
+}  // namespace grad_scaler
+
+Graph lossScaling(const Graph& g, const LossScaling& ls) {
+  if (!grad_scaler::checkProgram(g)) return g;
+
+  Graph out;
+  out.name = g.name;
+  out.symbols = g.symbols;
+  out.guards = g.guards;
+  std::vector<ValueId> vmap(g.values.size(), kNoValue);
+  for (const GraphInput& gi : g.inputs)
+    vmap[gi.value] = out.addInput(g.values[gi.value].name, g.type(gi.value), gi.role, gi.requires_grad);
+  const grad_scaler::State st = grad_scaler::addStateInputs(out);
+
+  const SourceLoc loc{"", "loss_scaling", "GradScaler"};
+  Builder b(out, loc, Phase::Backward);
+  // scaler.scale(outputs): the tangents, in float32, rounded to their dtype.
+  for (const GraphInput& gi : g.inputs)
+    if (gi.role == InputRole::Tangent && isFloating(g.type(gi.value).dtype)) vmap[gi.value] = grad_scaler::scaleTangent(b, vmap[gi.value], st.scale);
+  for (const Node& n : g.nodes) out.copyNode(g, n, vmap);
+
+  // unscale_: found_inf over every gradient, then each times 1/S.
+  const ValueId inv = grad_scaler::invScale(b, st.scale);
+  ValueId found = kNoValue;
+  std::vector<GraphOutput> outputs;
+  for (GraphOutput o : g.outputs) {
+    o.value = vmap[o.value];
+    if (o.role == OutputRole::Grad && isFloating(out.type(o.value).dtype)) {
+      const ValueId v = o.value;
+      ValueId bad = grad_scaler::nonFinite(b, v);
+      found = found == kNoValue ? bad : b.op(OpKind::Maximum, {found, bad});
+      ValueId factor = b.cast(inv, out.type(v).dtype);
+      o.value = b.mul(v, factor);
+    }
+    outputs.push_back(std::move(o));
+  }
+  if (found == kNoValue) found = b.scalar(0.0, DType::F32);
+
+  // update(): _amp_update_scale_'s rule.
+  const auto [newScale, newTracker] = grad_scaler::updateScale(b, ls, st, found);
+  addNode(out, OpKind::EpilogueCopy, {st.scale, newScale}, {}, loc, Phase::Backward, kMustBeInBackward);
+  addNode(out, OpKind::EpilogueCopy, {st.tracker, newTracker}, {}, loc, Phase::Backward, kMustBeInBackward);
+  addNode(out, OpKind::EpilogueCopy, {st.found, found}, {}, loc, Phase::Backward, kMustBeInBackward);
   out.outputs = std::move(outputs);
   return out;
 }
@@ -148,7 +165,7 @@ Graph lossScalingGradScaler(const Graph& g) { return lossScaling(g, LossScaling{
 
 Graph withLossScalingInputs(const Graph& functional) {
   Graph out = functional;
-  addStateInputs(out);
+  grad_scaler::addStateInputs(out);
   return out;
 }
 

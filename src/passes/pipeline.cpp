@@ -1,7 +1,8 @@
 //===- pipeline.cpp - The engine pipeline, straight-line ------------------===//
 //
 // functionalize -> [autocast] -> dce -> autodiff -> strip-autograd-markers ->
-// functionalize-joint -> dce -> [loss-scaling] -> [optimizer] -> partition.
+// functionalize-joint -> dce -> [loss-scaling] or [optimizer] (Note [Loss
+// scaling with an optimizer]) -> partition.
 //  * functionalize first: autodiff rules are written for pure ops and the
 //    epilogue copies must exist before partitioning places them;
 //  * dce before autodiff so dead forward code (e.g. the detach() nodes make_fx
@@ -191,15 +192,15 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   r.joint = stage("functionalize-joint", [&] { return functionalizeJoint(r.joint); });
   r.joint = stage("dce-joint", [&] { return dce(r.joint); });
   r.joint = stage("pool-offsets", [&] { return poolOffsets(r.joint); });
-  if (opts.loss_scaling) {
+  // Note [Loss scaling with an optimizer]: with an optimizer, GradScaler's
+  // step is the optimizer pass's (unscale, skip and update once per step).
+  const bool optimizing = opts.optimizer.kind != OptimizerKind::None;
+  if (opts.loss_scaling && !optimizing)
     r.joint = stage("loss-scaling", [&] { return lossScaling(r.joint, *opts.loss_scaling); });
-    // The artifact's inputs are the functional graph's: its state too.
-    if (r.joint.inputNamed(kLossScaleInput)) r.functional = withLossScalingInputs(r.functional);
-  }
-  if (opts.optimizer.kind != OptimizerKind::None) {
-    r.joint = stage("optimizer", [&] { return optimizerStep(r.joint, opts.optimizer); });
-    r.functional = withOptimizerInputs(r.functional, r.joint);
-  }
+  if (optimizing) r.joint = stage("optimizer", [&] { return optimizerStep(r.joint, opts.optimizer, opts.loss_scaling); });
+  // The artifact's inputs are the functional graph's: the state too.
+  if (opts.loss_scaling && r.joint.inputNamed(kLossScaleInput)) r.functional = withLossScalingInputs(r.functional);
+  if (optimizing) r.functional = withOptimizerInputs(r.functional, r.joint);
   if (opts.partitioner == Partitioner::MinCut) r.partition = guarded("partition (min-cut)", [&] { return partitionMinCut(r.joint); });
   else if (opts.partitioner == Partitioner::Default) r.partition = guarded("partition (default)", [&] { return partitionDefault(r.joint); });
   else AOTC_CHECK(false, "a partitioner without a case in runPipeline");

@@ -91,8 +91,9 @@ inline std::string optimizerGroupLrInput(size_t i) { return "optim.param_group."
 /// The joint graph with an optimizer step in the backward epilogue: every
 /// parameter the loss reaches updated as torch.optim's single-tensor
 /// formula does, its state inputs added and updated.  Refuses a program
-/// without gradients.
-Graph optimizerStep(const Graph& joint, const OptimizerSpec& spec);
+/// without gradients.  With `ls`, GradScaler's loss scaling around the step
+/// (Note [Loss scaling with an optimizer]): the loss-scaling pass is not run.
+Graph optimizerStep(const Graph& joint, const OptimizerSpec& spec, const std::optional<LossScaling>& ls = std::nullopt);
 /// The functional graph with the optimizer's state inputs the joint has.
 Graph withOptimizerInputs(const Graph& functional, const Graph& joint);
 /// For golden tests (aotc-opt): SGD with lr 0.1, momentum 0.9, weight decay
@@ -101,6 +102,9 @@ Graph optimizerSgdGolden(const Graph& joint);
 Graph optimizerAdamWGolden(const Graph& joint);
 /// SGD with momentum 0.9 (lr 0.1) accumulating over 4 micro-batches.
 Graph optimizerSgdAccumulateGolden(const Graph& joint);
+/// SGD with momentum 0.9 (lr 0.1), --accumulate 2, --grad-clip-norm 1 and
+/// GradScaler's loss scaling.
+Graph optimizerSgdAccumulateScaledGolden(const Graph& joint);
 /// torch.optim's argument checks: the first problem, or empty.
 std::string optimizerProblem(const OptimizerSpec& spec);
 

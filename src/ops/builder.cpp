@@ -59,8 +59,31 @@ ValueId Builder::reshape(ValueId v, Ints sizes) {
   return op(OpKind::View, {v}, Attrs{{"size", sizes}});
 }
 
+// Note [Cast after expand]: in a gradient rule, the expansion of a float32
+// copy of a 16-bit value (a mean's or sum's gradient under autocast: the
+// classifier's bf16 data gradient widened for the average pool's backward)
+// is built as cast(expand(x)) rather than expand(cast(x)).  The values are
+// the same bit for bit -- a bf16 or f16 to float32 cast is exact and the
+// expand only repeats elements -- but the cast is then pointwise at the
+// broadcast shape, which fusion inlines into the expansion's readers,
+// instead of a launch of its own storing the small float32 copy for them to
+// read (resnet18 bf16: its cast group before the average pool's backward;
+// testdata/fusion/cast_after_expand.ir).  The original cast stays for its
+// other readers, if any.  Backward nodes only: autodiff never differentiates
+// them, whereas in a forward graph the rewrite would change the gradient --
+// expand's gradient would sum 16-bit copies of the incoming float32 terms
+// instead of summing them in float32 and rounding once, as eager does.
 ValueId Builder::expand(ValueId v, Ints sizes) {
   if (type(v).sizes == sizes) return v;
+  const int32_t d = g_.values[v].node;
+  if (phase_ == Phase::Backward && d >= 0 && g_.nodes[static_cast<size_t>(d)].op == OpKind::Cast) {
+    const ValueId x = g_.nodes[static_cast<size_t>(d)].inputs[0];
+    const DType from = type(x).dtype;
+    if ((from == DType::BF16 || from == DType::F16) && type(v).dtype == DType::F32) {
+      const ValueId e = op(OpKind::Expand, {x}, Attrs{{"size", sizes}});
+      return cast(e, DType::F32);
+    }
+  }
   return op(OpKind::Expand, {v}, Attrs{{"size", sizes}});
 }
 

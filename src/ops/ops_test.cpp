@@ -65,5 +65,44 @@ TEST(Ops, AttributeSchemas) {
             std::string("permute: attribute 'dims' must be a list of integers, got ").size() + 40);
 }
 
+// Note [Cast after expand]: a backward's expand of a widening 16-bit cast is
+// built as the cast of the expand; not in a forward (expand's gradient would
+// change), nor for a narrowing cast or one to float64, and the first cast
+// stays for its other reader.
+TEST(Ops, CastAfterExpand) {
+  struct Case {
+    Phase phase;
+    DType from, to;
+    bool moved;
+  };
+  for (const Case& k : {Case{Phase::Backward, DType::BF16, DType::F32, true}, Case{Phase::Backward, DType::F16, DType::F32, true},
+                        Case{Phase::Forward, DType::BF16, DType::F32, false}, Case{Phase::Forward, DType::F16, DType::F32, false},
+                        Case{Phase::Backward, DType::F32, DType::BF16, false}, Case{Phase::Backward, DType::BF16, DType::F64, false}}) {
+    const std::string what = cat(dtypeName(k.from), " -> ", dtypeName(k.to), k.phase == Phase::Backward ? " (backward)" : " (forward)");
+    Graph g;
+    const ValueId x = g.addInput("x", TensorType::contiguous(k.from, {2, 1}), InputRole::UserInput, false);
+    Builder b(g, SourceLoc("cast_after_expand.ir"), k.phase);
+    const ValueId c = b.cast(x, k.to);
+    const ValueId other = b.neg(c);
+    const ValueId e = b.expand(c, {2, 3});
+    EXPECT_EQ(g.type(e).dtype, k.to) << what;
+    EXPECT_EQ(g.type(e).sizes, (Ints{2, 3})) << what;
+    const Node& n = g.nodes[static_cast<size_t>(g.values[e].node)];
+    if (k.moved) {
+      ASSERT_EQ(n.op, OpKind::Cast) << what;
+      const Node& inner = g.nodes[static_cast<size_t>(g.values[n.inputs[0]].node)];
+      EXPECT_EQ(inner.op, OpKind::Expand) << what;
+      EXPECT_EQ(inner.inputs, (std::vector<ValueId>{x})) << what;
+      EXPECT_EQ(g.nodes[static_cast<size_t>(g.values[e].node)].phase, Phase::Backward) << what;
+    } else {
+      EXPECT_EQ(n.op, OpKind::Expand) << what;
+      EXPECT_EQ(n.inputs, (std::vector<ValueId>{c})) << what;
+    }
+    // The first cast and its other reader are untouched.
+    EXPECT_EQ(g.nodes[static_cast<size_t>(g.values[c].node)].inputs, (std::vector<ValueId>{x})) << what;
+    EXPECT_EQ(g.nodes[static_cast<size_t>(g.values[other].node)].inputs, (std::vector<ValueId>{c})) << what;
+  }
+}
+
 }  // namespace
 }  // namespace aotc

@@ -24,7 +24,10 @@
 #                       bundle does not depend on the checkout beside it);
 #   env.sh              CUDA's libraries from PyTorch's nvidia/* wheels and
 #                       /usr/local/cuda on LD_LIBRARY_PATH (run.sh and
-#                       probe.sh source it);
+#                       probe.sh source it), and the emulate device's host
+#                       compiler: bin/c++ (the machine's, without the
+#                       bundle's libraries) with include/ (Boost.Context's
+#                       headers) and lib/libboost_context.so;
 #   run.sh              the entry point: scripts/gpu_check.py run, writing
 #                       gpu_check.json, gpu_check.md and gpu_check.log under
 #                       $OUT;
@@ -73,6 +76,18 @@ for f in "$bundle"/lib/*.so*; do
   [ "$(basename "$f")" = libaotc_runtime.so.0 ] || strip --strip-unneeded "$f" 2>/dev/null || true
 done
 deps "$rtlib" | xargs -r -n1 basename > "$bundle/lib/runtime-needs"
+# The emulate device there (scripts/gpu_probe.py compares cuda with it): it
+# host-compiles the kernels with the machine's c++ against Boost.Context,
+# which that machine lacks: the headers `c++ -M` lists for it and the library,
+# found through CPLUS_INCLUDE_PATH and LIBRARY_PATH (env.sh).
+echo '#include <boost/context/fiber.hpp>' | c++ -std=c++17 -M -x c++ - | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
+  while read -r h; do
+    mkdir -p "$bundle/include/$(dirname "${h#/usr/include/}")"
+    cp "$h" "$bundle/include/${h#/usr/include/}"
+  done
+ctx=$(readlink -f "$(c++ -print-file-name=libboost_context.so)")
+cp "$ctx" "$bundle/lib/$(basename "$ctx")"
+cp "$ctx" "$bundle/lib/libboost_context.so"
 cat > "$bundle/bin/aotc" <<'EOF'
 #!/bin/sh
 # The bundle's aotc: its own libraries first.
@@ -104,7 +119,22 @@ print(":".join(dirs))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="${nv:+$nv:}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/nvidia/lib64"
 export AOTC_BUNDLE_LIB="$b/lib" PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/cuda/bin"
+# The emulate device's host compiler (gpu_probe.py): the machine's c++, run
+# without the bundle's libraries on LD_LIBRARY_PATH (bin/c++), with Boost.Context
+# from the bundle.
+export AOTC_REAL_CXX=${AOTC_REAL_CXX:-$(command -v c++ || command -v g++ || true)}
+export CPLUS_INCLUDE_PATH="$b/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}" LIBRARY_PATH="$b/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export PATH="$b/bin:$PATH"
 EOF
+cat > "$bundle/bin/c++" <<'EOF'
+#!/bin/sh
+# The emulate device's host compiler on the GPU machine (env.sh): the
+# machine's own, without the bundle's libraries.
+[ -n "$AOTC_REAL_CXX" ] || { echo "gpu-bundle: no host C++ compiler (c++, g++) on this machine" >&2; exit 1; }
+unset LD_LIBRARY_PATH
+exec "$AOTC_REAL_CXX" "$@"
+EOF
+chmod +x "$bundle/bin/c++"
 cat > "$bundle/run.sh" <<'EOF'
 #!/usr/bin/env bash
 # The GPU check's entry point: bash gpu-bundle/run.sh [gpu_check.py run options]

@@ -102,6 +102,21 @@ Partition buildPrograms(const Graph& j, const std::vector<bool>& isSaved) {
   for (const Node& n : j.nodes)
     if (n.op == OpKind::EpilogueCopy && n.phase == Phase::Forward) fwMutated.insert(n.inputs[0]);
 
+  // The forward has no tangents: a forward node that reads one cannot be
+  // placed (libFuzzer finding, fuzz_ir seed 28: an internal check fired in
+  // copyNode).  Autodiff marks every node that reads a tangent `#bw`; a
+  // hand-written joint graph must too.
+  for (const Node& n : j.nodes)
+    if (n.phase == Phase::Forward)
+      for (ValueId v : n.inputs)
+        if (const GraphInput* gi = j.inputOf(v); gi && gi->role == InputRole::Tangent) {
+          SourceLoc loc = n.loc;
+          if (loc.node.empty() && !n.outputs.empty()) loc.node = j.values[n.outputs[0]].name;
+          if (loc.op.empty()) loc.op = opName(n.op);
+          throw UserError(loc, "partition: a forward node reads tangent %" + j.values[v].name +
+                                   " (nodes that read tangents belong to the backward: mark them #bw)");
+        }
+
   Partition p;
   // ---- forward program
   Graph& F = p.forward;

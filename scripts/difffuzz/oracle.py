@@ -93,6 +93,11 @@ def compare(got, want, keys, floor=0.0, exact=None):
     return bad
 
 
+def float_floor(source):
+    """compare's floor: the loosest tolerance of the float dtypes a case's program names."""
+    return max(TOL[st] for dt, st in (("float32", "F32"), ("float16", "F16"), ("bfloat16", "BF16")) if "torch." + dt in source)
+
+
 def _one_line(stderr):
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     return lines[0] if len(lines) == 1 else None
@@ -187,8 +192,7 @@ def run_case(aotc, case_dir, partitioners, backends, timeout=120, forward_only=N
     ecache = os.path.join(os.path.dirname(case_dir), "emulate-cache")
     with open(os.path.join(case_dir, "prog.py")) as f:
         source = f.read()
-    floor = max(TOL[st] for dt, st in (("float32", "F32"), ("float16", "F16"), ("bfloat16", "BF16"))
-                if "torch." + dt in source)
+    floor = float_floor(source)
     results = []
     for part in partitioners:
         art = f"{p}.{part}.aotc"
@@ -286,7 +290,7 @@ def onnx_case(aotc, case_dir, backends, timeout=120):
     r = _classify(rc, err, to, "onnx: compile")
     if r:
         return [_onnx_class(r)]
-    floor = max(TOL[st] for dt, st in (("float32", "F32"), ("float16", "F16"), ("bfloat16", "BF16")) if "torch." + dt in source)
+    floor = float_floor(source)
     results = []
     for backend in backends:
         out = os.path.join(case_dir, f"prog.onnx.{backend}.safetensors")

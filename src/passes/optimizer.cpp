@@ -532,21 +532,22 @@ Graph optimizerAdamWGolden(const Graph& joint) {
   return optimizerStep(joint, o);
 }
 
-Graph optimizerSgdAccumulateGolden(const Graph& joint) {
+namespace {
+/// The accumulating golden passes' SGD: lr 0.1, momentum 0.9, N micro-batches.
+OptimizerSpec accumulatingSgd(int64_t n) {
   OptimizerSpec o;
   o.kind = OptimizerKind::Sgd;
   o.lr = 0.1;
   o.momentum = 0.9;
-  o.accumulate = 4;
-  return optimizerStep(joint, o);
+  o.accumulate = n;
+  return o;
 }
+}  // namespace
+
+Graph optimizerSgdAccumulateGolden(const Graph& joint) { return optimizerStep(joint, accumulatingSgd(4)); }
 
 Graph optimizerSgdAccumulateScaledGolden(const Graph& joint) {
-  OptimizerSpec o;
-  o.kind = OptimizerKind::Sgd;
-  o.lr = 0.1;
-  o.momentum = 0.9;
-  o.accumulate = 2;
+  OptimizerSpec o = accumulatingSgd(2);
   o.clip_norm = 1.0;
   return optimizerStep(joint, o, LossScaling{});
 }

@@ -127,7 +127,8 @@ SessionOptions SessionOptions::fromEnvironment() {
 
 Session::Session(plan::Manifest manifest, std::string dir, Device& device, SessionOptions options)
     : m_(std::move(manifest)), dir_(std::move(dir)), dev_(device), opts_(options) {
-  if (opts_.sync_steps || opts_.after_step) opts_.graphs = false;
+  if (opts_.after_step) opts_.sync_steps = true;
+  if (opts_.sync_steps) opts_.graphs = false;
   inputRoots_.assign(m_.inputs.size(), 0);
   dev_.loadKernels(m_, dir_);
 }
@@ -508,8 +509,8 @@ void Session::runPhase(PhasePlan& p) {
   } else {
     for (size_t i = 0; i < prog.steps.size(); ++i) {
       enqueue(i);
-      if (opts_.sync_steps || opts_.after_step) checkSynchronized(dev_.synchronize());
-      if (opts_.after_step) opts_.after_step(p.phase, i);
+      if (opts_.sync_steps) checkSynchronized(dev_.synchronize());
+      if (opts_.after_step) opts_.after_step(*this, p.phase, i);
     }
   }
   dev_.endPhase();
@@ -527,9 +528,7 @@ std::vector<std::pair<std::string, HostTensor>> Session::stepBuffers(plan::Phase
   if (!p || step >= p->prog->steps.size()) throw UserError(SourceLoc{dir_}, cat("stepBuffers: no step ", step, " in the ", plan::phaseName(phase)));
   std::vector<std::pair<std::string, HostTensor>> r;
   for (const std::string& n : stepArgNames(p->prog->steps[step])) {
-    const plan::Buffer* b = nullptr;
-    for (const plan::Buffer& x : p->prog->buffers)
-      if (x.name == n) b = &x;
+    const plan::Buffer* b = p->prog->buffer(n);
     AOTC_CHECK(b, "stepBuffers: unknown buffer ", n);
     const plan::Layout& l = b->layout;
     r.emplace_back(n, readDeviceTensor(dev_, DeviceTensor{p->roots[p->index.at(n)], l.dtype, l.shape, l.strides, l.offset}));

@@ -143,17 +143,15 @@ std::map<std::string, HostTensor> runOnDevice(const plan::Manifest& m, const std
   {
     // Note [Step trace]: <phase>.<step, 4 digits>.<buffer> after each step.
     SessionOptions so = SessionOptions::fromEnvironment();
-    Session* traced = nullptr;
-    // What no step wrote reads as the poison (NaN in floats) on every device.
-    if (trace) so.poison_arenas = true;
-    if (trace)
-      so.after_step = [&](plan::Phase ph, size_t i) {
+    if (trace) {
+      so.poison_arenas = true;  // what no step wrote reads as the poison (NaN in floats) on every device
+      so.after_step = [trace](Session& s, plan::Phase ph, size_t i) {
         char step[16];
         std::snprintf(step, sizeof step, "%04zu", i);
-        for (auto& [n, t] : traced->stepBuffers(ph, i)) (*trace)[cat(plan::phaseName(ph), ".", step, ".", n)] = std::move(t);
+        for (auto& [n, t] : s.stepBuffers(ph, i)) (*trace)[cat(plan::phaseName(ph), ".", step, ".", n)] = std::move(t);
       };
+    }
     Session s(m, dir, dev, so);
-    traced = &s;
     s.setProgress(progress);
     for (const plan::InputSpec& in : m.inputs) {
       auto it = caller.find(in.name);

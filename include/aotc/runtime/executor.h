@@ -23,6 +23,8 @@ struct DeviceTensor {
   plan::Layout layout() const { return plan::Layout{dtype, shape, strides, offset}; }
 };
 
+class Session;
+
 /// How a session runs (Note [Prepared plan], Note [Phase graphs]).
 struct SessionOptions {
   /// Capture each phase once per size binding and replay it as one launch,
@@ -39,9 +41,9 @@ struct SessionOptions {
   /// kernel that read memory it did not write would change a result.
   bool poison_arenas = false;
   /// Note [Step trace]: hears each step after it ran, the device
-  /// synchronized (graphs off, as with sync_steps); Session::stepBuffers
-  /// reads what the step names.
-  std::function<void(plan::Phase, size_t)> after_step;
+  /// synchronized (it implies sync_steps); Session::stepBuffers reads what
+  /// the step names.
+  std::function<void(Session&, plan::Phase, size_t)> after_step;
   /// The defaults with the environment's switches applied (AOTC_SYNC_STEPS=1,
   /// AOTC_CUDA_GRAPHS=0; for tests AOTC_POISON_ARENAS=1, AOTC_STAGE_INPUTS=1).
   static SessionOptions fromEnvironment();

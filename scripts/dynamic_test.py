@@ -87,6 +87,20 @@ class Outer(torch.nn.Module):
         return (x[:, None] * x[None, :] * self.w).sum(1)
 
 
+class VarStd(torch.nn.Module):
+    """var / std over the dynamic dim: their divisor n - correction follows
+    the batch (difffuzz's dynamic cases were refused: "attribute 'value' is
+    4.0 at the hints and 9.0 at another probe")."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(6))
+
+    def forward(self, x):
+        y = x * self.w
+        return (y.var(0, keepdim=True) + y.std(dim=(0, 1), correction=2) + y.var(0, correction=0)).sum(-1) + y.std(1)[:1].sum(-1, keepdim=True)
+
+
 def cases():
     """name -> (module, make_args(sizes), dynamic, ranges, hint sizes, other sizes, tolerance)."""
     import torchvision
@@ -112,6 +126,8 @@ def cases():
                           [{"batch": 1}, {"batch": 5}, {"batch": 9}], 1e-5),
         "even_batch": (PairMean(), lambda s: (torch.randn(s["batch"], 8),), {"x": {0: "batch"}}, None, {"batch": 4},
                        [{"batch": 2}, {"batch": 6}, {"batch": 10}], 1e-5),
+        "var_std": (VarStd(), lambda s: (torch.randn(s["batch"], 3, 6),), {"x": {0: "batch"}}, None, {"batch": 4},
+                    [{"batch": 2}, {"batch": 5}, {"batch": 13}], 1e-4),
         "outer": (Outer(), lambda s: (torch.randn(s["batch"]),), {"x": {0: "batch"}}, None, {"batch": 4},
                   [{"batch": 1}, {"batch": 7}, {"batch": 33}], 1e-5),
         "outer_wide": (Outer(), lambda s: (torch.randn(s["batch"]),), {"x": {0: "batch"}}, None, {"batch": 4},

@@ -98,7 +98,7 @@ class VarStd(torch.nn.Module):
 
     def forward(self, x):
         y = x * self.w
-        return (y.var(0, keepdim=True) + y.std(dim=(0, 1), correction=2) + y.var(0, correction=0)).sum(-1) + y.std(1)[:1].sum(-1, keepdim=True)
+        return (y.var(0, keepdim=True) + y.std(dim=(0, 1)) + y.var(0, correction=0)).sum(-1) + y.std(1, correction=2)[:1].sum(-1, keepdim=True)
 
 
 def cases():

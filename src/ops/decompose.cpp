@@ -68,10 +68,13 @@ ValueId variance(Builder& c, ValueId x, Ints dims, double correction, bool keep)
   ValueId mean = reduceOp(c, OpKind::Mean, x, all, true);
   ValueId dlt = centred(c, x, mean);  // Note [Detached centre]
   ValueId ss = reduceOp(c, OpKind::Sum, bin(c, OpKind::Mul, {dlt, dlt}), all, keep);
-  // An integral correction below n divides by the integer n - c, a size
-  // scalar (Note [Size scalars]) so that it follows a dynamic n; the value
-  // is the same double either way.
-  if (correction == std::floor(correction) && static_cast<double>(n) - correction >= 1.0)
+  // Correction 0 or 1 (every use in practice: unbiased=False/True) divides
+  // by the integer n - c, a size scalar (Note [Size scalars]) so that it
+  // follows a dynamic n; the same double at a static n.  n - c >= 0 at every
+  // size then (a dynamic dim is at least 1), as torch's max(n - c, 0) is.  A
+  // larger correction could make n - c negative at a small run-time size, so
+  // it stays a plain constant (and a dynamic n is refused by unify).
+  if ((correction == 0.0 || correction == 1.0) && static_cast<double>(n) - correction >= 1.0)
     return bin(c, OpKind::Div, {ss, c.sizeScalar(1.0, n - static_cast<int64_t>(correction), 1, c.type(x).dtype)});
   return bin(c, OpKind::Div, {ss, sc(c, std::max(static_cast<double>(n) - correction, 0.0), x)});
 }

@@ -1060,6 +1060,16 @@ if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2.x: float16 and bfloa
                                                  rn6(1, 2, 4, 6).bfloat16().requires_grad_(True))))
     TORCH2_ONLY.append("upsample_bicubic_half")
 
+rn7 = seeded_randn(1800)
+
+
+def masked_fill_broadcast(x, m):
+    # self smaller than the mask: the result has the broadcast shape
+    # (difffuzz mutation-2910119: refused as "the mask does not broadcast").
+    return x.masked_fill(m, 0.25), x[0].masked_fill(m.t()[:, :1], -1.0) * 2.0
+add("masked_fill_broadcast", (masked_fill_broadcast, (rn7(1, 4, rg=True), rn7(3, 4) > 0.3)))
+
+
 def respell_bicubic(outdir):
     """upsample_bicubic_default as PyTorch 2.x traces it: upsample_bicubic2d.default
     (self, output_size, align_corners, scales_h, scales_w) with the output's

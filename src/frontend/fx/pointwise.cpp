@@ -127,9 +127,11 @@ ValueId maskedFill(Converter& c) {
   ValueId v = c.operand(2, "value", x);
   if (c.type(v).rank() != 0) c.fail("masked_fill: the value must be a 0-dim tensor or a number");
   if (c.type(v).dtype != c.type(x).dtype) v = c.op(OpKind::Cast, {v}, Attrs{{"dtype", std::string(dtypeName(c.type(x).dtype))}});
-  ValueId r = c.op(OpKind::Where, {mask, v, x});
-  if (c.type(r).sizes != c.type(x).sizes) c.fail("masked_fill: the mask does not broadcast to the input's shape");
-  return r;
+  // Out of place, self and mask broadcast together (x of [1, 1] with a
+  // [B, 7] mask is [B, 7], as eager gives); masked_fill_ reaches here as
+  // masked_fill and a copy_ into self, which refuses the larger result as
+  // eager does.
+  return c.op(OpKind::Where, {mask, v, x});
 }
 
 /// addcmul / addcdiv(self, tensor1, tensor2, value): self + value * t1 * t2

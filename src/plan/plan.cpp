@@ -737,6 +737,14 @@ std::string JsonPath::str() const {
   return cat(p, "[", index, "]");
 }
 
+std::string differentiableOutputsHint(const std::vector<OutputSpec>& outputs) {
+  std::string list;
+  for (const OutputSpec& o : outputs)
+    if (o.tangent) list += cat(list.empty() ? "" : ", ", o.index);
+  if (list.empty()) return " (no output of this artifact is differentiable)";
+  return cat(" (the differentiable outputs: ", list, "; an output that no input requiring grad reaches takes no gradient)");
+}
+
 std::vector<std::string> stepBuffers(const Step& s) {
   if (const Launch* l = std::get_if<Launch>(&s)) return l->args;
   if (const Gemm* g = std::get_if<Gemm>(&s)) {

@@ -207,7 +207,7 @@ void Session::bind(const std::string& name, const DeviceTensor& t) {
 void Session::bindGradOutput(size_t index, const DeviceTensor& t) {
   const std::string name = cat("grad_output.", index);
   if (index >= m_.outputs.size() || !m_.outputs[index].tangent)
-    throw UserError(SourceLoc{"", name, "bind"}, "no differentiable output has this index");
+    throw UserError(SourceLoc{"", name, "bind"}, cat("no differentiable output has this index", plan::differentiableOutputsHint(m_.outputs)));
   const plan::Buffer* b = m_.backward.buffer(*m_.outputs[index].tangent);
   if (!b) throw UserError(SourceLoc{"", name, "bind"}, "the backward does not read this grad output");
   checkBinding(name, t, b->layout, m_.runtime_checks.input_alignment_bytes, "the output's");

@@ -271,7 +271,7 @@ std::map<std::string, HostTensor> runArtifactUnchecked(const std::string& dir, c
     for (auto& [k, v] : gpool)
       if (!wanted.count(k) && !known.count(k))
         throw UserError(SourceLoc{opts.grad_outputs_file, k, "grad output"},
-                        k.rfind("grad_output.", 0) == 0 ? "no differentiable output has this index"
+                        k.rfind("grad_output.", 0) == 0 ? cat("no differentiable output has this index", plan::differentiableOutputsHint(m.outputs))
                                                          : "is neither grad_output.<i> of a differentiable output nor an input");
   }
   std::map<size_t, HostTensor> gradOutputs;

@@ -229,6 +229,11 @@ struct OutputSpec {
   bool operator==(const OutputSpec&) const = default;
 };
 
+/// For a refused grad_output.<i>: " (the differentiable outputs: 1, 2; an
+/// output that no input requiring grad reaches takes no gradient)", or
+/// " (no output is differentiable)".
+std::string differentiableOutputsHint(const std::vector<OutputSpec>& outputs);
+
 struct GradSpec {
   std::string input, buffer;
   bool operator==(const GradSpec&) const = default;

@@ -4,10 +4,12 @@
 torch keys an optimizer's state by integer position in its parameter groups;
 an aotc artifact names it after the parameters (Note [Optimizer step]):
 optim.<param>.exp_avg, optim.<param>.exp_avg_sq, optim.<param>.max_exp_avg_sq,
-optim.<param>.momentum_buffer, and one step count for every parameter,
+optim.<param>.momentum_buffer, one step count for every parameter,
 optim.step (torch keeps one per parameter, equal in a static graph: a
 state_dict whose steps differ is refused; SGD keeps none in torch: aotc's is
-its first-step flag, 1 once a momentum buffer exists).
+its first-step flag, 1 once a momentum buffer exists), and the groups'
+momentum or beta1 (optim.momentum, optim.beta1: run-time inputs, one for all
+groups; a state_dict whose groups differ in them is refused).
 Positions are mapped to names by the order the parameters were given to the
 optimizer: by default `model.parameters()`'s, which is the order of the
 artifact's parameter inputs (tools/fx_export.py writes them as
@@ -68,6 +70,15 @@ def to_aotc(state_dict, names):
         raise ValueError(f"the parameters' step counts differ ({sorted(steps)}): aotc keeps one for all")
     if steps:
         out["optim.step"] = torch.tensor(steps.pop(), dtype=torch.float32)
+    # Note [Run-time momentum]: the momentum (SGD with momentum) or beta1
+    # (Adam, AdamW) the checkpoint's groups hold, one for all groups in aotc.
+    groups = state_dict["param_groups"]
+    for key, pick in (("momentum", lambda g: g.get("momentum")), ("beta1", lambda g: (g.get("betas") or (None,))[0])):
+        values = {float(pick(g)) for g in groups if pick(g) is not None}
+        if len(values) > 1:
+            raise ValueError(f"the parameter groups' {key} values differ ({sorted(values)}): aotc keeps one for all")
+        if values and (key != "momentum" or values != {0.0}):  # SGD without momentum has no optim.momentum
+            out["optim." + key] = torch.tensor(values.pop(), dtype=torch.float64)
     return out
 
 

@@ -87,7 +87,12 @@ CONFIGS = [
      lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
     # A learning-rate schedule: optim.lr given as an input before each step
     # (no recompile), as the scheduler sets the group's lr in eager.
+    # beta1 and momentum too (Note [Run-time momentum]: OneCycleLR's
+    # cycle_momentum sets group['betas'] / group['momentum'] every step);
+    # beta1 falls below 0.5, where lerp's weight 1 - beta1 takes its other branch.
     ("adam_schedule", ["--optimizer", "adam", "--lr", "0.02"], lambda p: torch.optim.Adam(p, lr=0.02)),
+    ("sgd_nesterov_cycle_momentum", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.95", "--nesterov"],
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.95, nesterov=True)),
     # Gradient accumulation (Note [Gradient accumulation]): eager's loop of
     # 4 micro-batches, each (loss / 4).backward(), then step and zero_grad;
     # ACCUMULATE_STEPS steps (two updates), the accumulators and the counter checked too.
@@ -95,7 +100,8 @@ CONFIGS = [
      lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
     ("adamw_accumulate4", ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "4"], lambda p: torch.optim.AdamW(p, lr=0.01)),
 ]
-SCHEDULE = {"adam_schedule": lambda k: 0.02 * 0.5 ** k}
+SCHEDULE = {"adam_schedule": lambda k: {"lr": 0.02 * 0.5 ** k, "beta1": [0.9, 0.4, 0.7][k % 3]},
+            "sgd_nesterov_cycle_momentum": lambda k: {"lr": 0.05 * (k + 1), "momentum": [0.95, 0.5, 0.9][k % 3]}}
 ACCUMULATE = {"sgd_momentum_accumulate4": 4, "adamw_accumulate4": 4}
 ACCUMULATE_STEPS = 8
 CLIP = {"adamw_groups_clip": 0.1, "sgd_clip": 0.05}
@@ -170,10 +176,13 @@ def main():
                     inputs = os.path.join(opts.work, f"{mname}.{cname}.{backend}.in{k}.safetensors")
                     given = {"x": x, "target": target, **carried}
                     if cname in SCHEDULE:
-                        lr = SCHEDULE[cname](k)
-                        for grp in opt.param_groups:
-                            grp["lr"] = lr
-                        given["optim.lr"] = torch.tensor(lr, dtype=torch.float64)
+                        for key, v in SCHEDULE[cname](k).items():
+                            for grp in opt.param_groups:
+                                if key == "beta1":
+                                    grp["betas"] = (v, grp["betas"][1])
+                                else:
+                                    grp[key] = v
+                            given["optim." + key] = torch.tensor(v, dtype=torch.float64)
                     write_safetensors(inputs, given)
                     out = os.path.join(opts.work, f"{mname}.{cname}.{backend}.out{k}.safetensors")
                     r = subprocess.run([opts.aotc, "run", art, "--backend", backend, "--inputs", inputs, "--out", out],

@@ -324,6 +324,8 @@ const Compilation::Generated& Compilation::generated() {
       z.sizes = t.sizes;
       double init = 0.0;  // the state starts at zero; a learning rate at its flag's value
       if (name == kOptimizerLrInput) init = o.lr;
+      if (name == kOptimizerMomentumInput) init = o.momentum;  // Note [Run-time momentum]
+      if (name == kOptimizerBeta1Input) init = o.beta1;
       for (size_t i = 0; i < o.groups.size(); ++i)
         if (o.groups[i].lr && name == optimizerGroupLrInput(i + 1)) init = *o.groups[i].lr;
       if (init == 0.0 && !pr.functional.isSymbolic()) {

@@ -183,11 +183,17 @@ std::vector<bool> reachedFromTangents(const Graph& g) {
   return r;
 }
 
-/// torch's lerp: self + w * (end - self) for w < 0.5, else end - (end - self) * (1 - w).
-ValueId lerp(Builder& b, ValueId self, ValueId end, double w, DType d) {
+/// torch's lerp with a scalar weight (ATen/native/Lerp.h): the weight in
+/// the tensor's opmath type, self + w * (end - self) where |w| < 0.5, else
+/// end - (end - self) * (1 - w), 1 - w computed in that type.  `w` is a
+/// float64 0-dim value (a run-time input: Note [Run-time momentum]).
+ValueId lerp(Builder& b, ValueId self, ValueId end, ValueId w64, DType d) {
   ValueId diff = b.sub(end, self);
-  if (w < 0.5) return b.add(self, b.mul(b.scalar(w, d), diff));
-  return b.sub(end, b.mul(diff, b.scalar(1.0 - w, d)));
+  ValueId w = b.cast(w64, d);
+  ValueId small = b.op(OpKind::Lt, {b.op(OpKind::Abs, {w}), b.scalar(0.5, d)});
+  ValueId near = b.add(self, b.mul(w, diff));
+  ValueId far = b.sub(end, b.mul(diff, b.sub(b.scalar(1.0, d), w)));
+  return b.op(OpKind::Where, {small, near, far});
 }
 
 }  // namespace
@@ -277,6 +283,19 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o, const std::optional<
                              : kNoValue;
   const ValueId microIn =
       accumulating && !params.empty() ? out.addInput(kOptimizerMicroStepInput, scalarType(DType::I32), InputRole::Buffer, false) : kNoValue;
+  // Note [Run-time momentum]: momentum (SGD) and beta1 (Adam, AdamW) are
+  // float64 inputs as the learning rate is, so that OneCycleLR's
+  // cycle_momentum sets them between steps (torch reads group['momentum']
+  // and group['betas'][0] at every step): buf * momentum, nesterov's
+  // grad + momentum * buf, exp_avg.lerp_(grad, 1 - beta1) and
+  // 1 - beta1 ** step, each rounded as torch rounds its Python float.
+  // Dampening, beta2, eps and weight decay stay compile-time constants.
+  // An SGD artifact compiled without momentum has no buffer and no input.
+  const ValueId momentumIn = sgd && o.momentum != 0 && !params.empty()
+                                 ? out.addInput(kOptimizerMomentumInput, scalarType(DType::F64), InputRole::Buffer, false)
+                                 : kNoValue;
+  const ValueId beta1In =
+      !sgd && !params.empty() ? out.addInput(kOptimizerBeta1Input, scalarType(DType::F64), InputRole::Buffer, false) : kNoValue;
   // optim.lr, and optim.param_group.<i>.lr for each --param-group with its own.
   std::vector<ValueId> lrInputs{out.addInput(kOptimizerLrInput, scalarType(DType::F64), InputRole::Buffer, false)};
   for (size_t gi = 0; gi < o.groups.size(); ++gi)
@@ -369,7 +388,7 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o, const std::optional<
       // Bias corrections in float64 from the step count, as Python floats.
       ValueId step64 = b.cast(step, DType::F64);
       ValueId one64 = b.scalar(1.0, DType::F64);
-      ValueId beta1Pow = b.op(OpKind::Pow, {b.scalar(o.beta1, DType::F64), step64});
+      ValueId beta1Pow = b.op(OpKind::Pow, {beta1In, step64});
       bc1 = b.sub(one64, beta1Pow);
       ValueId beta2Pow = b.op(OpKind::Pow, {b.scalar(o.beta2, DType::F64), step64});
       bc2 = b.sub(one64, beta2Pow);
@@ -378,6 +397,8 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o, const std::optional<
   std::map<std::pair<ValueId, DType>, std::pair<ValueId, ValueId>> adamScalars;  // (lr, dtype) -> (-step size, sqrt(bc2))
   std::map<std::pair<ValueId, DType>, ValueId> negLr;
   std::map<std::tuple<ValueId, double, DType>, ValueId> decay;
+  std::map<DType, ValueId> momentumOf;  // the momentum in each parameter dtype
+  const ValueId oneMinusBeta1 = beta1In == kNoValue ? kNoValue : b.sub(b.scalar(1.0, DType::F64), beta1In);
   for (ParamState& ps : params) {
     const ValueId P = ps.param;
     const DType d = out.type(P).dtype;
@@ -403,12 +424,14 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o, const std::optional<
       if (wd != 0) grad = b.add(grad, b.mul(s(wd), P));  // grad.add(param, alpha=wd)
       if (o.momentum != 0) {
         // buf = grad on the first step; else buf * momentum + (1 - dampening) * grad.
-        ValueId kept = b.mul(ps.buf, s(o.momentum));
+        auto [mit, mfresh] = momentumOf.try_emplace(d, kNoValue);
+        if (mfresh) mit->second = b.cast(momentumIn, d);
+        ValueId kept = b.mul(ps.buf, mit->second);
         ValueId fresh = b.mul(s(1.0 - o.dampening), grad);
         ValueId later = b.add(kept, fresh);
         ValueId nb = b.op(OpKind::Where, {first, grad, later});
         write(ps.buf, nb, kBuf);
-        grad = o.nesterov ? b.add(grad, b.mul(s(o.momentum), nb)) : nb;
+        grad = o.nesterov ? b.add(grad, b.mul(mit->second, nb)) : nb;
       }
       auto [it, fresh] = negLr.try_emplace({lrIn, d}, kNoValue);
       if (fresh) it->second = b.cast(b.neg(lrIn), d);
@@ -428,7 +451,7 @@ Graph optimizerStep(const Graph& g, const OptimizerSpec& o, const std::optional<
           grad = b.add(grad, b.mul(s(wd), P));
         }
       }
-      ValueId m = lerp(b, ps.m, grad, 1.0 - o.beta1, d);                            // exp_avg.lerp_(grad, 1 - beta1)
+      ValueId m = lerp(b, ps.m, grad, oneMinusBeta1, d);  // exp_avg.lerp_(grad, 1 - beta1)
       // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
       ValueId vKept = b.mul(ps.v, s(o.beta2));
       ValueId oneMinusBeta2 = s(1.0 - o.beta2);

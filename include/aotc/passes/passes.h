@@ -83,6 +83,11 @@ inline constexpr const char* kOptimizerStatePrefix = "optim.";
 /// The learning rates, float64 0-dim inputs a schedule sets between steps:
 /// the default group's, and the i-th --param-group's (from 1) when it has one.
 inline constexpr const char* kOptimizerLrInput = "optim.lr";
+/// The momentum (SGD with momentum) and beta1 (Adam, AdamW): float64 0-dim
+/// inputs, as the learning rate, for schedules that cycle them (OneCycleLR's
+/// cycle_momentum); every parameter group shares them.
+inline constexpr const char* kOptimizerMomentumInput = "optim.momentum";
+inline constexpr const char* kOptimizerBeta1Input = "optim.beta1";
 /// The step count every parameter shares (float32 0-dim, as torch's).
 inline constexpr const char* kOptimizerStepInput = "optim.step";
 /// --accumulate: the micro-step counter (int32 0-dim, 0 .. N-1).

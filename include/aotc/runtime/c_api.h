@@ -115,7 +115,7 @@ int aotc_bind(aotc_runtime* rt, const char* name, const aotc_tensor* t);
 /** Binds grad_output.<index>; a grad output not bound is zero. */
 int aotc_bind_grad_output(aotc_runtime* rt, size_t index, const aotc_tensor* t);
 /** Sets a one-element input (f32, f64, i32, i64) to `value`: an --optimizer artifact's learning rate
- *  "optim.lr" (or "optim.param_group.<i>.lr") between training steps.  Enqueued in order with the
+ *  "optim.lr" (or "optim.param_group.<i>.lr"), "optim.momentum" or "optim.beta1" between training steps.  Enqueued in order with the
  *  runtime's work (no synchronization, no new CUDA graph capture); on a bound input it writes the
  *  caller's tensor. */
 int aotc_set_scalar(aotc_runtime* rt, const char* name, double value);

@@ -202,6 +202,8 @@ def child(lib_path, artifact, mode, bindings):
                 rt.check(lib.aotc_bind(rt.rt, name.encode(), ctypes.byref(rt.tensor(p, d, s, contiguous(s)))), f"bind {name}")
             mark(f"step {step} set_scalar")
             rt.check(lib.aotc_set_scalar(rt.rt, b"optim.lr", 0.01 / (step + 1)), "aotc_set_scalar")
+            # Note [Run-time momentum]: OneCycleLR's cycle_momentum, beta1 with the lr.
+            rt.check(lib.aotc_set_scalar(rt.rt, b"optim.beta1", 0.9 - 0.01 * step), "aotc_set_scalar")
             mark(f"step {step} train")
             rt.check(lib.aotc_train_step(rt.rt), "aotc_train_step")
             mark(f"step {step} sync")
@@ -343,7 +345,7 @@ def check_log(log, manifest, prepared_steps, default_mode=False):
 
 def check_train_log(log, manifest, prepared_steps):
     """Note [Training step] on the fake: after the first step, a step is the
-    learning rate's one memset and one graph launch replaying every kernel and
+    learning rate's and beta1's memsets and one graph launch replaying every kernel and
     library call of both programs; nothing else (no capture, allocation or
     synchronization) inside them."""
     problems = []
@@ -356,7 +358,7 @@ def check_train_log(log, manifest, prepared_steps):
         names = [c.split()[0] for c in calls]
         if parts[2] == "set_scalar":
             extra = [c for c in calls if c.split()[0] not in ("cuCtxGetCurrent", "cuMemsetD32Async")]
-            if names.count("cuMemsetD32Async") != 2 or extra:  # optim.lr is float64: two words
+            if names.count("cuMemsetD32Async") != 4 or extra:  # optim.lr and optim.beta1 are float64: two words each
                 problems.append(f"step {parts[1]} set_scalar: {names}")
         elif parts[2] == "train":
             extra = [c for c in calls if c.split()[0] not in ENQUEUE]

@@ -486,23 +486,28 @@ export(m, (torch.randn(4, 8),), {dyn!r}, dynamic={{"input": {{0: "batch"}}}})
             for p in problems[:10]:
                 print("   ", p)
             failures += bool(problems)
-    # Note [Training step]: an --optimizer artifact's whole step, one graph launch.
-    train_art = os.path.join(work, "mlp_adamw.aotc")
-    r = subprocess.run([aotc, "compile", os.path.join(models, "mlp_cross_entropy.json"), "-o", train_art, "--arch", "sm_90", "-q",
-                        "--optimizer", "adamw"], capture_output=True, text=True)
-    if r.returncode:
-        sys.exit(f"FAIL compile --optimizer adamw: {r.stderr}")
-    log = os.path.join(work, "train.log")
-    run_child(["train", libpath, train_art, json.dumps([{}] * 3)], log, fake_dir)
-    manifest = json.load(open(os.path.join(train_art, "manifest.json")))
-    problems = check_train_log(log, manifest, {1, 2})
-    captures = sum(1 for _, calls in segments(log) for c in calls if c.startswith("cuStreamBeginCapture"))
-    if captures != 1:
-        problems.append(f"{captures} captures (want 1: both programs once, never again when the learning rate changes)")
-    print(f"{'ok' if not problems else 'FAIL'} train step (--optimizer adamw): steps 1, 2 checked, {len(problems)} problems", flush=True)
-    for p in problems[:10]:
-        print("   ", p)
-    failures += bool(problems)
+    # Note [Training step]: an --optimizer artifact's whole step, one graph launch;
+    # also with GradScaler's loss scaling and accumulation (Note [Loss scaling
+    # with an optimizer]): the scale, found_inf and the micro-step counter
+    # live on the device, so a step is still one launch, nothing synchronized.
+    for tag, extra in (("adamw", []), ("adamw fp16 loss-scaled accumulate 2",
+                                       ["--precision", "fp16", "--loss-scaling", "dynamic", "--accumulate", "2"])):
+        train_art = os.path.join(work, "mlp_" + tag.replace(" ", "_") + ".aotc")
+        r = subprocess.run([aotc, "compile", os.path.join(models, "mlp_cross_entropy.json"), "-o", train_art, "--arch", "sm_90", "-q",
+                            "--optimizer", "adamw"] + extra, capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(f"FAIL compile --optimizer {tag}: {r.stderr}")
+        log = os.path.join(work, "train_" + tag.replace(" ", "_") + ".log")
+        run_child(["train", libpath, train_art, json.dumps([{}] * 4)], log, fake_dir)
+        manifest = json.load(open(os.path.join(train_art, "manifest.json")))
+        problems = check_train_log(log, manifest, {1, 2, 3})
+        captures = sum(1 for _, calls in segments(log) for c in calls if c.startswith("cuStreamBeginCapture"))
+        if captures != 1:
+            problems.append(f"{captures} captures (want 1: both programs once, never again when the learning rate changes)")
+        print(f"{'ok' if not problems else 'FAIL'} train step (--optimizer {tag}): steps 1, 2, 3 checked, {len(problems)} problems", flush=True)
+        for p in problems[:10]:
+            print("   ", p)
+        failures += bool(problems)
     # Negative control: a synchronization after every step must be caught.
     log = os.path.join(work, "control.log")
     run_child(["syncsteps", libpath, arts["transformer"], json.dumps([{}] * 2)], log, fake_dir, {"AOTC_SYNC_STEPS": "1"})

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -27,7 +28,10 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 
+#include "aotc/frontend/onnx.h"
 #include "aotc/frontend/pt2.h"
 #include "aotc/ir/safetensors.h"
 #include "aotc/support/diag.h"
@@ -192,12 +196,19 @@ struct Source {
   std::map<std::string, size_t> node_index;
   std::map<std::string, HostTensor> captured;   ///< Note [Reduce values]
   bool values = false;                          ///< captured, or drawn where allowed
+  std::vector<std::string> computed;            ///< the values nodes compute, in node order
+  // Note [Reduce ONNX]: an ONNX model (doc holds only its name and outputs,
+  // {"node": NAME}; node_index maps every value a node computes).
+  bool onnx = false;
+  onnx::ModelProto model;                       ///< as read (types not inferred)
+  std::vector<std::vector<std::string>> outer;  ///< per node, outer values its subgraphs read
 };
 
 /// A candidate: the document, its weights and inputs, and which original
 /// output each of its outputs is.
 struct Candidate {
   json doc;
+  std::optional<onnx::ModelProto> onnx;  ///< an ONNX candidate (doc unused)
   std::map<std::string, HostTensor> weights, inputs;
   std::vector<size_t> outputs;
   size_t nodes = 0;
@@ -214,23 +225,27 @@ struct Kept {
   }
 };
 
-/// The candidate keeping `kept`, or none when some kept node or output reads
-/// a removed value that has no substitute.
-std::optional<Candidate> build(const Source& s, const Kept& kept, bool bypass) {
-  const json& nodes = s.doc["nodes"];
-  std::map<std::string, std::optional<std::string>> sub;  // removed node -> substitute
-  std::vector<std::string> fresh;                         // new inputs, in node order
-  auto typeOf = [&](const std::string& n) -> std::optional<TensorTy> {
+/// The substitutes for removed values in the candidate keeping `kept`
+/// (Note [Reduce]): shared by the FX and ONNX writers.
+struct Resolver {
+  const Source& s;
+  const Kept& kept;
+  bool bypass;
+  std::map<std::string, std::optional<std::string>> sub;  // removed value -> substitute
+  std::vector<std::string> fresh;                         // new inputs, in order
+  std::set<std::string> used;                             // every value read
+
+  std::optional<TensorTy> typeOf(const std::string& n) const {
     auto it = s.types.find(n);
     return it == s.types.end() ? std::nullopt : it->second;
-  };
+  }
   // The value a reader of `name` reads: a kept node's operand (bypass, else
   // a new input), a graph output (bypass to the first operand of any
   // tensor type that a node computes: an output need not keep its type,
   // only its value under --expected, which has no bypass), or a bypass's operand (bypass only: a
   // value copied in from an input shows nothing).
   enum class Reader { Use, Output, Bypass };
-  std::function<std::optional<std::string>(const std::string&, Reader)> resolve = [&](const std::string& name, Reader reader) -> std::optional<std::string> {
+  std::optional<std::string> resolve(const std::string& name, Reader reader) {
     auto ni = s.node_index.find(name);
     if (ni == s.node_index.end() || kept.nodes[ni->second]) return name;
     std::optional<TensorTy> t = typeOf(name);
@@ -246,17 +261,35 @@ std::optional<Candidate> build(const Source& s, const Kept& kept, bool bypass) {
       fresh.push_back(name);
     }
     return sub[name];
-  };
+  }
+  /// resolve, the value (or `name`, when none) recorded as read.
+  std::optional<std::string> read(const std::string& name, Reader reader) {
+    std::optional<std::string> v = resolve(name, reader);
+    used.insert(v.value_or(name));
+    return v;
+  }
+};
+
+std::optional<Candidate> buildOnnx(const Source& s, const Kept& kept, bool bypass);
+
+/// The candidate keeping `kept`, or none when some kept node or output reads
+/// a removed value that has no substitute.
+std::optional<Candidate> build(const Source& s, const Kept& kept, bool bypass) {
+  if (s.onnx) return buildOnnx(s, kept, bypass);
+  const json& nodes = s.doc["nodes"];
+  Resolver res{s, kept, bypass, {}, {}, {}};
+  using Reader = Resolver::Reader;
+  auto typeOf = [&](const std::string& n) { return res.typeOf(n); };
+  std::vector<std::string>& fresh = res.fresh;
+  std::set<std::string>& used = res.used;
   Candidate c;
-  std::set<std::string> used;
   // Rewrites every reference in `j` as `reader` resolves it; false when one
   // has no value left.
   auto rewrite = [&](json& j, Reader reader) {
     bool ok = true;
     rewriteRefs(j, [&](const std::string& r) {
-      std::optional<std::string> v = resolve(r, reader);
+      std::optional<std::string> v = res.read(r, reader);
       if (!v) ok = false;
-      used.insert(v.value_or(r));
       return v.value_or(r);
     });
     return ok;
@@ -320,9 +353,160 @@ std::optional<Candidate> build(const Source& s, const Kept& kept, bool bypass) {
   return c;
 }
 
-/// Writes a candidate as DIR/repro.json, repro.safetensors, inputs.safetensors.
+/// ONNX element types and the dtype names of TensorTy (Note [Reduce ONNX]).
+const std::vector<std::pair<int, std::string>>& onnxDtypes() {
+  static const std::vector<std::pair<int, std::string>> k = {
+      {onnx::TensorProto::FLOAT, "float32"},    {onnx::TensorProto::DOUBLE, "float64"}, {onnx::TensorProto::FLOAT16, "float16"},
+      {onnx::TensorProto::BFLOAT16, "bfloat16"}, {onnx::TensorProto::INT64, "int64"},   {onnx::TensorProto::INT32, "int32"},
+      {onnx::TensorProto::INT16, "int16"},      {onnx::TensorProto::INT8, "int8"},       {onnx::TensorProto::UINT8, "uint8"},
+      {onnx::TensorProto::UINT16, "uint16"},    {onnx::TensorProto::UINT32, "uint32"},   {onnx::TensorProto::UINT64, "uint64"},
+      {onnx::TensorProto::BOOL, "bool"}};
+  return k;
+}
+
+std::optional<TensorTy> onnxTensorType(int elem, const std::vector<int64_t>& dims) {
+  for (const auto& [e, name] : onnxDtypes())
+    if (e == elem) return TensorTy{name, Ints(dims.begin(), dims.end())};
+  return std::nullopt;
+}
+
+std::optional<TensorTy> onnxTensorType(const onnx::TypeProto& t) {
+  if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : t.tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return std::nullopt;
+    dims.push_back(d.dim_value());
+  }
+  return onnxTensorType(t.tensor_type().elem_type(), dims);
+}
+
+onnx::ValueInfoProto onnxValueInfo(const std::string& name, const TensorTy& t) {
+  onnx::ValueInfoProto vi;
+  vi.set_name(name);
+  auto* tt = vi.mutable_type()->mutable_tensor_type();
+  for (const auto& [e, n] : onnxDtypes())
+    if (n == t.dtype) tt->set_elem_type(e);
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : t.shape) shape->add_dim()->set_dim_value(d);
+  return vi;
+}
+
+/// Every value name the subgraphs of `g` read, nested ones included.
+void subgraphReads(const onnx::GraphProto& g, std::set<std::string>& out) {
+  for (const auto& n : g.node()) {
+    for (const std::string& in : n.input()) out.insert(in);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) subgraphReads(a.g(), out);
+      for (const auto& sg : a.graphs()) subgraphReads(sg, out);
+    }
+  }
+}
+
+/// Renames the reads of outer values in `n`'s subgraphs (ONNX names are
+/// unique across scopes: a subgraph cannot shadow an outer value).
+void renameInSubgraphs(onnx::NodeProto& n, const std::map<std::string, std::string>& ren) {
+  std::function<void(onnx::GraphProto&)> walk = [&](onnx::GraphProto& g) {
+    for (auto& sn : *g.mutable_node()) {
+      for (std::string& in : *sn.mutable_input())
+        if (auto it = ren.find(in); it != ren.end()) in = it->second;
+      for (auto& a : *sn.mutable_attribute()) {
+        if (a.has_g()) walk(*a.mutable_g());
+        for (auto& sg : *a.mutable_graphs()) walk(sg);
+      }
+    }
+  };
+  for (auto& a : *n.mutable_attribute()) {
+    if (a.has_g()) walk(*a.mutable_g());
+    for (auto& sg : *a.mutable_graphs()) walk(sg);
+  }
+}
+
+/// Note [Reduce ONNX]: the ONNX candidate keeping `kept`: the kept nodes
+/// (a node with subgraphs is one unit, its subgraphs whole), their reads
+/// resolved as for FX (Resolver), the graph inputs and initializers they
+/// read, and a new graph input for each value that became one; the opset
+/// imports, functions and metadata as the original has them.
+std::optional<Candidate> buildOnnx(const Source& s, const Kept& kept, bool bypass) {
+  Resolver res{s, kept, bypass, {}, {}, {}};
+  using Reader = Resolver::Reader;
+  Candidate c;
+  c.doc = s.doc;
+  onnx::ModelProto m = s.model;
+  const onnx::GraphProto& og = s.model.graph();
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.clear_node();
+  std::set<std::string> produced;
+  for (int i = 0; i < og.node_size(); ++i) {
+    if (!kept.nodes[size_t(i)]) continue;
+    onnx::NodeProto n = og.node(i);
+    for (std::string& in : *n.mutable_input()) {
+      if (in.empty()) continue;
+      std::optional<std::string> v = res.read(in, Reader::Use);
+      if (!v) return std::nullopt;
+      in = *v;
+    }
+    std::map<std::string, std::string> ren;
+    for (const std::string& in : s.outer[size_t(i)]) {
+      std::optional<std::string> v = res.read(in, Reader::Use);
+      if (!v) return std::nullopt;
+      if (*v != in) ren[in] = *v;
+    }
+    if (!ren.empty()) renameInSubgraphs(n, ren);
+    for (const std::string& o : n.output()) produced.insert(o);
+    *g.add_node() = std::move(n);
+    ++c.nodes;
+  }
+  g.clear_output();
+  std::set<std::string> outNames;
+  for (int i = 0; i < og.output_size(); ++i) {
+    if (!kept.outputs[size_t(i)]) continue;
+    const std::string& name = og.output(i).name();
+    std::optional<std::string> v = res.read(name, Reader::Output);
+    // Two outputs of one value: not every consumer takes them.
+    if (!v || !outNames.insert(*v).second) return std::nullopt;
+    if (*v == name) *g.add_output() = og.output(i);
+    else *g.add_output() = onnxValueInfo(*v, *res.typeOf(*v));
+    c.outputs.push_back(size_t(i));
+  }
+  if (c.outputs.empty()) return std::nullopt;
+  g.clear_input();
+  for (const auto& in : og.input()) {
+    if (!res.used.count(in.name())) continue;
+    *g.add_input() = in;
+    if (auto u = s.user.find(in.name()); u != s.user.end()) c.inputs[onnxInputName(in.name())] = u->second;
+  }
+  for (const std::string& name : res.fresh) {
+    *g.add_input() = onnxValueInfo(name, *res.typeOf(name));
+    auto cap = s.captured.find(name);
+    c.inputs[onnxInputName(name)] = cap != s.captured.end() ? cap->second : drawn(name, *res.typeOf(name));
+  }
+  g.clear_initializer();
+  for (const auto& t : og.initializer())
+    if (res.used.count(t.name())) *g.add_initializer() = t;
+  g.clear_sparse_initializer();
+  for (const auto& t : og.sparse_initializer())
+    if (res.used.count(t.values().name())) *g.add_sparse_initializer() = t;
+  g.clear_value_info();
+  for (const auto& vi : og.value_info())
+    if (produced.count(vi.name())) *g.add_value_info() = vi;
+  c.onnx = std::move(m);
+  return c;
+}
+
+/// The model file of a candidate's directory.
+std::string modelFile(const Source& s) { return s.onnx ? "repro.onnx" : "repro.json"; }
+
+/// Writes a candidate as DIR/repro.json, repro.safetensors, inputs.safetensors
+/// (an ONNX one as DIR/repro.onnx, its initializers inside, inputs.safetensors).
 void writeCandidate(const Candidate& c, const fs::path& dir) {
   fs::create_directories(dir);
+  if (c.onnx) {
+    std::string bytes;
+    if (!c.onnx->SerializeToString(&bytes)) throw UserError(SourceLoc{(dir / "repro.onnx").string()}, "reduce: cannot serialize the ONNX candidate");
+    writeText(dir / "repro.onnx", bytes);
+    writeSafetensors((dir / "inputs.safetensors").string(), c.inputs);
+    return;
+  }
   json doc = c.doc;
   doc["weights"] = "repro.safetensors";
   writeText(dir / "repro.json", doc.dump(1) + "\n");
@@ -367,11 +551,11 @@ class Reducer {
     }
   }
 
-  /// Whether the model in `dir` (repro.json ...) still fails the check;
-  /// `why` says how it failed (or not).
+  /// Whether the model in `dir` (repro.json or repro.onnx ...) still fails
+  /// the check; `why` says how it failed (or not).
   bool fails(const fs::path& dir, const std::vector<size_t>& outputs, std::string* why) {
     ++checks_;
-    const std::string model = (dir / "repro.json").string();
+    const std::string model = (dir / modelFile(src_)).string();
     if (!o_.check_cmd.empty()) {
       std::string cmd = o_.check_cmd;
       for (size_t at; (at = cmd.find("{}")) != std::string::npos;) cmd.replace(at, 2, shellQuote(model));
@@ -431,7 +615,7 @@ class Reducer {
     Kept kept{std::vector<bool>(n, true), std::vector<bool>(m, true)};
     {
       std::optional<Candidate> all = build(src_, kept, false);
-      if (!all) throw UserError(SourceLoc{o_.model}, "reduce: cannot write the model back as an FX document");
+      if (!all) throw UserError(SourceLoc{o_.model}, src_.onnx ? "reduce: cannot write the model back as an ONNX model" : "reduce: cannot write the model back as an FX document");
       std::string why;
       const fs::path d = work_ / "original";
       writeCandidate(*all, d);
@@ -515,8 +699,11 @@ class Reducer {
 
   void load() {
     const std::string ext = fs::path(o_.model).extension().string();
-    if (ext == ".onnx")
-      throw UserError(SourceLoc{o_.model}, "reduce: ONNX models are not reduced yet (no ONNX writer); export the model to FX JSON or .pt2");
+    if (!o_.expected.empty()) expected_ = readSafetensors(o_.expected);
+    if (ext == ".onnx") {
+      loadOnnxSource();
+      return;
+    }
     src_.path = o_.model;
     if (ext == ".pt2") {
       src_.doc = pt2FxDocument(o_.model, o_.frontend);
@@ -553,19 +740,121 @@ class Reducer {
       const std::string name = node.value("name", "");
       src_.node_index[name] = src_.node_names.size();
       src_.node_names.push_back(name);
+      src_.computed.push_back(name);
       src_.types[name] = node.contains("meta") ? tensorType(node["meta"]) : std::nullopt;
       std::vector<std::string> refs;
       for (const char* field : {"args", "kwargs"})
         if (node.contains(field)) refsOf(node[field], refs);
       src_.operands.push_back(refs);
     }
-    if (!o_.expected.empty()) expected_ = readSafetensors(o_.expected);
+  }
+
+  /// Note [Reduce ONNX]: the model read as the front end reads it, its
+  /// values' types from ONNX shape inference.
+  void loadOnnxSource() {
+    if (o_.frontend.any()) throw UserError(SourceLoc{o_.model}, "reduce: --train and --model go with a .pt2 archive");
+    src_.onnx = true;
+    src_.path = o_.model;
+    if (!src_.model.ParseFromString(readOnnxBytes(o_.model)))
+      throw UserError(SourceLoc{o_.model}, "not a valid ONNX model (malformed or truncated protobuf)");
+    if (!src_.model.has_graph()) throw UserError(SourceLoc{o_.model}, "the ONNX model has no graph");
+    const onnx::GraphProto& g = src_.model.graph();
+    std::set<std::string> top;
+    for (const auto& t : g.initializer()) {
+      if (t.data_location() == onnx::TensorProto::EXTERNAL)
+        throw UserError(SourceLoc{o_.model, t.name(), "initializer"}, "reduce: an initializer with external data is not reduced (the repro is one file); save the model with its data inside");
+      top.insert(t.name());
+      src_.types[t.name()] = onnxTensorType(t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()));
+    }
+    std::map<std::string, HostTensor> given;
+    if (!o_.inputs.empty()) given = readSafetensors(o_.inputs);
+    for (const auto& in : g.input()) {
+      const std::string& name = in.name();
+      top.insert(name);
+      if (src_.types.count(name)) continue;  // an initializer listed as an input
+      src_.types[name] = onnxTensorType(in.type());
+      if (auto v = given.find(onnxInputName(name)); v != given.end()) {
+        src_.user[name] = v->second;
+      } else if (!o_.inputs.empty() || !src_.types[name]) {
+        throw UserError(SourceLoc{o_.inputs.empty() ? o_.model : o_.inputs, onnxInputName(name)}, "reduce: no value for the user input");
+      } else {
+        src_.user[name] = drawn(name, *src_.types[name]);
+      }
+    }
+    for (const auto& n : g.node())
+      for (const std::string& o : n.output()) top.insert(o);
+    const onnx::ModelProto inferred = inferredTypes();
+    std::map<std::string, std::optional<TensorTy>> declared;
+    for (const auto* list : {&inferred.graph().value_info(), &inferred.graph().output()})
+      for (const auto& vi : *list) declared[vi.name()] = onnxTensorType(vi.type());
+    json outs = json::array();
+    for (const auto& o : g.output()) outs.push_back(json::object({{"node", o.name()}}));
+    src_.doc = json::object({{"name", g.name().empty() ? fs::path(o_.model).stem().string() : g.name()}, {"outputs", outs}});
+    for (int i = 0; i < g.node_size(); ++i) {
+      const onnx::NodeProto& n = g.node(i);
+      src_.node_names.push_back(n.name().empty() ? n.op_type() + "#" + std::to_string(i) : n.name());
+      for (const std::string& o : n.output()) {
+        if (o.empty()) continue;
+        src_.node_index[o] = size_t(i);
+        src_.computed.push_back(o);
+        auto d = declared.find(o);
+        src_.types[o] = d == declared.end() ? std::nullopt : d->second;
+      }
+      std::vector<std::string> ops;
+      for (const std::string& in : n.input())
+        if (!in.empty()) ops.push_back(in);
+      std::set<std::string> reads;
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) subgraphReads(a.g(), reads);
+        for (const auto& sg : a.graphs()) subgraphReads(sg, reads);
+      }
+      std::vector<std::string> outer;
+      for (const std::string& r : reads)
+        if (top.count(r)) outer.push_back(r);
+      ops.insert(ops.end(), outer.begin(), outer.end());
+      src_.operands.push_back(std::move(ops));
+      src_.outer.push_back(std::move(outer));
+    }
+  }
+
+  /// ONNX shape inference on a copy of the model, in a child process: its
+  /// C++ rules trust their inputs (the front end runs them only on a model it
+  /// converted, Loader::inferAndCompare), and a model reduced under --crash
+  /// may be one they fail on.  When it fails, the types the model declares.
+  onnx::ModelProto inferredTypes() {
+    const fs::path file = work_ / "inferred.onnx";
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int status = 1;
+      try {
+        onnx::ModelProto c = src_.model;
+        onnx::shape_inference::InferShapes(c);
+        std::string bytes;
+        if (c.SerializeToString(&bytes)) {
+          std::ofstream f(file, std::ios::binary);
+          f << bytes;
+          status = f.flush() ? 0 : 1;
+        }
+      } catch (...) {
+      }
+      ::_exit(status);
+    }
+    int st = 0;
+    while (pid > 0 && ::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    onnx::ModelProto r;
+    if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && r.ParseFromString(readText(file))) return r;
+    log_->warn("reduce: ONNX shape inference failed on {}; the types the model declares are used", o_.model);
+    return src_.model;
   }
 
   /// Note [Reduce values]: the original's values at every tensor node.
   void capture() {
     bool mutates = false;
-    for (const json& node : src_.doc["nodes"]) mutates = mutates || inPlace(node.value("target", ""));
+    if (!src_.onnx)  // ONNX has no in-place ops
+      for (const json& node : src_.doc["nodes"]) mutates = mutates || inPlace(node.value("target", ""));
     std::string why = "the graph has in-place ops";
     // Under --expected the captured values are taken as right; computed by
     // the backend under test, they would carry its error into the inputs.
@@ -576,15 +865,28 @@ class Reducer {
     if (!mutates) {
       Kept all{std::vector<bool>(src_.node_names.size(), true), std::vector<bool>(src_.doc["outputs"].size(), true)};
       Candidate c = *build(src_, all, false);
-      std::vector<std::string> names;
-      for (const std::string& n : src_.node_names)
-        if (src_.types[n]) {
-          names.push_back(n);
+      // Every tensor value a node computes, as an extra output (its index).
+      std::vector<std::pair<std::string, size_t>> names;
+      size_t next = src_.doc["outputs"].size();
+      for (const std::string& n : src_.computed) {
+        if (!src_.types[n]) continue;
+        if (c.onnx) {
+          // An ONNX graph output names its value: one already an output is read there.
+          const auto& outs = c.onnx->graph().output();
+          auto at = std::find_if(outs.begin(), outs.end(), [&](const onnx::ValueInfoProto& vi) { return vi.name() == n; });
+          if (at != outs.end()) {
+            names.emplace_back(n, size_t(at - outs.begin()));
+            continue;
+          }
+          *c.onnx->mutable_graph()->add_output() = onnxValueInfo(n, *src_.types[n]);
+        } else {
           c.doc["outputs"].push_back(json::object({{"node", n}}));
         }
+        names.emplace_back(n, next++);
+      }
       const fs::path d = work_ / "capture";
       writeCandidate(c, d);
-      std::vector<std::string> compile = {aotc_, "compile", (d / "repro.json").string(), "-o", (d / "art").string(), "-q"};
+      std::vector<std::string> compile = {aotc_, "compile", (d / modelFile(src_)).string(), "-o", (d / "art").string(), "-q"};
       compile.insert(compile.end(), o_.compile_args.begin(), o_.compile_args.end());
       Exit e = runChild(compile, d / "compile.log", o_.timeout_s);
       if (e.status == 0)
@@ -593,9 +895,8 @@ class Reducer {
                      d / "run.log", o_.timeout_s);
       if (e.status == 0) {
         std::map<std::string, HostTensor> res = readSafetensors((d / "values.safetensors").string());
-        const size_t base = src_.doc["outputs"].size();
-        for (size_t k = 0; k < names.size(); ++k)
-          if (auto it = res.find("output." + std::to_string(base + k)); it != res.end()) src_.captured[names[k]] = it->second;
+        for (const auto& [name, index] : names)
+          if (auto it = res.find("output." + std::to_string(index)); it != res.end()) src_.captured[name] = it->second;
         src_.values = true;
         return;
       }
@@ -610,7 +911,9 @@ class Reducer {
     os << "# aotc reduce repro: " << src_.doc.value("name", "model") << "\n\n"
        << "Reduced from `" << o_.model << "` (" << src_.node_names.size() << " nodes) to " << c.nodes << " node"
        << (c.nodes == 1 ? "" : "s") << " and " << c.outputs.size() << " output" << (c.outputs.size() == 1 ? "" : "s") << " by `aotc reduce` ("
-       << checks_ << " checks). Files: `repro.json` (FX JSON), `repro.safetensors` (its weights), `inputs.safetensors` (its user inputs"
+       << checks_ << " checks). Files: "
+       << (src_.onnx ? "`repro.onnx` (the ONNX model, its initializers inside)" : "`repro.json` (FX JSON), `repro.safetensors` (its weights)")
+       << ", `inputs.safetensors` (its user inputs"
        << (src_.captured.empty() ? "" : "; an input named after a removed node holds the value the original computed there") << ")"
        << (o_.expected.empty() ? "" : ", `expected.safetensors` (the expected outputs)") << ".\n\nTo reproduce, in this directory:\n\n```\n";
     std::string flags;
@@ -618,10 +921,10 @@ class Reducer {
     const std::string runFlags = o_.forward_only ? " --forward-only" : "";
     if (!o_.check_cmd.empty()) {
       std::string cmd = o_.check_cmd;
-      for (size_t at; (at = cmd.find("{}")) != std::string::npos;) cmd.replace(at, 2, "repro.json");
+      for (size_t at; (at = cmd.find("{}")) != std::string::npos;) cmd.replace(at, 2, modelFile(src_));
       os << cmd << "   # exits 0: the failure shows\n";
     } else {
-      os << "aotc compile repro.json -o repro.aotc" << flags << "\n";
+      os << "aotc compile " << modelFile(src_) << " -o repro.aotc" << flags << "\n";
       if (o_.crash) {
         os << "# fails: exit status 3 (internal error) or a signal" << (o_.error_contains.empty() ? "" : ", stderr holding: " + o_.error_contains) << "\n";
       } else if (!o_.mismatch.empty()) {

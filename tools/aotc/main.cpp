@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
   std::string mismatch;
   auto* reduce = app.add_subcommand("reduce", "shrink a model that fails a check (a crash, a backend mismatch, a wrong output, a "
                                              "command) to a minimal repro directory, by delta debugging over its nodes");
-  reduce->add_option("model", redo.model, "model file (FX JSON or .pt2; ONNX is not reduced yet)")->required();
+  reduce->add_option("model", redo.model, "model file (FX JSON, .pt2 or .onnx; an ONNX repro is an .onnx model)")->required();
   reduce->add_option("-o,--output", redo.out_dir, "repro directory to write (must not exist)")->required();
   reduce->add_option("--inputs", redo.inputs, "safetensors with the user inputs by name (default: drawn from a fixed seed)");
   reduce->add_option("--check", redo.check_cmd, "a shell command that exits 0 while the failure shows; {} is the candidate's model file");

@@ -20,8 +20,8 @@
 //                      FILE's output.<i> of the same original output.
 //
 // Candidates are FX JSON documents (the .pt2 door translates its program to
-// the same document, pt2FxDocument; an ONNX model is refused by name: no
-// writer for ONNX yet).  A candidate keeps a subset of the original's nodes
+// the same document, pt2FxDocument) or ONNX models (Note [Reduce ONNX]).  A
+// candidate keeps a subset of the original's nodes
 // and outputs; each removed node's uses read a substitute:
 //   bypass     the first of the node's tensor operands with its dtype and
 //              shape (not under --expected: it changes values);
@@ -49,6 +49,27 @@
 // wrong too, the repro could hold the error in an input: reduce with
 // --backend reference, which only deletes: the outputs that differ and the
 // nodes they read.)
+//
+// Note [Reduce ONNX]: an ONNX model is read as the front end reads it
+// (readOnnxBytes; one with external data is refused by name: the repro is
+// one file) and reduced over its main graph's nodes by the same ddmin and
+// the same substitutes: a node is a unit with all its outputs (an If, Loop
+// or Scan with its subgraphs whole: the outer values they read are its
+// operands, renamed inside them when bypassed; ONNX names cannot shadow
+// across scopes); a value's type (dtype and static sizes) comes from ONNX
+// shape inference, run on a copy in a child process (its rules trust their
+// inputs, and the model may be the one under --crash), else from what the
+// model declares.  A candidate is the original ModelProto with the kept
+// nodes, the graph inputs and initializers they read (unused ones dropped),
+// a graph input per new input (value_info of its type), its outputs (one
+// that reads a bypass renamed to it; two outputs of one value are not a
+// candidate), value_info of kept values, and the opset imports, functions
+// and metadata unchanged; written by SerializeToString (ONNX's messages have
+// no maps: the bytes are a function of the message).  Its inputs.safetensors
+// holds each input under the name the artifact gives it (onnxInputName).
+// The values are captured as for FX: the original with every typed value a
+// node computes as an extra graph output (one already an output is read
+// there).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -61,7 +82,7 @@
 namespace aotc {
 
 struct ReduceOptions {
-  std::string model;    ///< FX JSON or .pt2
+  std::string model;    ///< FX JSON, .pt2 or .onnx
   std::string out_dir;  ///< the repro directory (must not exist)
   std::string inputs;   ///< safetensors with the user inputs ("" = drawn)
   /// The failing check (exactly one).

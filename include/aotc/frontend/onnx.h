@@ -17,6 +17,13 @@ Model loadOnnx(const std::string& path, const FrontendOptions& opts);
 /// locates external data).
 Model loadOnnxBytes(const std::string& bytes, const std::string& path, const FrontendOptions& opts);
 
+/// The model file's bytes (a regular file under protobuf's 2 GiB limit, else
+/// a UserError naming it), as loadOnnx reads them.
+std::string readOnnxBytes(const std::string& path);
+/// The name a graph input or initializer of ONNX name `name` has in the
+/// compiled artifact (and so in an inputs safetensors file).
+std::string onnxInputName(const std::string& name);
+
 /// The model's nodes as the file has them, unsupported ones included.
 SourceGraph onnxSourceGraph(const std::string& path);
 

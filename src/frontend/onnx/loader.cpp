@@ -767,6 +767,10 @@ Model loadOnnxBytes(const std::string& bytes, const std::string& path, const Fro
 
 Model loadOnnx(const std::string& path, const FrontendOptions& opts) { return loadOnnxBytes(onnx_fe::readModelBytes(path), path, opts); }
 
+std::string readOnnxBytes(const std::string& path) { return onnx_fe::readModelBytes(path); }
+
+std::string onnxInputName(const std::string& name) { return onnx_fe::sanitize(name); }
+
 std::vector<std::string> supportedOnnxOps() {
   std::vector<std::string> r;
   for (const auto& [k, v] : converters()) r.push_back(k);

@@ -119,6 +119,9 @@ def main():
     if a.write:
         found = collect(fast=False, log=sys.stdout)
         with open(a.write, "w") as f:
+            f.write(f"# Written by scripts/pt2_targets.py --write (torch {torch.__version__.split('+')[0]}): every target torch.export\n"
+                    "# writes for scripts/zoo_check.py's models and scripts/pt2_test.py's programs, both dialects,\n"
+                    "# static and dynamic batch (Note [Exported targets]).\n")
             f.write("".join(t + "\n" for t in sorted(found)))
         print(f"wrote {len(found)} targets to {a.write}")
         return 0

@@ -15,6 +15,19 @@ float64 within F64_TOL on both backends.  Prints one line per model and exits
 1 if any fails.  Not part of the suite (about 15 minutes on 2 cores); under
 the pinned PyTorch 2.x (scripts/setup-venv.sh) ctest zoo_torch2 runs three
 of the models, and the rest are issue 36's zoo on 2.x.
+
+--door pt2 (PyTorch 2.8+, issue 46) exports with torch.export.export and
+torch.export.save instead, in the training IR as export() returns it, the
+Core ATen of ep.run_decompositions(), or both (--dialect), and compiles the
+archive with `aotc compile m.pt2 --train` (Note [pt2 front end]: weights
+from the archive, parameters' gradients grad.<state_dict name>); the same
+tolerances and float64 twin decide.  --dynamic exports the batch dim as a
+torch.export.Dim and runs the one artifact at another batch.  A model
+torch.export cannot capture is reported `export refused: REASON` (not aotc's
+failure: the FX door is that model's way in), and so is aotc's one-line
+refusal of --train on a Core ATen program that lost a detach() or a no_grad
+region (Note [Core ATen and training]: its training IR is the way in); aotc
+must compile everything else or refuse it in one line, which fails the model.
 """
 import argparse
 import copy
@@ -270,18 +283,23 @@ def worst(got, want):
 F32_TOL, F64_TOL = 1e-3, 1e-6
 
 
-def run_backends(aotc, tmp, p, refs):
-    """Compiles p.json and runs it on both backends; [(backend, err, key, missing)] or an error line."""
+def run_backends(aotc, tmp, p, refs, model=None):
+    """Compiles p.json (or `model`, a .pt2 archive, with --train) and runs it on both backends;
+    [(backend, err, key, missing)] or an error line."""
     art = p + ".art"
     t0 = time.time()
-    r = subprocess.run([aotc, "-q", "compile", p + ".json", "-o", art, "--arch", "sm_90"], capture_output=True, text=True)
+    cmd = [aotc, "-q", "compile", model or p + ".json", "-o", art, "--arch", "sm_90"] + (["--train"] if model else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
-        return f"compile failed: {r.stderr.strip().splitlines()[0]}"
+        lines = r.stderr.strip().splitlines() or ["(no message)"]
+        # A refusal is one line (the project's rule): more is a defect of its own.
+        return f"compile failed: {lines[0]}" + (f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else "")
     compile_s = time.time() - t0
     rows = []
     for backend, ref in zip(("reference", "emulate"), refs):
         out = os.path.join(tmp, backend + ".safetensors")
-        r = subprocess.run([aotc, "run", art, "--backend", backend, "--inputs", p + ".safetensors", "--inputs",
+        weights = [] if model else ["--inputs", p + ".safetensors"]
+        r = subprocess.run([aotc, "run", art, "--backend", backend] + weights + ["--inputs",
                             p + ".inputs.safetensors", "--grad-outputs", p + ".inputs.safetensors", "--out", out],
                            capture_output=True, text=True)
         if r.returncode:
@@ -291,15 +309,78 @@ def run_backends(aotc, tmp, p, refs):
     return rows, compile_s
 
 
-def check(aotc, name, m, args, tmp):
-    """One model: returns (passed, report line)."""
+class ExportRefused(Exception):
+    """torch.export cannot capture the model: not aotc's failure."""
+
+
+class CoreTrainRefused(Exception):
+    """aotc refuses --train on a Core ATen program that lost a detach() or a
+    grad-mode region (Note [Core ATen and training]): one line, by design;
+    the training IR is that model's way in."""
+
+
+CORE_TRAIN_REFUSAL = "(run_decompositions(), PyTorch's inference IR) has lost a"
+
+
+# The batch dim per model where it is not dim 0 (a sequence-first RNN).
+BATCH_DIM = {"gru_bidirectional": 1}
+
+
+def batch_dim(name):
+    return BATCH_DIM.get(name, 0)
+
+
+def other_batch(args, bd):
+    """The example arguments at batch + 1 (the dynamic artifact runs at a size
+    it was not exported at): fresh normal values for floating tensors, the
+    first row repeated for integer ones (token ids stay in range)."""
+    def grow(a):
+        if a.is_floating_point():
+            shape = list(a.shape)
+            shape[bd] += 1
+            return torch.randn(shape, dtype=a.dtype)
+        return torch.cat([a, a.narrow(bd, 0, 1)], bd)
+    return tuple(grow(a) for a in args)
+
+
+def export_pt2(m, args, path, dialect, dynamic_dim):
+    """torch.export.export + torch.export.save of a copy of m (export must not
+    touch the module the reference ran); returns the program's node count."""
+    kw = {}
+    if dynamic_dim is not None:
+        batch = torch.export.Dim("batch", min=1, max=64)
+        kw["dynamic_shapes"] = tuple({dynamic_dim: batch} for _ in args)
+    try:
+        ep = torch.export.export(copy.deepcopy(m), args, **kw)
+        if dialect == "aten":
+            ep = ep.run_decompositions()
+    except Exception as e:  # noqa: BLE001 -- torch.export's refusals have many types
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()] or [type(e).__name__]
+        raise ExportRefused(f"{type(e).__name__}: {lines[0][:200]}") from None
+    torch.export.save(ep, path)
+    return sum(1 for n in ep.graph.nodes if n.op == "call_function")
+
+
+def check(aotc, name, m, args, tmp, door="fx", dialect=None, dynamic=False):
+    """One model: returns (passed, report line); door "pt2" exports with
+    torch.export in `dialect` ("training" or "aten")."""
     p = os.path.join(tmp, "m")
-    nodes = len(export(m, args, p)["nodes"])
+    pt2 = door == "pt2"
+    bd = batch_dim(name) if dynamic else None
+    export_args = args
+    if pt2:
+        nodes = export_pt2(m, args, p + ".pt2", dialect, bd)
+        if dynamic:
+            args = other_batch(args, bd)
+    else:
+        nodes = len(export(m, args, p)["nodes"])
     reference("m", m, args, tmp, float64=True)
     reference("m32", m, args, tmp)
     (cond, _), _ = worst(load(os.path.join(tmp, "m32.expected.safetensors")), load(os.path.join(tmp, "m.expected.safetensors")))
     t0 = time.time()
-    rows = run_backends(aotc, tmp, p, ("m", "m32"))
+    rows = run_backends(aotc, tmp, p, ("m", "m32"), p + ".pt2" if pt2 else None)
+    if isinstance(rows, str) and pt2 and dialect == "aten" and CORE_TRAIN_REFUSAL in rows and "more lines" not in rows:
+        raise CoreTrainRefused(rows)
     if isinstance(rows, str):
         return False, f"{nodes} nodes  " + rows
     rows, compile_s = rows
@@ -313,9 +394,13 @@ def check(aotc, name, m, args, tmp):
         m64 = copy.deepcopy(m).double()
         a64 = tuple(a.double() if a.is_floating_point() else a for a in args)
         p64 = os.path.join(tmp, "m64")
-        export(m64, a64, p64)
+        if pt2:
+            # Exported at the example batch, run at `args`' own.
+            export_pt2(m64, tuple(a.double() if a.is_floating_point() else a for a in export_args), p64 + ".pt2", dialect, bd)
+        else:
+            export(m64, a64, p64)
         reference("m64", m64, a64, tmp, float64=True)
-        rows64 = run_backends(aotc, tmp, p64, ("m64", "m64"))
+        rows64 = run_backends(aotc, tmp, p64, ("m64", "m64"), p64 + ".pt2" if pt2 else None)
         if isinstance(rows64, str):
             return False, line + "  f64 twin " + rows64
         rows64 = rows64[0]
@@ -327,23 +412,46 @@ def check(aotc, name, m, args, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--door", choices=["fx", "pt2"], default="fx",
+                    help="tools/fx_export.py (fx) or torch.export.export + torch.export.save (pt2)")
+    ap.add_argument("--dialect", choices=["training", "aten", "both"], default="both",
+                    help="pt2: the training IR export() returns, run_decompositions()' Core ATen, or both")
+    ap.add_argument("--dynamic", action="store_true", help="pt2: the batch dim a torch.export.Dim, run at another batch")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
+    if a.door == "fx" and a.dynamic:
+        ap.error("--dynamic is for --door pt2")
     aotc = os.path.join(a.build, "tools", "aotc")
     unknown = [n for n in a.models if n not in MODELS]
     if unknown:
         ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
-    failed = []
+    runs = [(None, False)] if a.door == "fx" else \
+        [(d, a.dynamic) for d in (("training", "aten") if a.dialect == "both" else (a.dialect,))]
+    failed, refused, total = [], [], 0
     for name in a.models or list(MODELS):
-        with tempfile.TemporaryDirectory() as tmp:
-            torch.manual_seed(0)
-            m, args = MODELS[name]()
-            ok, line = check(aotc, name, deterministic(m).train(), args, tmp)
-            print(f"{'ok  ' if ok else 'FAIL'} {name:28} {line}", flush=True)
-            if not ok:
-                failed.append(name)
-    print(f"{len(a.models or MODELS) - len(failed)}/{len(a.models or MODELS)} models match eager"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
+        for dialect, dynamic in runs:
+            label = name if dialect is None else f"{name} [{dialect}{', dynamic batch' if dynamic else ''}]"
+            total += 1
+            with tempfile.TemporaryDirectory() as tmp:
+                torch.manual_seed(0)
+                m, args = MODELS[name]()
+                try:
+                    ok, line = check(aotc, name, deterministic(m).train(), args, tmp, a.door, dialect, dynamic)
+                except ExportRefused as e:
+                    print(f"skip {label:40} export refused: {e}", flush=True)
+                    refused.append(label)
+                    continue
+                except CoreTrainRefused as e:
+                    print(f"skip {label:40} refused as designed (Note [Core ATen and training]): {e}", flush=True)
+                    refused.append(label)
+                    continue
+                print(f"{'ok  ' if ok else 'FAIL'} {label:40} {line}", flush=True)
+                if not ok:
+                    failed.append(label)
+    print(f"{total - len(failed) - len(refused)}/{total - len(refused)} models match eager"
+          + (f"; failed: {', '.join(failed)}" if failed else "")
+          + (f"; refused (by torch.export, or Core ATen --train by design) {len(refused)}: {', '.join(refused)}"
+             if refused else ""))
     return 1 if failed else 0
 
 

@@ -19,6 +19,14 @@ archives made from a good one.  Run under the pinned PyTorch 2.x
   scalar_first_core.pt2  Core ATen: sub.Tensor with a Python number first
                     (what rsub and torch.sub(number, t) become), float and
                     int64 tensors, with alpha
+  zoo_ops.pt2       training IR: the targets the zoo over torch.export found
+                    missing (scripts/zoo_check.py --door pt2): instance_norm
+                    (affine and not), broadcast_tensors (smooth L1 and
+                    Huber losses on broadcast operands), conv_transpose1d/2d/3d,
+                    max_pool1d, max_pool3d, expand_as, swapaxes, kl_div (both
+                    target forms), tensor_split, and a tied weight
+                    (two parameter names over one stored tensor, Note [pt2
+                    tied weights])
   mlp_dynamic.pt2   the MLP with a dynamic batch in [1, 64] (exported at 3,
                     its inputs and results at 5)
   two_models.pt2    two programs in one archive (--model)
@@ -140,6 +148,41 @@ class Einsum(nn.Module):
         return torch.cat([torch.einsum("bij,bjk->bik", s.squeeze(1), h).flatten(1), z.expand(x.shape[0], -1)], 1)
 
 
+class ZooOps(nn.Module):
+    """What the zoo's training-IR exports hold that aotc once refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 3, 3, padding=1)
+        self.n1, self.n2 = nn.InstanceNorm2d(3, affine=True), nn.InstanceNorm1d(3)
+        with torch.no_grad():
+            self.n1.weight.normal_(), self.n1.bias.normal_()
+        self.enc, self.dec = nn.Linear(3, 3), nn.Linear(3, 3, bias=False)
+        self.dec.weight = self.enc.weight                        # tied
+        self.t1, self.t2 = nn.ConvTranspose1d(3, 2, 3, stride=2, output_padding=1), nn.ConvTranspose2d(3, 2, 2, 2)
+        self.t3 = nn.ConvTranspose3d(1, 1, 2, padding=1, dilation=2)
+
+    def forward(self, x, t):
+        y = self.n1(self.c(x))                                   # instance_norm (affine)
+        z = self.n2(y.flatten(2))                                # instance_norm (no affine), 1-d
+        p = self.dec(self.enc(z.mean(-1)))
+        u = F.max_pool1d(self.t1(z), 3, 2, padding=1).mean(-1)        # conv_transpose1d, max_pool1d
+        v = self.t2(y).mean((2, 3)) + self.t3(y.unsqueeze(1)).mean((1, 3, 4))[:, :2]  # conv_transpose2d/3d
+        v = v + F.max_pool3d(y.unsqueeze(1), 2, 1, padding=1).swapaxes(1, 2).amax((2, 3, 4))[:, :2]  # max_pool3d, swapaxes
+        p = p + (u + v).sum(-1, keepdim=True).expand_as(p)         # expand_as
+        a, b, e = z.tensor_split([1, 5], dim=2)                   # tensor_split.indices: 1, 4 and 20 of 25
+        p = p + a.sum(-1) * b.mean(-1) - e.amax(-1)
+        kl = F.kl_div(p.log_softmax(-1), t.softmax(-1), reduction="batchmean") + F.kl_div(p, t.abs(), reduction="none")
+        kl = kl + F.kl_div(p.log_softmax(-1), t.log_softmax(-1), reduction="mean", log_target=True)  # kl_div
+        return (F.smooth_l1_loss(p, t, beta=0.5, reduction="none") + kl,   # broadcast_tensors: [2, 3] against [3]
+                F.huber_loss(p.unsqueeze(1), t, delta=0.7), z.amax(-1))
+
+
+def save_zoo_ops():
+    torch.manual_seed(8)
+    save_case("zoo_ops", ZooOps(), (torch.randn(2, 2, 5, 5), torch.randn(3)), ["x", "t"])
+
+
 def save_case(name, module, args, arg_names, dialect="training", dynamic=None):
     torch.manual_seed(0)
     eager = copy.deepcopy(module)
@@ -171,6 +214,9 @@ def rewrite(src, dst, edit):
 
 
 def main():
+    if sys.argv[1:] == ["zoo_ops"]:  # one new fixture, the others as committed
+        return save_zoo_ops()
+    save_zoo_ops()
     torch.manual_seed(0)
     ep_mlp = save_case("mlp", MLP(), (torch.randn(2, 4),), ["x"])
     torch.manual_seed(1)

@@ -23,6 +23,10 @@ Model loadPt2(const std::string& path, const FrontendOptions& opts);
 /// with.
 nlohmann::json pt2FxDocument(const std::string& path, const FrontendOptions& opts = {});
 
+/// Whether the .pt2 door converts a node target as the archive spells it
+/// (`torch.ops.aten.conv2d.default`, `_operator.mul`; Note [Exported targets]).
+bool isSupportedPt2Target(const std::string& spelling);
+
 /// The program's nodes as the archive has them, unsupported ones included.
 SourceGraph pt2SourceGraph(const std::string& path, const FrontendOptions& opts = {});
 

@@ -106,6 +106,19 @@ V convNd(Converter& c, int64_t spatial) {
                                given(c, 6, "groups", 1)}));
 }
 
+/// conv_transpose1d/2d/3d.input(input, weight, bias=None, stride=1,
+/// padding=0, output_padding=0, groups=1, dilation=1): the transposed
+/// convolution.
+V convTransposeNd(Converter& c, int64_t spatial) {
+  ValueId w = c.tensor(1, "weight");
+  if (c.type(w).rank() != spatial + 2) c.fail(cat("conv_transpose", spatial, "d: weight must have ", spatial + 2, " dims"));
+  return delegate(c, "aten.convolution.default",
+                  json::array({given(c, 0, "input", nullptr), given(c, 1, "weight", nullptr), given(c, 2, "bias", nullptr),
+                               given(c, 3, "stride", json::array({1})), given(c, 4, "padding", json::array({0})),
+                               given(c, 7, "dilation", json::array({1})), true, given(c, 5, "output_padding", json::array({0})),
+                               given(c, 6, "groups", 1)}));
+}
+
 /// batch_norm(input, weight, bias, running_mean, running_var, training,
 /// momentum, eps, cudnn_enabled): native_batch_norm's output.  In training
 /// the running statistics are updated in place, as eager does although the
@@ -143,6 +156,45 @@ V groupNorm(Converter& c) {
                  json::array({given(c, 0, "input", nullptr), given(c, 2, "weight", nullptr), given(c, 3, "bias", nullptr),
                               t.sizes[0], t.sizes[1], hw, given(c, 1, "num_groups", nullptr), given(c, 4, "eps", 1e-5)}));
   return {r[0]};
+}
+
+/// instance_norm(input, weight, bias, running_mean, running_var,
+/// use_input_stats, momentum, eps, cudnn_enabled): each (sample, channel)
+/// normalized over its spatial elements with a per-channel affine, which is
+/// native_group_norm with one group per channel.  With running statistics
+/// (track_running_stats=True) eager also updates or reads them: refused.
+V instanceNorm(Converter& c) {
+  c.ignore(8, "cudnn_enabled");  // which kernel eager picks: the same values
+  ValueId x = c.tensor(0, "input");
+  const TensorType t = c.type(x);
+  if (t.rank() < 3) c.fail("instance_norm expects an input of at least 3 dims [N, C, *]");
+  if (c.has(3, "running_mean") || c.has(4, "running_var") || !c.boolean(5, "use_input_stats", true))
+    c.fail("instance_norm with running statistics (track_running_stats=True) is not supported");
+  c.ignore(6, "momentum");  // only moves running statistics, and there are none
+  int64_t hw = 1;
+  for (int64_t d = 2; d < t.rank(); ++d) hw = mulSize(hw, t.sizes[static_cast<size_t>(d)]);
+  V r = delegate(c, "aten.native_group_norm.default",
+                 json::array({given(c, 0, "input", nullptr), given(c, 1, "weight", nullptr), given(c, 2, "bias", nullptr),
+                              t.sizes[0], t.sizes[1], hw, t.sizes[1], given(c, 7, "eps", 1e-5)}));
+  return {r[0]};
+}
+
+/// broadcast_tensors(tensors): each tensor expanded to the shape they all
+/// broadcast to (one already of that shape is itself, as eager returns it).
+V broadcastTensors(Converter& c) {
+  const json* list = c.arg(0, "tensors");
+  if (!list || !list->is_array() || list->empty()) c.fail("broadcast_tensors expects a non-empty list of tensors");
+  std::vector<ValueId> xs;
+  for (size_t i = 0; i < list->size(); ++i) xs.push_back(c.ref((*list)[i], i));
+  Ints shape = c.type(xs[0]).sizes;
+  for (ValueId x : xs) {
+    std::optional<Ints> b = broadcastShapes(shape, c.type(x).sizes);
+    if (!b) c.fail("broadcast_tensors: the shapes do not broadcast");
+    shape = *b;
+  }
+  V r;
+  for (ValueId x : xs) r.push_back(c.type(x).sizes == shape ? x : c.op(OpKind::Expand, {x}, Attrs{{"size", shape}}));
+  return r;
 }
 
 /// dropout(input, p, train): the input itself when not training or p == 0
@@ -220,6 +272,35 @@ V maxPool2d(Converter& c) {
                                 given(c, 4, "dilation", json::array({1})), given(c, 5, "ceil_mode", false)}))[0]};
 }
 
+/// max_pool1d(self, kernel_size, stride=[], padding=0, dilation=1,
+/// ceil_mode=False): max_pool2d_with_indices over [N, C, 1, L] with a window
+/// of height 1, the values squeezed back.
+V maxPool1d(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  if (c.type(x).rank() != 3) c.fail("max_pool1d expects an input [N, C, L]");
+  auto one = [&](size_t i, const char* kw, Ints dflt) {
+    Ints v = c.has(i, kw) ? c.ints(i, kw) : dflt;
+    if (v.size() > 1) c.fail(cat("max_pool1d: ", kw, " must have one value"));
+    return v.empty() ? json::array() : json::array({i == 2 ? 1 : i == 3 ? 0 : 1, v[0]});
+  };
+  const std::string tmp = "max_pool1d.unsqueezed";
+  ValueId x4 = c.op(OpKind::Unsqueeze, {x}, Attrs{{"dim", int64_t{2}}});
+  V r = delegateWith(c, "aten.max_pool2d_with_indices.default",
+                     json::array({{{"node", tmp}}, one(1, "kernel_size", {}), one(2, "stride", {}), one(3, "padding", {0}),
+                                  one(4, "dilation", {1}), given(c, 5, "ceil_mode", false)}),
+                     Env{{tmp, {x4}}});
+  return {c.op(OpKind::Squeeze, {r[0]}, Attrs{{"dim", Ints{2}}})};
+}
+
+/// max_pool3d(self, kernel_size, stride=[], padding=0, dilation=1,
+/// ceil_mode=False): max_pool3d_with_indices' values.
+V maxPool3d(Converter& c) {
+  return {delegate(c, "aten.max_pool3d_with_indices.default",
+                   json::array({given(c, 0, "self", nullptr), given(c, 1, "kernel_size", nullptr),
+                                given(c, 2, "stride", json::array()), given(c, 3, "padding", json::array({0})),
+                                given(c, 4, "dilation", json::array({1})), given(c, 5, "ceil_mode", false)}))[0]};
+}
+
 /// chunk(self, chunks, dim=0): split.Tensor into pieces of ceil(n / chunks).
 V chunk(Converter& c) {
   ValueId x = c.tensor(0, "self");
@@ -228,6 +309,24 @@ V chunk(Converter& c) {
   const int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
   const int64_t piece = std::max<int64_t>((n + chunks - 1) / chunks, n == 0 ? 0 : 1);
   return delegate(c, "aten.split.Tensor", json::array({given(c, 0, "self", nullptr), piece, d}));
+}
+
+/// tensor_split.indices(self, indices, dim=0): the pieces between
+/// consecutive indices (clamped to the dim's size), as split_with_sizes.
+V tensorSplit(Converter& c) {
+  ValueId x = c.tensor(0, "self");
+  const int64_t d = dimArg(c, 2, "dim", x, 0);
+  const int64_t n = c.type(x).sizes[static_cast<size_t>(d)];
+  Ints sizes;
+  int64_t at = 0;
+  for (int64_t i : c.ints(1, "indices")) {
+    if (i < at) c.fail("tensor_split: indices must be non-negative and non-decreasing");
+    i = std::min(i, n);
+    sizes.push_back(i - at);
+    at = i;
+  }
+  sizes.push_back(n - at);
+  return delegate(c, "aten.split_with_sizes.default", json::array({given(c, 0, "self", nullptr), json(sizes), d}));
 }
 
 /// to.dtype(self, dtype, non_blocking=False, copy=False, memory_format=None):
@@ -268,6 +367,20 @@ Entries compositesConverters() {
     {"aten._native_batch_norm_legit_functional.default", [](Converter& c) { return batchNormOf(c, true); }},
     {"aten.layer_norm.default", layerNorm},
     {"aten.group_norm.default", groupNorm},
+    {"aten.instance_norm.default", instanceNorm},
+    {"aten.conv_transpose1d.default", [](Converter& c) { return convTransposeNd(c, 1); }},
+    {"aten.conv_transpose2d.input", [](Converter& c) { return convTransposeNd(c, 2); }},
+    {"aten.conv_transpose3d.input", [](Converter& c) { return convTransposeNd(c, 3); }},
+    {"aten.max_pool1d.default", maxPool1d},
+    {"aten.max_pool3d.default", maxPool3d},
+    {"aten.tensor_split.indices", tensorSplit},
+    {"aten.swapaxes.default",
+     [](Converter& c) -> V {
+       return {c.op(OpKind::Transpose, {c.tensor(0, "self")}, Attrs{{"dim0", c.integer(1, "axis0")}, {"dim1", c.integer(2, "axis1")}})};
+     }},
+    {"aten.expand_as.default",
+     [](Converter& c) -> V { return {c.op(OpKind::Expand, {c.tensor(0, "self")}, Attrs{{"size", c.type(c.tensor(1, "other")).sizes}})}; }},
+    {"aten.broadcast_tensors.default", broadcastTensors},
     {"aten.dropout.default", dropout},
     {"aten.contiguous.default", contiguous},
     {"aten.flatten.using_ints", flatten},

@@ -70,6 +70,17 @@ V smoothL1(Converter& c, bool huber) {
   return {reduced(c, loss, c.integer(2, "reduction", 1))};
 }
 
+/// kl_div(self, target, reduction=Mean, log_target=False), ATen's formula
+/// (Loss.cpp): exp(t) * (t - x) for a log target, else xlogy(t, t) - t * x;
+/// F.kl_div's "batchmean" is reduction=Sum divided by the batch afterwards.
+V klDiv(Converter& c) {
+  ValueId x = c.tensor(0, "self"), t = c.tensor(1, "target");
+  ValueId loss = c.boolean(3, "log_target", false)
+                     ? bin(c, OpKind::Mul, {c.op(OpKind::Exp, {t}), bin(c, OpKind::Sub, {t, x})})
+                     : bin(c, OpKind::Sub, {xlogy(c, t, t), bin(c, OpKind::Mul, {t, x})});
+  return {reduced(c, loss, c.integer(2, "reduction", 1))};
+}
+
 }  // namespace
 
 Entries lossesConverters() {
@@ -91,6 +102,7 @@ Entries lossesConverters() {
      }},
     {"aten.smooth_l1_loss.default", [](Converter& c) { return smoothL1(c, false); }},
     {"aten.huber_loss.default", [](Converter& c) { return smoothL1(c, true); }},
+    {"aten.kl_div.default", klDiv},
   };
 }
 

@@ -163,9 +163,67 @@ HostTensor readTensor(const Archive& a, const std::string& fqn, const Payload& p
   return h;
 }
 
+/// Every {"node": from} in `j` made {"node": to}.
+void renameRefs(json& j, const std::string& from, const std::string& to) {
+  if (j.is_object() && j.size() == 1 && j.contains("node") && j["node"] == from) {
+    j["node"] = to;
+  } else if (j.is_array() || j.is_object()) {
+    for (json& x : j) renameRefs(x, from, to);
+  }
+}
+
+// Note [pt2 tied weights]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A tied weight (GPT-2's head.weight = wte.weight) is one tensor under two
+// state_dict names, and torch.export gives it a placeholder per name: two
+// parameter inputs that the archive stores once (both payload entries name
+// the same record, dtype, sizes, strides and offset).  As two inputs each
+// would get half the gradient (eager's .grad is the sum) and an optimizer
+// would let them drift apart, so the second is the first's alias, as
+// tools/fx_export.py writes a tied tensor (Note [FX converter tables]' inputs
+// with "aliases"): one input named by its first state_dict name, every
+// reference to the other renamed to it.  Tensors that share a record as
+// different views are different tensors and stay apart.
+void tieSharedInputs(Program& p, const std::map<std::string, Payload>& payloads) {
+  json& inputs = p.doc["inputs"];
+  std::map<std::string, std::string> roles;
+  for (const json& in : inputs) roles[in.value("name", std::string())] = in.value("role", std::string());
+  std::map<std::string, std::string> first;   // storage key and role -> input name
+  std::map<std::string, std::string> tiedTo;  // alias -> input name
+  std::vector<Held> held;
+  for (const Held& h : p.held) {
+    auto it = payloads.find(h.input);
+    const json* t = it == payloads.end() || !it->second.meta.is_object() ? nullptr : &it->second.meta;
+    if (!t || !t->contains("path_name") || !t->contains("tensor_meta") || !(*t)["tensor_meta"].is_object()) {
+      held.push_back(h);  // load() names what is missing or malformed
+      continue;
+    }
+    const json& m = (*t)["tensor_meta"];
+    const std::string key = json::array({it->second.dir, (*t)["path_name"], m.value("dtype", json()), m.value("sizes", json()),
+                                         m.value("strides", json()), m.value("storage_offset", json()), roles[h.input]}).dump();
+    auto [at, fresh] = first.emplace(key, h.input);
+    if (fresh) held.push_back(h);
+    else tiedTo[h.input] = at->second;
+  }
+  if (tiedTo.empty()) return;
+  json kept = json::array();
+  for (json& in : inputs)
+    if (!tiedTo.count(in.value("name", std::string()))) kept.push_back(std::move(in));
+  for (json& in : kept)
+    for (const auto& [alias, to] : tiedTo)
+      if (in.value("name", std::string()) == to) in["aliases"].push_back(alias);
+  inputs = std::move(kept);
+  for (const auto& [alias, to] : tiedTo) {
+    renameRefs(p.doc["nodes"], alias, to);
+    renameRefs(p.doc["outputs"], alias, to);
+  }
+  p.held = std::move(held);
+}
+
 struct Loaded {
   std::string model;
   Program program;
+  std::map<std::string, Payload> payloads;
 };
 
 Loaded open(const Archive& a, const FrontendOptions& opts) {
@@ -173,6 +231,8 @@ Loaded open(const Archive& a, const FrontendOptions& opts) {
   l.model = pickModel(a, opts);
   l.program = translate(program(a, l.model), a.path(), opts.train);
   if (validName(l.model)) l.program.doc["name"] = l.model;
+  l.payloads = payloads(a, l.model);
+  tieSharedInputs(l.program, l.payloads);
   return l;
 }
 
@@ -198,7 +258,7 @@ namespace pt2 {
 Model load(const std::string& path, const FrontendOptions& opts) {
   const Archive a(path);
   pt2::Loaded l = pt2::open(a, opts);
-  const std::map<std::string, pt2::Payload> payloads = pt2::payloads(a, l.model);
+  const std::map<std::string, pt2::Payload>& payloads = l.payloads;
   std::map<std::string, HostTensor> weights;
   // Records are read one at a time; a storage shared by several tensors
   // (tied weights, views) is read once and kept while its tensors are read.
@@ -259,6 +319,24 @@ SourceGraph pt2SourceGraph(const std::string& path, const FrontendOptions& opts)
   }
   refs(doc["outputs"], sg.outputs, refs);
   return sg;
+}
+
+// Note [Exported targets]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// testdata/pt2/exported_targets.txt lists every target torch.export writes
+// for the zoo and the .pt2 test programs in both dialects
+// (scripts/pt2_targets.py); frontend_completeness_test asks this function
+// about each, and ctest pt2_targets fails on a target PyTorch writes that
+// the list lacks.  The answer follows Translator::node (translate.cpp): what
+// the translation drops or inlines itself, then the FX tables.
+bool isSupportedPt2Target(const std::string& spelling) {
+  std::string t = spelling;
+  if (t.rfind("torch.ops.", 0) == 0) t = t.substr(10);
+  if (t == "aten._assert_tensor_metadata.default" || t == "aten._assert_scalar.default" ||
+      t == "higher_order.wrap_with_set_grad_enabled")
+    return true;
+  if (t.rfind("higher_order.", 0) == 0) return false;
+  return isSupportedFxTarget(t);
 }
 
 }  // namespace aotc

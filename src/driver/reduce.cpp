@@ -731,7 +731,9 @@ class Reducer {
       if (auto g = given.find(name); g != given.end()) {
         src_.user[name] = g->second;
       } else if (!o_.inputs.empty() || !src_.types[name]) {
-        throw UserError(SourceLoc{o_.inputs.empty() ? o_.model : o_.inputs, name}, "reduce: no value for the user input");
+        throw UserError(SourceLoc{o_.inputs.empty() ? o_.model : o_.inputs, name},
+                        o_.inputs.empty() ? "reduce: no value for the user input (its shape is not static, so none is drawn: give --inputs)"
+                                          : "reduce: no value for the user input");
       } else {
         src_.user[name] = drawn(name, *src_.types[name]);
       }
@@ -776,7 +778,9 @@ class Reducer {
       if (auto v = given.find(onnxInputName(name)); v != given.end()) {
         src_.user[name] = v->second;
       } else if (!o_.inputs.empty() || !src_.types[name]) {
-        throw UserError(SourceLoc{o_.inputs.empty() ? o_.model : o_.inputs, onnxInputName(name)}, "reduce: no value for the user input");
+        throw UserError(SourceLoc{o_.inputs.empty() ? o_.model : o_.inputs, onnxInputName(name)},
+                        o_.inputs.empty() ? "reduce: no value for the user input (its shape is not static, so none is drawn: give --inputs)"
+                                          : "reduce: no value for the user input");
       } else {
         src_.user[name] = drawn(name, *src_.types[name]);
       }

@@ -5,6 +5,7 @@
 #include "aotc/ir/unify.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -329,6 +330,15 @@ struct Unifier {
     return out;
   }
 
+  /// Whether two probes' attribute values are the same: a NaN is the same NaN
+  /// at every probe (a masked_fill or scalar_tensor of NaN; NaN != NaN).
+  static bool sameAttr(const AttrValue& a, const AttrValue& b) {
+    const double* x = std::get_if<double>(&a);
+    const double* y = std::get_if<double>(&b);
+    if (x && y && std::isnan(*x) && std::isnan(*y)) return true;
+    return a == b;
+  }
+
   /// The symbolic attributes of one node (or view step) from its attributes
   /// at every probe.
   std::map<std::string, std::vector<sym::Expr>> attrs(const std::vector<const Attrs*>& as, const SourceLoc& at) {
@@ -355,7 +365,7 @@ struct Unifier {
         // Note [Size scalars]: the value follows from the size integers.
       } else {
         for (const AttrValue* v : vs)
-          if (*v != v0)
+          if (!sameAttr(*v, v0))
             fail(at, "attribute '" + key + "' is " + attrStr(v0) + " at the hints and " + attrStr(*v) +
                          " at another probe: only integers can depend on a dynamic size");
       }

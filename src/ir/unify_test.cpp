@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace aotc {
 namespace {
 
@@ -78,6 +80,15 @@ TEST(Unify, GraphsBecomeOneSymbolicGraph) {
   Graph at7 = instantiate(g, {{"batch", 7}});
   EXPECT_EQ(at7.type(1), linear(7).type(1));
   EXPECT_EQ(std::get<Ints>(at7.nodes[0].attrs.at("size")), (Ints{14, 4}));
+}
+
+TEST(Unify, NanIsTheSameNanAtEveryProbe) {
+  // A scalar_tensor or masked_fill of NaN (KL divergence's xlogy in Core
+  // ATen) has the same attribute at every size, although NaN != NaN.
+  std::vector<Graph> probes;
+  for (const sym::Bindings& b : probeBindings(kBatch)) probes.push_back(linear(b.at("batch")));
+  for (Graph& g : probes) g.nodes[0].attrs["alpha"] = std::nan("");
+  EXPECT_NO_THROW(unifyGraphs(probes, kBatch, "lin.json"));
 }
 
 TEST(Unify, RefusesWhatChangesWithTheSize) {

@@ -11,7 +11,7 @@ pkgs=(
   libgtest-dev libgmock-dev libssl-dev libboost-dev libboost-context-dev
   llvm-14-tools clang-16 libclang-rt-16-dev
   python3-torch python3-torchvision python3-numpy python3-networkx python3-jsonschema
-  python3-onnx libonnx-testdata python3-venv
+  python3-onnx libonnx-testdata python3-venv python3-yaml
   libgraphviz-dev graphviz chromium
   libjemalloc-dev libzip-dev
 )

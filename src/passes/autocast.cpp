@@ -36,10 +36,25 @@
 // step), float64 is never touched, and a graph whose groups see no dtype
 // change comes out as it came in.  custom_grad/keep_grad see the dtypes
 // their user-written backward was traced with.
+//
+// Note [Autocast regions]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A program may hold its own `with torch.autocast("cuda", dtype):` blocks
+// (the .pt2 door's wrap_with_autocast regions, pt2/translate.cpp): the front
+// end tags the nodes built inside one kAutocastBf16 / kAutocastFp16, and
+// those inside an enabled=False block kAutocastOff.  The pass then takes
+// each group's autocast dtype from its tags (`--precision`'s for an untagged
+// group; none for kAutocastOff, or untagged at fp32): a group without one
+// runs as ATen runs it outside autocast, following its inputs (Follow,
+// whatever the table says), so a bfloat16 result that leaves a region
+// promotes or stays bfloat16 downstream as it does in eager.  The pass
+// clears the tags; the pipeline runs it when --precision asks or a node
+// carries one.
 //===----------------------------------------------------------------------===//
 #include <map>
 #include <string_view>
 
+#include "aotc/ir/autocast_tags.h"
 #include "aotc/ops/ops.h"
 #include "aotc/passes/passes.h"
 
@@ -100,7 +115,7 @@ bool castable(DType d) { return d == DType::F32 || d == DType::F16 || d == DType
 
 class Autocast {
  public:
-  Autocast(const Graph& g, DType low) : g_(g), low_(low), uses_(UseInfo::compute(g)) {
+  Autocast(const Graph& g, std::optional<DType> low) : g_(g), low_(low), uses_(UseInfo::compute(g)) {
     out_.name = g.name;
     seen_.assign(g.values.size(), kNoValue);
   }
@@ -158,28 +173,28 @@ class Autocast {
   /// A parameter's t() becomes t(cast(weight)): one cast per parameter, read
   /// transposed by the GEMM as the float32 program reads the weight.  Slices
   /// and selects keep the cast after them (it reads fewer elements).
-  ValueId lowOperand(ValueId v, const SourceLoc& at) {
+  ValueId lowOperand(ValueId v, DType low, const SourceLoc& at) {
     const int32_t d = out_.values[v].node;
-    if (d < 0 || out_.type(v).dtype == low_) return castTo(v, low_, at);
+    if (d < 0 || out_.type(v).dtype == low) return castTo(v, low, at);
     const Node n = out_.nodes[static_cast<size_t>(d)];  // a copy: adding nodes moves them
     switch (n.op) {
       case OpKind::View: case OpKind::T: case OpKind::Transpose: case OpKind::Permute: case OpKind::Unsqueeze:
       case OpKind::Squeeze: case OpKind::Expand:
         break;
-      default: return castTo(v, low_, at);
+      default: return castTo(v, low, at);
     }
-    if (auto it = casts_.find({v, low_}); it != casts_.end()) return it->second;
-    const ValueId src = lowOperand(n.inputs[0], at);
+    if (auto it = casts_.find({v, low}); it != casts_.end()) return it->second;
+    const ValueId src = lowOperand(n.inputs[0], low, at);
     SourceLoc loc{at.file, at.node, "autocast"};
     ValueId c = kNoValue;
     try {
       c = addOp(out_, n.op, {src}, n.attrs, loc);
     } catch (const UserError&) {
-      return castTo(v, low_, at);  // not a view of the cast's layout: cast the view
+      return castTo(v, low, at);  // not a view of the cast's layout: cast the view
     }
-    if (out_.type(c).sizes != out_.type(v).sizes) return castTo(v, low_, at);
-    out_.tryRename(c, out_.values[v].name + "_" + dtypeName(low_));
-    return casts_[{v, low_}] = c;
+    if (out_.type(c).sizes != out_.type(v).sizes) return castTo(v, low, at);
+    out_.tryRename(c, out_.values[v].name + "_" + dtypeName(low));
+    return casts_[{v, low}] = c;
   }
 
   /// Nodes [b, e) of g_: one user op.
@@ -194,21 +209,31 @@ class Autocast {
     for (size_t k = b; k < e; ++k)
       for (ValueId v : g_.nodes[k].inputs)
         if (!inGroup[v] && !listed[v] && isFloating(g_.type(v).dtype)) listed[v] = true, ext.push_back(v);
-    Policy p = policyOf(first.loc);
+    // Note [Autocast regions]: the group's autocast dtype, if any.
+    const bool lowering = (first.tags & (kAutocastBf16 | kAutocastFp16)) || (!(first.tags & kAutocastOff) && low_);
+    const DType low = first.tags & kAutocastBf16 ? DType::BF16 : first.tags & kAutocastFp16 ? DType::F16 : low_.value_or(DType::F32);
+    Policy p = lowering ? policyOf(first.loc) : Policy::Follow;
     if (first.op == OpKind::CustomGrad || first.op == OpKind::KeepGrad || first.op == OpKind::AutogradFunction ||
         first.op == OpKind::EpilogueCopy)
       p = Policy::Fp32;  // as traced: their dtypes are the user's
     bool changed = false;
     for (ValueId v : ext) changed = changed || out_.type(seen_[v]).dtype != g_.type(v).dtype;
     std::vector<ValueId> raw(g_.values.size(), kNoValue);
+    // A cast's result has its dtype whatever its operand's (`.float()` after
+    // a region): rebuilt on the new operand.  Only where the program's own
+    // regions are cast (a whole --precision graph keeps its rule).
+    if (first.op == OpKind::Cast && e == b + 1 && (!low_ || (first.tags & kAutocastTags))) {
+      rebuild(b, e, raw, inGroup, low);
+      return publish(b, e, raw, std::nullopt, kNoValue);
+    }
     auto original = [&](ValueId v) { return castTo(seen_[v], g_.type(v).dtype, first.loc); };
     if (p == Policy::Lower) {
       bool any = false;
       for (ValueId v : ext) any = any || castable(g_.type(v).dtype);
       if (any) {
         for (ValueId v : ext)
-          if (castable(g_.type(v).dtype)) raw[v] = lowOperand(seen_[v], first.loc);
-        rebuild(b, e, raw, inGroup, low_);
+          if (castable(g_.type(v).dtype)) raw[v] = lowOperand(seen_[v], low, first.loc);
+        rebuild(b, e, raw, inGroup, low);
         publish(b, e, raw, std::nullopt, kNoValue);
         return;
       }
@@ -254,6 +279,7 @@ class Autocast {
       for (ValueId v : n.inputs)
         if (!inGroup[v] && raw[v] == kNoValue) raw[v] = outside(v);
       out_.copyNode(g_, n, raw);
+      out_.nodes.back().tags &= ~kAutocastTags;
     }
     publish(b, e, raw, std::nullopt, kNoValue);
   }
@@ -276,7 +302,7 @@ class Autocast {
       scratch.node = "autocast.tmp";
       std::vector<ValueId> outs;
       try {
-        outs = addNode(out_, n.op, ins, a, scratch, n.phase, n.tags, n.regions);
+        outs = addNode(out_, n.op, ins, a, scratch, n.phase, n.tags & ~kAutocastTags, n.regions);
       } catch (const UserError& e) {
         throw UserError(n.loc, "autocast: " + e.diagnostics().front().message);
       }
@@ -309,7 +335,7 @@ class Autocast {
   }
 
   const Graph& g_;
-  DType low_;
+  std::optional<DType> low_;  ///< --precision's, for untagged groups
   UseInfo uses_;
   Graph out_;
   std::vector<ValueId> seen_;  ///< g_ value -> out_ value other groups read
@@ -319,9 +345,15 @@ class Autocast {
 
 }  // namespace
 
-Graph autocast(const Graph& g, DType low) {
-  AOTC_CHECK(low == DType::BF16 || low == DType::F16, "autocast to ", dtypeName(low));
+Graph autocast(const Graph& g, std::optional<DType> low) {
+  AOTC_CHECK(!low || *low == DType::BF16 || *low == DType::F16, "autocast to ", dtypeName(*low));
   return Autocast(g, low).run();
+}
+
+bool hasAutocastRegions(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.tags & kAutocastTags) return true;
+  return false;
 }
 
 Graph autocastBf16(const Graph& g) { return autocast(g, DType::BF16); }

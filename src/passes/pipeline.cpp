@@ -184,8 +184,13 @@ PipelineResult runPipeline(const Graph& captured, const PipelineOptions& opts) {
   // autocast on the functional forward, before autodiff (its backward is
   // the autocast graph's, as eager AMP's is) and before dce (it leaves
   // nothing dead, but a no-op cast is never added either).
-  if (opts.precision == Precision::Bf16 || opts.precision == Precision::Fp16)
-    r.functional = stage("autocast", [&] { return autocast(r.functional, opts.precision == Precision::Bf16 ? DType::BF16 : DType::F16); });
+  // Note [Autocast regions]: also for a program's own autocast blocks.
+  if (opts.precision == Precision::Bf16 || opts.precision == Precision::Fp16 || hasAutocastRegions(r.functional))
+    r.functional = stage("autocast", [&] {
+      return autocast(r.functional, opts.precision == Precision::Bf16   ? std::optional(DType::BF16)
+                                    : opts.precision == Precision::Fp16 ? std::optional(DType::F16)
+                                                                        : std::nullopt);
+    });
   r.functional = stage("dce", [&] { return dce(r.functional); });
   r.joint = stage("autodiff", [&] { return autodiff(r.functional); });
   r.joint = stage("strip-autograd-markers", [&] { return stripAutogradMarkers(r.joint); });

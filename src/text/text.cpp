@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "aotc/ir/autocast_tags.h"
 #include "aotc/ir/unify.h"
 #include "aotc/ops/ops.h"
 
@@ -46,6 +47,9 @@ std::string tagsStr(const Node& n) {
   if (n.tags & kMustSave) s += " #must_save";
   if (n.tags & kMustBeInForward) s += " #must_be_in_forward";
   if (n.tags & kMustBeInBackward) s += " #must_be_in_backward";
+  if (n.tags & kAutocastBf16) s += " #autocast_bf16";
+  if (n.tags & kAutocastFp16) s += " #autocast_fp16";
+  if (n.tags & kAutocastOff) s += " #autocast_off";
   return s;
 }
 }  // namespace
@@ -354,6 +358,9 @@ class Parser {
           else if (tag.text == "must_save") n.tags |= kMustSave;
           else if (tag.text == "must_be_in_forward") n.tags |= kMustBeInForward;
           else if (tag.text == "must_be_in_backward") n.tags |= kMustBeInBackward;
+          else if (tag.text == "autocast_bf16") n.tags |= kAutocastBf16;
+          else if (tag.text == "autocast_fp16") n.tags |= kAutocastFp16;
+          else if (tag.text == "autocast_off") n.tags |= kAutocastOff;
           else error(tag, "unknown tag #" + tag.text);
         }
         if (peek().kind == Tok::Ident && peek().text == "loc") {

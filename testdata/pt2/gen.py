@@ -30,6 +30,16 @@ archives made from a good one.  Run under the pinned PyTorch 2.x
   mlp_dynamic.pt2   the MLP with a dynamic batch in [1, 64] (exported at 3,
                     its inputs and results at 5)
   two_models.pt2    two programs in one archive (--model)
+  autocast_cuda.pt2  training IR with a torch.autocast("cuda", bfloat16)
+                    block holding a disabled one, as a CUDA machine's export
+                    writes it (enabled, PyTorch's CUDA autocast dtypes in
+                    tensor_values; pt2.test checks the autocast pass gives
+                    them): the program exported under FakeTensorMode with fake
+                    CUDA tensors, put into this machine's archive of the
+                    same module (`gen.py --hops` writes only these four)
+  bad_autocast_cpu.pt2  a torch.autocast("cpu") block (refused)
+  cond.pt2          a torch.cond with a data-dependent predicate and two
+                    outputs; cond_true/cond_false inputs and eager's results
   bad_*.pt2         one defect each (pt2.test names them; bad_unsupported.pt2
                     has two targets aotc does not convert)
 """
@@ -213,10 +223,72 @@ def rewrite(src, dst, edit):
                 zout.writestr(zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0)), b)
 
 
+class AutocastBlock(nn.Module):
+    def __init__(self, device="cuda"):
+        super().__init__()
+        self.device = device
+        self.l0, self.l1, self.l2 = nn.Linear(4, 6), nn.Linear(6, 6), nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.l0(x))
+        with torch.autocast(self.device, dtype=torch.bfloat16):
+            y = self.l1(h)
+            p = torch.softmax(y, -1)
+            q = y * 2
+            with torch.autocast(self.device, enabled=False):
+                r = self.l2(x)
+        return p.sum(-1, keepdim=True) * r + (q + h).mean(-1, keepdim=True)
+
+
+class Cond(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 5)
+
+    def forward(self, x):
+        h = self.l(x)
+        p, q = torch.cond(x.sum() > 0, lambda a, b: (torch.relu(a) * 2, (a @ a.t()).softmax(-1)),
+                          lambda a, b: (a.sin() - 1, b @ b.t() - 1), (h, x))
+        return p.mean(-1, keepdim=True) + q
+
+
+def save_hops():
+    import warnings
+    from torch._export.serde.serialize import serialize
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    import torch.cuda.amp.common as common
+    torch.manual_seed(7)
+    here = os.path.join(HERE, "autocast_here.pt2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # CUDA autocast disabled without CUDA
+        torch.export.save(torch.export.export(AutocastBlock(), (torch.randn(2, 4),)), here)
+    saved = common.amp_definitely_not_available, torch.cuda.is_bf16_supported
+    common.amp_definitely_not_available, torch.cuda.is_bf16_supported = (lambda: False), (lambda *a, **k: True)
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True), torch.device("cuda"):
+            program = serialize(torch.export.export(AutocastBlock(), (torch.randn(2, 4),))).exported_program
+    finally:
+        common.amp_definitely_not_available, torch.cuda.is_bf16_supported = saved
+    rewrite(here, os.path.join(HERE, "autocast_cuda.pt2"), lambda n, b: [(n, program if n.endswith("models/model.json") else b)])
+    os.remove(here)
+    torch.export.save(torch.export.export(AutocastBlock("cpu"), (torch.randn(2, 4),)), os.path.join(HERE, "bad_autocast_cpu.pt2"))
+    torch.manual_seed(8)
+    m = Cond()
+    x = torch.randn(3, 4).abs() + 0.1
+    torch.export.save(torch.export.export(m, (x,)), os.path.join(HERE, "cond.pt2"))
+    for name, xi in (("cond_true", x), ("cond_false", -x)):
+        write_safetensors(os.path.join(HERE, name + ".inputs.safetensors"), {"x": xi})
+        with torch.no_grad():
+            write_safetensors(os.path.join(HERE, name + ".expected.safetensors"), {"output.0": m(xi)})
+
+
 def main():
     if sys.argv[1:] == ["zoo_ops"]:  # one new fixture, the others as committed
         return save_zoo_ops()
+    if sys.argv[1:] == ["--hops"]:
+        return save_hops()
     save_zoo_ops()
+    save_hops()
     torch.manual_seed(0)
     ep_mlp = save_case("mlp", MLP(), (torch.randn(2, 4),), ["x"])
     torch.manual_seed(1)

@@ -36,8 +36,11 @@ const char* precisionName(Precision p);
 std::optional<Precision> parsePrecision(const std::string& s);
 
 /// Note [Autocast pass] (autocast.cpp): the functional forward graph as
-/// torch.autocast("cuda", low) runs it; `low` is bf16 or f16.
-Graph autocast(const Graph& functional, DType low);
+/// torch.autocast("cuda", low) runs it; `low` is bf16 or f16, or none for
+/// a graph whose autocast is its own regions' (Note [Autocast regions]).
+Graph autocast(const Graph& functional, std::optional<DType> low);
+/// Whether a node carries an autocast region's tag (Note [Autocast regions]).
+bool hasAutocastRegions(const Graph& g);
 Graph autocastBf16(const Graph& functional);
 Graph autocastFp16(const Graph& functional);
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "aotc/ir/autocast_tags.h"
 #include "aotc/ir/safetensors.h"
 #include "aotc/ir/unify.h"
 #include "aotc/support/parallel.h"
@@ -211,6 +212,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
   std::map<std::string, json> scalars;  // Note [Shape computations]
   std::map<ValueId, Ints> layout;       // strides the graph recorded
   std::set<ValueId> snapshots;          // Note [as_strided as a gather]
+  bool autocastSeen = false;            // Note [Autocast regions]: a region ran before (or is running)
   json substituted;
   for (auto& node : nodes) {
     const json* np = &node;
@@ -245,6 +247,15 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
       continue;
     }
     bool noGrad = n.contains("grad_enabled") && n["grad_enabled"].is_boolean() && !n["grad_enabled"].get<bool>();
+    // Note [Autocast regions]: "autocast": "bfloat16" / "float16" / false
+    // tags the node's IR nodes for the autocast pass.
+    uint32_t autocastTag = kTagNone;
+    if (n.contains("autocast")) {
+      const json& a = n["autocast"];
+      autocastTag = a == "bfloat16" ? kAutocastBf16 : a == "float16" ? kAutocastFp16 : a == false ? kAutocastOff : ~0u;
+      if (autocastTag == ~0u) throw UserError(loc, "autocast must be \"bfloat16\", \"float16\" or false");
+      autocastSeen = autocastSeen || autocastTag != kAutocastOff;
+    }
     if (isShapeComputation(target)) {
       Converter c(g, n, loc, env, noGrad);
       c.setComplex(&complex);
@@ -274,6 +285,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
         if (x.loc.file.empty() && x.loc.node.empty()) x.loc = loc;
       throw UserError(d);
     }
+    for (size_t k = firstNode; k < g.nodes.size(); ++k) g.nodes[k].tags |= autocastTag;
     // Note [as_strided as a gather]: what a gather copied is not written later.
     if (!snapshots.empty())
       for (size_t k = firstNode; k < g.nodes.size(); ++k) {
@@ -299,7 +311,8 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
         const TensorType& got = g.type(outs[i]);
         // Only a layout that differs from the IR's needs keeping.
         if (metas[i].contains("stride") && want.strides != got.strides) layout[outs[i]] = want.strides;
-        if (want.sizes != got.sizes || want.dtype != got.dtype)
+        // The dtypes autocast gives are the autocast pass's to make.
+        if (want.sizes != got.sizes || (want.dtype != got.dtype && !autocastSeen))
           throw UserError(loc, cat("shape mismatch: the graph records ", want.str(), ", the op gives ",
                                    TensorType::contiguous(got.dtype, got.sizes).str()));
       }

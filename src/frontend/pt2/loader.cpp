@@ -84,6 +84,10 @@ json program(const Archive& a, const std::string& model) {
   if ((*v)["major"].get<int64_t>() != kSchemaMajor)
     throw UserError(loc, cat("schema version ", (*v)["major"].dump(), ".", v->value("minor", json(0)).dump(), ": aotc reads major ",
                              kSchemaMajor, " (PyTorch 2.8 to 2.15)"));
+  // Note [pt2 schema minors].
+  const json minor = v->value("minor", json(0));
+  if (!minor.is_number_integer()) throw UserError(loc, "schema_version's minor is not an integer: " + minor.dump().substr(0, 40));
+  checkNewerMinorKeys(ep, minor.get<int64_t>(), loc);
   return ep;
 }
 
@@ -163,76 +167,80 @@ HostTensor readTensor(const Archive& a, const std::string& fqn, const Payload& p
   return h;
 }
 
-/// Every {"node": from} in `j` made {"node": to}.
-void renameRefs(json& j, const std::string& from, const std::string& to) {
-  if (j.is_object() && j.size() == 1 && j.contains("node") && j["node"] == from) {
-    j["node"] = to;
-  } else if (j.is_array() || j.is_object()) {
-    for (json& x : j) renameRefs(x, from, to);
-  }
-}
-
-// Note [pt2 tied weights]
-// ~~~~~~~~~~~~~~~~~~~~~~~
-// A tied weight (GPT-2's head.weight = wte.weight) is one tensor under two
-// state_dict names, and torch.export gives it a placeholder per name: two
-// parameter inputs that the archive stores once (both payload entries name
-// the same record, dtype, sizes, strides and offset).  As two inputs each
-// would get half the gradient (eager's .grad is the sum) and an optimizer
-// would let them drift apart, so the second is the first's alias, as
-// tools/fx_export.py writes a tied tensor (Note [FX converter tables]' inputs
-// with "aliases"): one input named by its first state_dict name, every
-// reference to the other renamed to it.  Tensors that share a record as
-// different views are different tensors and stay apart.
-void tieSharedInputs(Program& p, const std::map<std::string, Payload>& payloads) {
-  json& inputs = p.doc["inputs"];
-  std::map<std::string, std::string> roles;
-  for (const json& in : inputs) roles[in.value("name", std::string())] = in.value("role", std::string());
-  std::map<std::string, std::string> first;   // storage key and role -> input name
-  std::map<std::string, std::string> tiedTo;  // alias -> input name
-  std::vector<Held> held;
-  for (const Held& h : p.held) {
-    auto it = payloads.find(h.input);
-    const json* t = it == payloads.end() || !it->second.meta.is_object() ? nullptr : &it->second.meta;
-    if (!t || !t->contains("path_name") || !t->contains("tensor_meta") || !(*t)["tensor_meta"].is_object()) {
-      held.push_back(h);  // load() names what is missing or malformed
-      continue;
-    }
-    const json& m = (*t)["tensor_meta"];
-    const std::string key = json::array({it->second.dir, (*t)["path_name"], m.value("dtype", json()), m.value("sizes", json()),
-                                         m.value("strides", json()), m.value("storage_offset", json()), roles[h.input]}).dump();
-    auto [at, fresh] = first.emplace(key, h.input);
-    if (fresh) held.push_back(h);
-    else tiedTo[h.input] = at->second;
-  }
-  if (tiedTo.empty()) return;
-  json kept = json::array();
-  for (json& in : inputs)
-    if (!tiedTo.count(in.value("name", std::string()))) kept.push_back(std::move(in));
-  for (json& in : kept)
-    for (const auto& [alias, to] : tiedTo)
-      if (in.value("name", std::string()) == to) in["aliases"].push_back(alias);
-  inputs = std::move(kept);
-  for (const auto& [alias, to] : tiedTo) {
-    renameRefs(p.doc["nodes"], alias, to);
-    renameRefs(p.doc["outputs"], alias, to);
-  }
-  p.held = std::move(held);
-}
-
 struct Loaded {
   std::string model;
   Program program;
   std::map<std::string, Payload> payloads;
 };
 
+// Note [pt2 tied weights]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A parameter shared by two modules (a language model's embedding and
+// head) is two parameter inputs of the exported program, one per state_dict
+// name, whose records are one storage with the same view.  Eager has one
+// tensor there, whose .grad is the sum of both uses' gradients; two graph
+// inputs would each get one use's share (and an optimizer would update two
+// copies apart).  So inputs of one role (parameter or buffer) whose payloads
+// are the same view of one record are one input, named by the first
+// (state_dict order: named_parameters()' name), the others its aliases (as
+// the FX exporter writes tied weights): grad.<first name>, and the inputs
+// may be given under any of the names.
+void tieShared(Program& p, const std::map<std::string, Payload>& payloads) {
+  std::map<std::string, std::string> first;  // storage and view -> input
+  std::map<std::string, std::string> tied;   // input -> the input it is
+  for (const Held& h : p.held) {
+    auto it = payloads.find(h.input);
+    if (h.constant || it == payloads.end() || !it->second.meta.is_object() || !it->second.meta.contains("tensor_meta")) continue;
+    const json& m = it->second.meta;
+    const json& t = m["tensor_meta"];
+    const json key = {it->second.dir, m.value("path_name", json()), t.value("dtype", json()), t.value("sizes", json()),
+                      t.value("strides", json()), t.value("storage_offset", json())};
+    auto [f, fresh] = first.emplace(key.dump(), h.input);
+    if (!fresh) tied[h.input] = f->second;
+  }
+  if (tied.empty()) return;
+  json& inputs = p.doc["inputs"];
+  auto entry = [&](const std::string& name) -> json& {
+    for (json& in : inputs)
+      if (in["name"] == name) return in;
+    throw UserError(SourceLoc{"", name, "input"}, "tied input not found");  // held inputs are inputs
+  };
+  std::map<std::string, std::string> kept;
+  for (auto& [dup, into] : tied) {
+    json& d = entry(dup);
+    json& k = entry(into);
+    if (d["role"] != k["role"]) continue;  // a parameter and a buffer on one storage stay two inputs
+    k["aliases"].push_back(dup);
+    k["requires_grad"] = k["requires_grad"].get<bool>() || d["requires_grad"].get<bool>();
+    kept[dup] = into;
+  }
+  if (kept.empty()) return;
+  json rest = json::array();
+  for (json& in : inputs)
+    if (!kept.count(in["name"].get<std::string>())) rest.push_back(std::move(in));
+  inputs = std::move(rest);
+  std::erase_if(p.held, [&](const Held& h) { return kept.count(h.input) > 0; });
+  auto rename = [&](json& j, auto&& self) -> void {
+    if (j.is_object() && j.size() == 1 && j.contains("node") && j["node"].is_string()) {
+      if (auto it = kept.find(j["node"].get<std::string>()); it != kept.end()) j["node"] = it->second;
+    } else if (j.is_array() || j.is_object()) {
+      for (json& x : j) self(x, self);
+    }
+  };
+  for (json& n : p.doc["nodes"]) {
+    rename(n["args"], rename);
+    if (n.contains("kwargs")) rename(n["kwargs"], rename);
+  }
+  rename(p.doc["outputs"], rename);
+}
+
 Loaded open(const Archive& a, const FrontendOptions& opts) {
   Loaded l;
   l.model = pickModel(a, opts);
   l.program = translate(program(a, l.model), a.path(), opts.train);
-  if (validName(l.model)) l.program.doc["name"] = l.model;
   l.payloads = payloads(a, l.model);
-  tieSharedInputs(l.program, l.payloads);
+  tieShared(l.program, l.payloads);
+  if (validName(l.model)) l.program.doc["name"] = l.model;
   return l;
 }
 

@@ -28,8 +28,12 @@
 //    batch_norm's running statistics, Note [FX converter tables]) are;
 //  * symbolic sizes become the document's symbols and {"sym": EXPR}
 //    integers (Note [pt2 dynamic sizes], sizes.cpp);
+//  * higher-order ops: wrap_with_set_grad_enabled and wrap_with_autocast
+//    are inlined (Note [Inlined grad regions]), a surviving cond follows the
+//    ONNX door's If (Note [pt2 cond]); any other is reported as an
+//    unsupported target;
 //  * tokens, custom objects, the joint graph's loss and gradient outputs
-//    and subgraph arguments are refused by name.
+//    and other subgraph arguments are refused by name.
 // Training follows the ONNX door, not the FX one (frontend.cpp): an exported
 // program's parameters require grad whatever the user meant, so they do only
 // under --train.
@@ -158,7 +162,11 @@ class Translator {
   SourceLoc nodeLoc(const json& n, const std::string& name, const std::string& target) const;
   void inputs(const json& specs, const json& graphInputs, Program& p);
   void node(const json& n, json& nodes);
-  void inlineGradRegion(const json& n, const SourceLoc& loc, json& nodes);
+  void inlineRegion(const json& n, const SourceLoc& loc, json& nodes);
+  void inlineCond(const json& n, const SourceLoc& loc, json& nodes);
+  std::vector<json> inlineBody(const json& sub, const std::vector<std::string>& bound, const std::string& prefix, const SourceLoc& loc,
+                               json& nodes);
+  void bindResults(const json& n, const std::vector<json>& results, const SourceLoc& loc);
   void outputs(const json& specs, const json& graphOutputs, Program& p);
   std::string fresh(const std::string& stem) {
     std::string n = stem;
@@ -179,6 +187,8 @@ class Translator {
   // Note [Inlined grad regions]: the scope of the region being inlined.
   std::string prefix_;                         // its names' prefix ("" outside)
   bool grad_ = true;                           // grad mode inside it
+  json autocast_;                              // its autocast: null (none), "bfloat16", "float16", false (disabled)
+  bool autocastSeen_ = false;                  // an enabled autocast region began
 };
 
 /// Names each symbol after the first user-input dim that is exactly it
@@ -289,7 +299,7 @@ SourceLoc Translator::nodeLoc(const json& n, const std::string& name, const std:
       if (q == std::string::npos || l == std::string::npos) break;
       const std::string file = st.substr(pos + 6, q - pos - 6);
       const std::string line = st.substr(l + 7, st.find_first_not_of("0123456789", l + 7) - l - 7);
-      if (file.find("/torch/") == std::string::npos && !line.empty())
+      if (file.find("/torch/") == std::string::npos && file.rfind("<", 0) != 0 && !line.empty())
         loc.source = file.substr(file.find_last_of('/') + 1) + ":" + line;
       pos = q;
     }
@@ -372,7 +382,9 @@ void Translator::node(const json& n, json& nodes) {
   // A range or relation export checked on the symbols: the symbols' ranges
   // are declared, and every probe converts a static graph.
   if (target == "aten._assert_scalar.default") return;
-  if (target == "higher_order.wrap_with_set_grad_enabled") return inlineGradRegion(n, loc, nodes);
+  if (target == "higher_order.wrap_with_set_grad_enabled" || target == "higher_order.wrap_with_autocast")
+    return inlineRegion(n, loc, nodes);
+  if (target == "higher_order.cond") return inlineCond(n, loc, nodes);
   if (target.rfind("higher_order.", 0) == 0) {
     // Reported with every other unsupported target (its subgraphs unread).
     json hop = {{"name", prefix_ + (name.empty() ? target : name)}, {"target", target}, {"args", json::array()}};
@@ -421,11 +433,20 @@ void Translator::node(const json& n, json& nodes) {
       throw UserError(loc, "output of kind " + k + " is not supported");
     }
   }
+  // Note [Autocast regions]: from an autocast region on, `x.to(dtype)` is a
+  // cast even where the float32 program's x has that dtype already (the
+  // region may have changed it: `.float()` after a bfloat16 block).
+  if (autocastSeen_ && target == "aten.to.dtype" && args.size() >= 2 && !kwargs.contains("dtype")) {
+    kwargs["dtype"] = args[1];
+    args = json::array({args[0]});
+    target = "aten._to_copy.default";
+  }
   json fx = {{"target", target}, {"args", std::move(args)}};
   if (!kwargs.empty()) fx["kwargs"] = std::move(kwargs);
   if (!loc.source.empty()) fx["source"] = loc.source;
   if (!loc.scope.empty()) fx["module"] = loc.scope;
   if (!grad_) fx["grad_enabled"] = false;
+  if (!autocast_.is_null()) fx["autocast"] = autocast_;
   const bool single = outputs.size() == 1 && outputs[0].begin().key() == "as_tensor";
   if (!scalarName.empty()) {
     fx["name"] = scalarName;
@@ -450,46 +471,157 @@ void Translator::node(const json& n, json& nodes) {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A `with torch.no_grad():` (or enable_grad) block in the forward is the
 // higher-order op wrap_with_set_grad_enabled(enabled, subgraph, *args) in the
-// training IR.  Its subgraph is inlined: its inputs bound to the op's
-// arguments, its nodes translated with grad_enabled as the op says (the FX
-// loader's per-node grad mode), their names prefixed with the op's name and
-// a dot (unique: an exported program's names have no dots), and the op's
-// outputs bound to the subgraph's.
-void Translator::inlineGradRegion(const json& n, const SourceLoc& loc, json& nodes) {
+// training IR, a `with torch.autocast(device, dtype, enabled):` block
+// wrap_with_autocast(device, dtype, enabled, cache_enabled, subgraph, *args).
+// Its subgraph is inlined: its inputs bound to the op's arguments, its nodes
+// translated with grad_enabled as the op says (the FX loader's per-node grad
+// mode) or "autocast" as the block says (Note [Autocast regions],
+// passes/autocast.cpp: the autocast pass casts them as CUDA autocast does),
+// their names prefixed with the op's name and a dot (unique: an exported
+// program's names have no dots), and the op's outputs bound to the
+// subgraph's.  Autocast: a disabled block (enabled=False; also what export
+// records for a "cuda" block on a machine without CUDA) is inlined as plain
+// float32 code, marked so that --precision leaves it so too; an enabled
+// "cuda" block with bfloat16 or float16 goes through the autocast pass; any
+// other device ("cpu": CPU autocast's op lists differ from CUDA's and aotc
+// does not have them) or dtype is refused by name.
+void Translator::inlineRegion(const json& n, const SourceLoc& loc, json& nodes) {
   const json& ins = field(n, "inputs", loc);
-  if (!ins.is_array() || ins.size() < 2 || !field(ins[0], "arg", loc).contains("as_bool") || !field(ins[1], "arg", loc).contains("as_graph"))
-    throw UserError(loc, "wrap_with_set_grad_enabled takes a bool, a subgraph and its arguments");
-  const bool enabled = ins[0]["arg"]["as_bool"].get<bool>();
-  const json& sub = field(ins[1]["arg"]["as_graph"], "graph", loc);
+  const bool autocast = loc.op == "higher_order.wrap_with_autocast";
+  const size_t graphArg = autocast ? 4 : 1;
+  auto has = [&](size_t i, const char* kind) { return ins.is_array() && i < ins.size() && field(ins[i], "arg", loc).contains(kind); };
+  if (!has(graphArg, "as_graph") || !has(autocast ? 2 : 0, "as_bool") || (autocast && !has(0, "as_string")))
+    throw UserError(loc, autocast ? "wrap_with_autocast takes a device type, a dtype, two bools, a subgraph and its arguments"
+                                  : "wrap_with_set_grad_enabled takes a bool, a subgraph and its arguments");
+  const bool enabled = ins[autocast ? 2 : 0]["arg"]["as_bool"].get<bool>();
+  const json& sub = field(ins[graphArg]["arg"]["as_graph"], "graph", loc);
   const json& subIns = field(sub, "inputs", loc);
-  if (!subIns.is_array() || subIns.size() + 2 != ins.size()) throw UserError(loc, "the subgraph's inputs do not match the arguments");
+  if (!subIns.is_array() || subIns.size() + graphArg + 1 != ins.size()) throw UserError(loc, "the subgraph's inputs do not match the arguments");
+  json regionAutocast = autocast_;
+  if (autocast && !enabled) {
+    regionAutocast = false;
+  } else if (autocast) {
+    SourceLoc at = loc;  // the op has no stack trace: its first node's line
+    for (const json& sn : field(sub, "nodes", loc))
+      if (at.source.empty()) at.source = nodeLoc(sn, "", "").source;
+    const std::string device = ins[0]["arg"]["as_string"].get<std::string>();
+    const json& d = field(ins[1], "arg", loc);
+    // torch.autocast's default dtype for "cuda" is float16.
+    const DType dtype = d.contains("as_none") ? DType::F16 : scalarType(d.contains("as_scalar_type") ? d["as_scalar_type"] : json(), loc);
+    if (device != "cuda")
+      throw UserError(at, "a torch.autocast(\"" + device + "\") region is not supported: aotc has CUDA autocast's op lists only "
+                          "(use torch.autocast(\"cuda\", ...) or compile the float32 program with --precision bf16/fp16)");
+    if (dtype != DType::BF16 && dtype != DType::F16)
+      throw UserError(at, cat("a torch.autocast(\"cuda\") region with dtype ", dtypeName(dtype), " is not supported (bfloat16 or float16)"));
+    regionAutocast = dtype == DType::BF16 ? "bfloat16" : "float16";
+    autocastSeen_ = true;
+  }
   std::vector<std::string> bound;
   for (size_t i = 0; i < subIns.size(); ++i) {
-    json outer = argument(field(ins[i + 2], "arg", loc), loc);
+    json outer = argument(field(ins[i + graphArg + 1], "arg", loc), loc);
     if (!outer.is_object() || !outer.contains("node")) throw UserError(loc, "a subgraph argument that is not a tensor is not supported");
     bound.push_back(outer["node"].get<std::string>());
   }
-  const std::string prefix = prefix_ + n.value("name", std::string("region")) + ".";
+  const bool savedGrad = grad_;
+  const json savedAutocast = autocast_;
+  if (!autocast) grad_ = enabled;
+  autocast_ = regionAutocast;
+  std::vector<json> results = inlineBody(sub, bound, prefix_ + n.value("name", std::string("region")) + ".", loc, nodes);
+  grad_ = savedGrad;
+  autocast_ = savedAutocast;
+  bindResults(n, results, loc);
+}
+
+/// Translates subgraph `sub` into `nodes`, its inputs bound to the
+/// document's nodes `bound` and its names prefixed with `prefix`; its
+/// results, as references.
+std::vector<json> Translator::inlineBody(const json& sub, const std::vector<std::string>& bound, const std::string& prefix,
+                                         const SourceLoc& loc, json& nodes) {
+  const json& subIns = field(sub, "inputs", loc);
+  if (!subIns.is_array() || subIns.size() != bound.size()) throw UserError(loc, "the subgraph's inputs do not match the arguments");
   const std::string savedPrefix = prefix_;
   const json* savedValues = values_;
-  const bool savedGrad = grad_;
   for (size_t i = 0; i < subIns.size(); ++i)
     rename_[prefix + field(field(subIns[i], "as_tensor", loc), "name", loc).get<std::string>()] = bound[i];
   prefix_ = prefix;
   values_ = &field(sub, "tensor_values", loc);
-  grad_ = enabled;
   for (const json& sn : field(sub, "nodes", loc)) node(sn, nodes);
   std::vector<json> results;
   for (const json& o : field(sub, "outputs", loc)) results.push_back(argument(o, loc));
   prefix_ = savedPrefix;
   values_ = savedValues;
-  grad_ = savedGrad;
+  return results;
+}
+
+/// Binds the op `n`'s outputs to `results`, its subgraph's.
+void Translator::bindResults(const json& n, const std::vector<json>& results, const SourceLoc& loc) {
   const json& outs = field(n, "outputs", loc);
   if (!outs.is_array() || outs.size() != results.size()) throw UserError(loc, "the subgraph's outputs do not match the op's");
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].contains("as_none")) continue;
     if (!results[i].is_object() || !results[i].contains("node")) throw UserError(loc, "a subgraph result that is not a tensor is not supported");
     rename_[prefix_ + field(field(outs[i], "as_tensor", loc), "name", loc).get<std::string>()] = results[i]["node"].get<std::string>();
+  }
+}
+
+// Note [pt2 cond]
+// ~~~~~~~~~~~~~~~
+// torch.cond(pred, true_fn, false_fn, operands) survives export only with a
+// predicate computed from the data (export inlines the branch a known one
+// takes).  It follows the ONNX door's If (Note [ONNX control flow]): a
+// constant predicate inlines its branch; a computed one inlines both
+// branches (names prefixed `<cond>.<branch graph>.`) and selects each output
+// with where(pred, then, else) -- only for inference (with --train the
+// gradient through the branch not taken could be NaN where that branch is
+// undefined, and where's zero would not mask it) and only when no branch
+// draws random numbers (both run); otherwise refused naming the node.
+// torch.cond requires both branches' outputs to have one dtype and shape;
+// the FX loader checks each where against the op's recorded output.
+void Translator::inlineCond(const json& n, const SourceLoc& loc, json& nodes) {
+  const json& ins = field(n, "inputs", loc);
+  auto has = [&](size_t i, const char* kind) { return ins.is_array() && i < ins.size() && field(ins[i], "arg", loc).contains(kind); };
+  if (ins.size() != 4 || !has(1, "as_graph") || !has(2, "as_graph") || !has(3, "as_tensors"))
+    throw UserError(loc, "cond takes a predicate, two subgraphs and a list of operands");
+  const json pred = argument(ins[0]["arg"], loc);
+  std::vector<std::string> bound;
+  for (const json& o : argument(ins[3]["arg"], loc)) bound.push_back(o.at("node").get<std::string>());
+  const std::string name = n.value("name", std::string("cond"));
+  auto branch = [&](size_t i) {
+    const json& g = ins[i]["arg"]["as_graph"];
+    return inlineBody(field(g, "graph", loc), bound, prefix_ + name + "." + g.value("name", i == 1 ? "true" : "false") + ".", loc, nodes);
+  };
+  if (pred.is_boolean()) return bindResults(n, branch(pred.get<bool>() ? 1 : 2), loc);
+  if (!pred.is_object() || !pred.contains("node")) throw UserError(loc, "cond's predicate must be a tensor or a bool");
+  const std::string runtime = "the predicate is computed at run time, so aotc computes both branches and selects their outputs";
+  if (train_)
+    throw UserError(loc, runtime + "; not with --train (the gradient through the branch not taken could be NaN where that branch is "
+                                   "undefined): compile for inference, or make the predicate a constant");
+  std::function<void(const json&)> refuseRandom = [&](const json& g) {
+    for (const json& sn : field(g, "nodes", loc)) {
+      std::string t = sn.value("target", std::string());
+      if (t.rfind("torch.ops.", 0) == 0) t = t.substr(10);
+      for (const char* r : {"rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "exponential", "geometric", "cauchy"})
+        if (t.find(r) != std::string::npos)
+          throw UserError(nodeLoc(sn, sn.value("name", std::string()), t), runtime + ", and this branch draws random numbers (" + t +
+                                                                                 "), which would then be drawn whichever branch is taken");
+      for (const json& i : field(sn, "inputs", loc))
+        if (i.contains("arg") && i["arg"].contains("as_graph")) refuseRandom(field(i["arg"]["as_graph"], "graph", loc));
+    }
+  };
+  refuseRandom(field(ins[1]["arg"]["as_graph"], "graph", loc));
+  refuseRandom(field(ins[2]["arg"]["as_graph"], "graph", loc));
+  const std::vector<json> yes = branch(1), no = branch(2);
+  const json& outs = field(n, "outputs", loc);
+  if (!outs.is_array() || outs.size() != yes.size() || yes.size() != no.size()) throw UserError(loc, "the branches' outputs do not match the op's");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const std::string raw = field(field(outs[i], "as_tensor", loc), "name", loc).get<std::string>();
+    json w = {{"name", prefix_ + raw}, {"target", "aten.where.self"}, {"args", json::array({pred, yes[i], no[i]})}, {"meta", meta(raw, loc)}};
+    if (!loc.source.empty()) w["source"] = loc.source;
+    if (!loc.scope.empty()) w["module"] = loc.scope;
+    if (!grad_) w["grad_enabled"] = false;
+    if (!autocast_.is_null()) w["autocast"] = autocast_;
+    used_.insert(prefix_ + raw);
+    nodes.push_back(std::move(w));
   }
 }
 
@@ -528,6 +660,14 @@ void Translator::outputs(const json& specs, const json& graphOutputs, Program& p
     }
   }
   for (json& c : copies) nodes.push_back(std::move(c));
+  // output.<i> in user-output order, each with its path in the forward's
+  // result (`logits`, `1.a`), from out_spec, as the FX exporter records them.
+  try {
+    const json spec = json::parse(ep_.at("graph_module").at("module_call_graph").at(0).at("signature").at("out_spec").get<std::string>());
+    std::vector<std::string> paths;
+    if (leafPaths(spec.at(1), "", paths) && paths.size() == p.doc["outputs"].size() && !paths.empty()) p.doc["output_paths"] = paths;
+  } catch (const json::exception&) {
+  }
 }
 
 // Note [Core ATen and training]: ep.run_decompositions() gives PyTorch's

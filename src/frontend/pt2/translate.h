@@ -33,6 +33,14 @@ DType scalarType(const json& code, const SourceLoc& loc);
 /// aotc's sizes cannot express.
 std::string sizeExpr(const std::string& srepr, const std::map<std::string, std::string>& names, const SourceLoc& loc);
 
+/// The schema minor of schema.inc (the pinned PyTorch's).
+int64_t pinnedSchemaMinor();
+
+/// Note [pt2 schema minors] (schema.cpp): for a `minor` newer than the pinned
+/// one, a UserError at `loc` naming the first key of `ep` outside `metadata`
+/// that the pinned schema does not have.
+void checkNewerMinorKeys(const json& ep, int64_t minor, const SourceLoc& loc);
+
 /// Translates a serialized ExportedProgram (models/<name>.json, schema 8)
 /// into the FX document the FX converter tables read (Note [pt2 front end]).
 /// `train`: parameters (and user inputs) that require grad in the export do.

@@ -135,6 +135,8 @@ TEST(Pt2Targets, TheQueryFollowsTheTranslation) {
   EXPECT_TRUE(isSupportedPt2Target("torch.ops.aten.add_.Tensor"));
   EXPECT_TRUE(isSupportedPt2Target("torch.ops.aten._assert_tensor_metadata.default"));
   EXPECT_TRUE(isSupportedPt2Target("torch.ops.higher_order.wrap_with_set_grad_enabled"));
+  EXPECT_TRUE(isSupportedPt2Target("torch.ops.higher_order.wrap_with_autocast"));  // Note [Autocast regions]
+  EXPECT_TRUE(isSupportedPt2Target("torch.ops.higher_order.cond"));                // Note [pt2 cond]
   EXPECT_TRUE(isSupportedPt2Target("_operator.mul"));
   EXPECT_FALSE(isSupportedPt2Target("torch.ops.aten.special_bessel_j0.default"));
   EXPECT_FALSE(isSupportedPt2Target("torch.ops.higher_order.my_region"));

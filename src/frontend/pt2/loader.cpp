@@ -341,7 +341,7 @@ bool isSupportedPt2Target(const std::string& spelling) {
   std::string t = spelling;
   if (t.rfind("torch.ops.", 0) == 0) t = t.substr(10);
   if (t == "aten._assert_tensor_metadata.default" || t == "aten._assert_scalar.default" ||
-      t == "higher_order.wrap_with_set_grad_enabled")
+      t == "higher_order.wrap_with_set_grad_enabled" || t == "higher_order.wrap_with_autocast" || t == "higher_order.cond")
     return true;
   if (t.rfind("higher_order.", 0) == 0) return false;
   return isSupportedFxTarget(t);

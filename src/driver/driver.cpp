@@ -431,22 +431,20 @@ CompileSummary Compilation::write() {
     if (takesState && !fx.weights_path.empty()) {
       const std::map<std::string, TensorInfo> held = readSafetensorsHeader(fx.weights_path);
       for (const plan::InputSpec& in : manifest.inputs) {
-        if (in.role == "user_input") continue;
+        if (in.role == "user_input" || fx.weights.count(in.name)) continue;
         std::vector<std::string> names{in.name};
         names.insert(names.end(), in.aliases.begin(), in.aliases.end());
         for (const std::string& n : names)
           if (held.count(n) && !initial.count(in.name)) initial[in.name] = n;
       }
     }
-    if (!fx.weights.empty()) {
-      // In-memory initial values (ONNX initializers and constants).
-      std::map<std::string, HostTensor> held;
-      for (const plan::InputSpec& in : manifest.inputs)
-        if (in.role != "user_input" && fx.weights.count(in.name)) held[in.name] = fx.weights.at(in.name);
-      held.insert(lossScalingState.begin(), lossScalingState.end());
-      writeSafetensors((stage.path() / "weights.safetensors").string(), held);
-    } else if (initial.empty()) writeSafetensors((stage.path() / "weights.safetensors").string(), lossScalingState);
-    else copySafetensors(fx.weights_path, (stage.path() / "weights.safetensors").string(), initial, lossScalingState);
+    // In-memory initial values: ONNX initializers and constants, a .pt2's
+    // weights, the front ends' constant tables (Note [Constant tables]).
+    std::map<std::string, HostTensor> extra = lossScalingState;
+    for (const plan::InputSpec& in : manifest.inputs)
+      if (in.role != "user_input" && fx.weights.count(in.name)) extra[in.name] = fx.weights.at(in.name);
+    if (initial.empty()) writeSafetensors((stage.path() / "weights.safetensors").string(), extra);
+    else copySafetensors(fx.weights_path, (stage.path() / "weights.safetensors").string(), initial, extra);
   }
   writeFile(stage.path() / "manifest.json", manifestText);
   if (!opts.dump_dir.empty()) writeFile(fs::path(opts.dump_dir) / "manifest.json", manifestText);

@@ -30,6 +30,12 @@ ValueId Builder::full(double v, const TensorType& like) {
   return op(OpKind::Constant, {}, Attrs{{"value", v}, {"dtype", std::string(dtypeName(like.dtype))}, {"shape", like.sizes}});
 }
 
+ValueId Builder::table(HostTensor t) {
+  AOTC_CHECK(hasTables(), "Builder::table without a sink");
+  for (double& v : t.data) v = roundTo(t.dtype, v);
+  return (*tables_)(std::move(t), loc_.node.empty() ? std::string("table") : loc_.node + "_table");
+}
+
 ValueId Builder::cast(ValueId v, DType d) {
   return type(v).dtype == d ? v : op(OpKind::Cast, {v}, Attrs{{"dtype", std::string(dtypeName(d))}});
 }

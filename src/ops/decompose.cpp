@@ -217,6 +217,15 @@ ValueId pick(Builder& c, ValueId x, int64_t dim, const Ints& idx) {
   return c.op(OpKind::IndexSelect, {x, indexVector(c, idx)}, Attrs{{"dim", dim}});
 }
 
+ValueId pickTable(Builder& c, ValueId x, int64_t dim, const Ints& idx) {
+  if (!c.hasTables()) return pick(c, x, dim, idx);
+  bool identity = static_cast<int64_t>(idx.size()) == c.type(x).sizes[static_cast<size_t>(dim)];
+  for (size_t i = 0; identity && i < idx.size(); ++i) identity = idx[i] == static_cast<int64_t>(i);
+  if (identity) return x;
+  HostTensor t{DType::I64, Ints{static_cast<int64_t>(idx.size())}, std::vector<double>(idx.begin(), idx.end())};
+  return c.op(OpKind::IndexSelect, {x, c.table(std::move(t))}, Attrs{{"dim", dim}});
+}
+
 ValueId flipOp(Builder& c, ValueId x, const Ints& dims) {
   for (int64_t d0 : dims) {
     int64_t d = wrapDim(d0, std::max<int64_t>(c.type(x).rank(), 1));

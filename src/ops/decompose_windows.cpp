@@ -128,13 +128,23 @@ ValueId convolution(Builder& c, ValueId x, ValueId w, ValueId bias, const Convol
 // For float16 and bfloat16, PyTorch 2.x computes the taps in float, rounds
 // the weights to the input's dtype and sums in float, rounding once at the
 // end: the converter resamples a float32 copy with the rounded weights.
+//
+// Where the front end provides constant tables (Note [Constant tables],
+// aotc/ops/builder.h), each tap's indices and weights are one constant
+// input each, holding exactly the values above: a dim is taps index_selects,
+// multiplies and adds whatever its size (a 1x3x224x224 -> 448 bicubic was
+// 5,418 nodes of per-element constants).  The arithmetic and its order are
+// unchanged, so the results are bit-identical to the per-element form.
 
 ValueId resampleDim(Builder& c, ValueId x, int64_t dim, const Taps& taps) {
   const int64_t rank = c.type(x).rank();
   const DType dt = c.type(x).dtype;
-  Ints wshape{static_cast<int64_t>(taps.index.at(0).size())};
+  const int64_t n = static_cast<int64_t>(taps.index.at(0).size());
+  Ints wshape{n};
   for (int64_t d = dim + 1; d < rank; ++d) wshape.push_back(1);
+  const bool tables = c.hasTables();  // Note [Constant tables]
   auto weights = [&](const std::vector<double>& w) {
+    if (tables) return c.table(HostTensor{dt, wshape, w});
     // One scalar constant per output row or column, stacked by cat (a dim
     // of at most 16384 elements, checked by the callers).
     std::vector<ValueId> parts;
@@ -143,7 +153,7 @@ ValueId resampleDim(Builder& c, ValueId x, int64_t dim, const Taps& taps) {
     return c.op(OpKind::View, {vec}, Attrs{{"size", wshape}});
   };
   std::vector<ValueId> picked, weighted, terms;
-  for (const Ints& idx : taps.index) picked.push_back(pick(c, x, dim, idx));
+  for (const Ints& idx : taps.index) picked.push_back(pickTable(c, x, dim, idx));
   for (const std::vector<double>& w : taps.weight) weighted.push_back(weights(w));
   for (size_t k = 0; k < picked.size(); ++k) terms.push_back(bin(c, OpKind::Mul, {picked[k], weighted[k]}));
   ValueId acc = terms.at(0);

@@ -9,9 +9,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "aotc/ir/host_tensor.h"
 #include "aotc/ops/ops.h"
 
 namespace aotc {
@@ -59,11 +61,25 @@ class Builder {
   ValueId expand(ValueId v, Ints sizes);
   ValueId contiguous(ValueId v);
 
+  /// Note [Constant tables]: a tensor of values computed when compiling
+  /// (resampling's tap indices and weights) becomes a constant graph input
+  /// whose data the artifact stores with its weights: one value whatever its
+  /// size, where building it from per-element constants takes a node per
+  /// element.  The front end that owns the model's weights provides the
+  /// sink; without one (a custom autograd.Function's region, a gradient
+  /// rule) hasTables() is false and callers build the per-element form.
+  /// The sink gets the values and a name hint (the user's node).
+  using TableSink = std::function<ValueId(HostTensor, const std::string&)>;
+  void setTables(const TableSink* s) { tables_ = s; }
+  bool hasTables() const { return tables_ != nullptr && *tables_; }
+  ValueId table(HostTensor t);
+
  private:
   Graph& g_;
   SourceLoc loc_;
   Phase phase_;
   bool noGrad_;
+  const TableSink* tables_ = nullptr;
 };
 
 }  // namespace aotc

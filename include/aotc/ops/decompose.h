@@ -91,6 +91,9 @@ ValueId indexVector(Builder& c, const Ints& idx);
 
 /// x gathered along `dim` at constant indices: index_select (its gradient is index_add).
 ValueId pick(Builder& c, ValueId x, int64_t dim, const Ints& idx);
+/// pick with the indices as one constant table where the builder has a sink
+/// (Note [Constant tables], aotc/ops/builder.h), else pick.
+ValueId pickTable(Builder& c, ValueId x, int64_t dim, const Ints& idx);
 
 ValueId flipOp(Builder& c, ValueId x, const Ints& dims);
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <tuple>
 #include <thread>
 
 #include "aotc/ir/autocast_tags.h"
@@ -206,7 +207,8 @@ void checkComplexMeta(const json& meta, const TensorType& pairs, const SourceLoc
 
 /// Converts FX nodes into `g`, binding their names in `env`.
 void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path, bool backward,
-                 std::set<ValueId>& complex, const std::map<std::string, std::string>* userNames = nullptr) {
+                 std::set<ValueId>& complex, const std::map<std::string, std::string>* userNames = nullptr,
+                 const Builder::TableSink* tables = nullptr) {
   std::set<std::string> names;
   for (auto& [k, v] : env) names.insert(k);
   std::map<std::string, json> scalars;  // Note [Shape computations]
@@ -267,6 +269,7 @@ void convertBody(Graph& g, const json& nodes, Env& env, const std::string& path,
       continue;
     }
     Converter c(g, n, loc, env, noGrad);
+    c.setTables(tables);
     c.setInBackward(backward);
     c.setNames(userNames);
     c.setComplex(&complex);
@@ -565,6 +568,18 @@ FxModel loadFxJson(const json& doc, const std::string& path, const std::map<std:
       throw UserError(std::move(d));
     }
   });
+  // Note [Constant tables]: the artifact stores one table's values, those of
+  // the first probe; a table that differs between probes (upsampling a
+  // dynamic dim) would be wrong at other sizes.
+  for (const auto& [name, t] : models[0].weights) {
+    if (held && held->count(name)) continue;
+    for (size_t i = 1; i < models.size(); ++i) {
+      auto it = models[i].weights.find(name);
+      if (it == models[i].weights.end() || it->second.sizes != t.sizes || it->second.data != t.data)
+        throw UserError(SourceLoc{path, name, "constant"},
+                        "the values this op computes when compiling (its constant table) depend on a dynamic size; give that dim a static size");
+    }
+  }
   std::vector<Graph> graphs;
   for (FxModel& m : models) graphs.push_back(std::move(m.graph));
   FxModel out = std::move(models[0]);
@@ -705,7 +720,20 @@ FxModel convertFxDocument(const json& doc, const std::string& path, const std::m
         if (!names.insert(a).second) throw UserError(SourceLoc{path, input, "input"}, "alias '" + a + "' names another input");
   }
   std::set<ValueId> complex;
-  convertBody(m.graph, nodes, env, path, false, complex);
+  // Note [Constant tables]: a table the converters compute is a constant
+  // input whose values the model holds in memory (the artifact's weights
+  // take them beside the weights file's); equal tables share one input.
+  std::map<std::tuple<DType, Ints, std::vector<double>>, ValueId> tableIds;
+  const Builder::TableSink tables = [&](HostTensor t, const std::string& hint) {
+    auto key = std::make_tuple(t.dtype, t.sizes, t.data);
+    if (auto it = tableIds.find(key); it != tableIds.end()) return it->second;
+    std::string name = m.graph.uniqueName(validName(hint) ? hint : "table");
+    ValueId v = m.graph.addInput(name, TensorType::contiguous(t.dtype, t.sizes), InputRole::Constant, false);
+    m.weights[name] = std::move(t);
+    tableIds.emplace(std::move(key), v);
+    return v;
+  };
+  convertBody(m.graph, nodes, env, path, false, complex, nullptr, &tables);
   m.graph.outputs = convertOutputs(outputs, env, path, OutputRole::User, complex);
   if (doc.contains("output_paths")) {
     const json& p = doc["output_paths"];

@@ -491,6 +491,8 @@ void Loader::convertNode(const onnx::NodeProto& n, const std::string& nodeName, 
     Outs outs = emit(ins, names, sanitize(nodeName) + ".constant", [&](Graph& g, const Node::Resolve& resolve, const Node::MakeConstant& mk) {
       Node c(g, loc, n, opset_, ins, resolve, opts_.train, baked_, wanted_);
       c.setMakeConstant(mk);
+      const Builder::TableSink tables = [&c](HostTensor t, const std::string&) { return c.constant(std::move(t)); };
+      c.setTables(&tables);
       return fn(c);
     });
     for (Out& o : outs) {
@@ -756,6 +758,13 @@ Model loadOnnxBytes(const std::string& bytes, const std::string& path, const Fro
         x.message += " (converting at " + bindingText(b) + ", a probe of the model's symbolic dims; --dim PARAM=N gives a static artifact)";
       throw UserError(std::move(d));
     }
+    // Note [Constant tables]: the artifact holds the first probe's values of
+    // each constant; one computed from a dynamic size would be wrong at others.
+    if (first)
+      for (const auto& [name, t] : first->weights)
+        if (auto it = m.weights.find(name); it == m.weights.end() || it->second.sizes != t.sizes || it->second.data != t.data)
+          throw UserError(SourceLoc{path, name, "constant"},
+                          "this constant's values (computed when compiling) depend on a dynamic size; give that dim a static size with --dim");
     graphs.push_back(m.graph);
     if (!first) first = std::move(m);
   }

@@ -181,7 +181,7 @@ Outs resizeOp(Node& c) {
       for (int64_t& v : safe) v = std::max<int64_t>(v, 0);
       bool used = std::any_of(w[k].begin(), w[k].end(), [](double v) { return v != 0; });
       if (!used) continue;
-      ValueId g = pick(c, x, static_cast<int64_t>(d), safe);
+      ValueId g = pickTable(c, x, static_cast<int64_t>(d), safe);  // Note [Constant tables]
       HostTensor wt = HostTensor::zeros(dt, wshape);
       for (size_t o = 0; o < w[k].size(); ++o) wt.data[o] = roundTo(dt, w[k][o]);
       bool ones = std::all_of(w[k].begin(), w[k].end(), [](double v) { return v == 1; });

@@ -62,6 +62,12 @@ std::string literal(double v, DType d) {
     if (d == DType::I32) return os.str();
     return std::string("(") + computeType(d) + ")" + os.str() + (isUnsigned(d) ? "U" : "");
   }
+  // Note [Half precision values]: a float16 or bfloat16 constant is its
+  // dtype's value (bf16(0.1) = 0.10009765625), as the reference holds it and
+  // as eager's x > 0.1 compares a bfloat16 x with; the literal was the float
+  // nearest 0.1, so a bf16 0.10009765625 > 0.1 came out true on emulate
+  // (difffuzz mixed-2920113).
+  if (d == DType::F16 || d == DType::BF16) v = roundTo(d, v);
   if (std::isinf(v)) return v > 0 ? "(1.0/0.0)" : "(-1.0/0.0)";
   if (std::isnan(v)) return "(0.0/0.0)";
   os << v;

@@ -1070,6 +1070,17 @@ def masked_fill_broadcast(x, m):
 add("masked_fill_broadcast", (masked_fill_broadcast, (rn7(1, 4, rg=True), rn7(3, 4) > 0.3)))
 
 
+def half_compare_scalar(b, h):
+    # A bfloat16/float16 tensor against a Python scalar: eager compares with
+    # the scalar rounded to the tensor's dtype (bf16(0.1) = 0.10009765625),
+    # so b > 0.1 is false where b holds bf16(0.1) (difffuzz mixed-2920113:
+    # emulate compared with the float nearest 0.1 and said true).
+    return (b > 0.1, b >= 0.1, b == 0.1, b < 0.9, h > 0.1, h == 0.1, (b > 0.1) & (b < 0.9))
+add("half_compare_scalar", (half_compare_scalar,
+                            (torch.tensor([0.1, 0.10002683, 0.0999, 0.9, 0.8984375, -0.1]).bfloat16(),
+                             torch.tensor([0.1, 0.10002683, 0.0999, 0.09997559]).half())))
+
+
 def respell_bicubic(outdir):
     """upsample_bicubic_default as PyTorch 2.x traces it: upsample_bicubic2d.default
     (self, output_size, align_corners, scales_h, scales_w) with the output's

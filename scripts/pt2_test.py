@@ -163,6 +163,22 @@ class Einsum(nn.Module):
         return torch.cat([g.flatten(1), s.flatten(1), z.unsqueeze(0).expand(x.shape[0], -1)], 1)
 
 
+class PermutedNormConv(torch.nn.Module):
+    """ConvNeXt's downsampling: LayerNorm2d (permute to channels-last, norm,
+    permute back) then a strided conv: the activation arrives channels-last
+    by the program's own permutes, the filter as its parameter is (aotc
+    stopped on an internal check, "a channels-last convolution's filter is
+    not packed NHWC", compiling convnext_tiny from a .pt2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(4)
+        self.conv = torch.nn.Conv2d(4, 6, 2, stride=2)
+
+    def forward(self, x):
+        return self.conv(self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)).relu()
+
+
 def flat_inputs(names, args):
     """{path: tensor} as aotc names user inputs (x, d.a, pair.1)."""
     out = {}
@@ -199,6 +215,7 @@ PROGRAMS = {
     "nested_inputs": (NestedInputs, lambda b: (torch.randn(b, 4), {"a": torch.randn(b, 4), "b": torch.randn(b, 4)},
                                                (torch.randn(b, 4), torch.randn(b, 4)))),
     "einsum": (Einsum, lambda b: (torch.randn(b, 3, 4),)),
+    "permuted_norm_conv": (PermutedNormConv, lambda b: (torch.randn(b, 4, 6, 6),)),
 }
 DEFAULT = list(PROGRAMS)
 # torchvision models, run by name (not in CTest's run: minutes on emulate).

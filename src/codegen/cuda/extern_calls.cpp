@@ -68,8 +68,14 @@ struct ExternCalls {
     auto filter = [&](ValueId v) {  // cuDNN filters are packed, NCHW or NHWC
       if (st.nhwc) {
         plan::ConvTensor t = tensorDesc(v);
-        AOTC_CHECK(plan::denseIn(t, true), "a channels-last convolution's filter %", g.values[v].name, " is not packed NHWC");
-        return t;
+        if (plan::denseIn(t, true)) return t;
+        // Note [Channels last]: a convolution whose activation arrives
+        // channels-last by the program's own permutes (ConvNeXt's
+        // LayerNorm2d: permute, layer_norm, permute back) while the pass left
+        // its filter as the parameter is: the filter's NHWC-packed copy, so
+        // that cuDNN sees one layout.
+        const TensorType& f = g.type(v);
+        return plan::ConvTensor{nhwcCopy(v, n), 0, f.sizes, channelsLastStrides(f.sizes)};
       }
       if (!g.type(v).isContiguous()) {
         denseCopy(v, n);
@@ -95,6 +101,21 @@ struct ExternCalls {
       AOTC_CHECK(plan::denseIn(st.out, st.nhwc), "the filter gradient %", g.values[out].name, " is not packed ", st.nhwc ? "NHWC" : "NCHW");
     }
     b.steps.push_back(st);
+  }
+
+  /// An NHWC-packed copy of the 4-D `v` (a filter for a channels-last
+  /// convolution), made once per value; its buffer's name.
+  std::string nhwcCopy(ValueId v, const Node& n) {
+    if (auto it = b.nhwc.find(v); it != b.nhwc.end()) return it->second;
+    Node c{OpKind::Clone, {v}, {}, {}, n.loc, n.phase, 0, {}};
+    TensorType t = TensorType::contiguous(g.type(v).dtype, g.type(v).sizes);
+    t.strides = channelsLastStrides(t.sizes);
+    std::string name = g.values[v].name + ".nhwc";
+    b.buffers.push_back(plan::Buffer{name, plan::BufferKind::Alloc, ProgramBuilder::layout(t), "", "", t.numel() * dtypeSize(t.dtype), -1});
+    KernelEmitter::Kernel copy = k.pointwise(c, t);
+    b.launchPointwise(copy.name, copy.leaves, kNoValue, copy.threads, copy.vector, copy.strided, name);
+    b.nhwc[v] = name;
+    return name;
   }
 
   /// A dense copy of `v` (for GEMM operands cuBLAS cannot address), made

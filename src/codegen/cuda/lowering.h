@@ -42,6 +42,7 @@ struct ProgramBuilder {
   std::vector<plan::Step> steps;
   std::vector<std::string> root;          ///< root buffer per value ("" until declared)
   std::map<ValueId, std::string> dense;   ///< value -> its dense copy's buffer
+  std::map<ValueId, std::string> nhwc;    ///< value -> its NHWC-packed copy's buffer (a convolution's filter)
   /// Note [Dynamic codegen]: the program whose sizes decide (null: `g`'s own)
   /// and its fusion plan; per step, a launch's {threads, per} grid rule.
   const Graph* decide = nullptr;

@@ -46,7 +46,6 @@ import copy
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -62,24 +61,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, HERE)
 from fx_export import write_safetensors  # noqa: E402
 from precision_test import ExplicitCasts  # noqa: E402
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        raw = data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
-        if v["dtype"] == "BF16":
-            a = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-        else:
-            a = np.frombuffer(raw, dtype={"F32": np.float32, "F16": np.float16, "I64": np.int64}[v["dtype"]])
-        out[k] = a.reshape(v["shape"]).astype(np.float64)
-    return out
+from compare_safetensors import load as read_safetensors  # noqa: E402  {name: float64 array}
 
 
 class Ctx:

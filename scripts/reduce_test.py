@@ -198,12 +198,7 @@ def onnx_cases(pred):
         inits = [t.name for t in onnx_nodes(os.path.join(d, "repro.onnx")).initializer]
         check(inits == ["half"], f"the ONNX Exp repro keeps only the initializer it reads ({inits})")
         check(same_dir(*repros), "the ONNX Exp repro is the same on a second run (byte for byte)")
-        ok = run([AOTC, "compile", "repro.onnx", "-o", "repro.aotc", "-q"], cwd=d).returncode == 0
-        ok = ok and run([AOTC, "run", "repro.aotc", "--inputs", "inputs.safetensors", "--backend", "reference", "--forward-only",
-                         "--out", "out.safetensors", "-q"], cwd=d).returncode == 0
-        cmp = run([sys.executable, os.path.join(HERE, "compare_safetensors.py"), os.path.join(d, "out.safetensors"),
-                   os.path.join(d, "expected.safetensors")])
-        check(ok and "0 differ" not in cmp.stdout, "the ONNX Exp repro still mismatches its expected.safetensors")
+        check(repro_mismatches(d, "repro.onnx"), "the ONNX Exp repro still mismatches its expected.safetensors")
 
     # A node with subgraphs is one unit: the If alone, the trunk value its
     # branches read from the outer scope a new input.
@@ -263,6 +258,17 @@ def check(ok, what):
     if not ok:
         failures.append(what)
 
+
+
+def repro_mismatches(d, model):
+    """A repro's README commands (compile, run on the reference) still give
+    outputs that differ from its expected.safetensors."""
+    ok = run([AOTC, "compile", model, "-o", "repro.aotc", "-q"], cwd=d).returncode == 0
+    ok = ok and run([AOTC, "run", "repro.aotc", "--inputs", "inputs.safetensors", "--backend", "reference", "--forward-only",
+                     "--out", "out.safetensors", "-q"], cwd=d).returncode == 0
+    cmp = run([sys.executable, os.path.join(HERE, "compare_safetensors.py"), os.path.join(d, "out.safetensors"),
+               os.path.join(d, "expected.safetensors")])
+    return ok and "0 differ" not in cmp.stdout
 
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
@@ -342,12 +348,7 @@ sys.exit(0 if any(math.isnan(v) for k, t in res.items() if k.startswith('output.
         check(any("expm1" in t for t in targets), "the expm1 repro keeps the expm1 and drops the trunk")
         check(same_dir(*repros), "the expm1 repro is the same on a second run")
         # Its README's commands still show the mismatch.
-        ok = run([AOTC, "compile", "repro.json", "-o", "repro.aotc", "-q"], cwd=d).returncode == 0
-        ok = ok and run([AOTC, "run", "repro.aotc", "--inputs", "inputs.safetensors", "--backend", "reference", "--forward-only",
-                         "--out", "out.safetensors", "-q"], cwd=d).returncode == 0
-        cmp = run([sys.executable, os.path.join(HERE, "compare_safetensors.py"), os.path.join(d, "out.safetensors"),
-                   os.path.join(d, "expected.safetensors")])
-        check(ok and "0 differ" not in cmp.stdout, "the expm1 repro still mismatches its expected.safetensors")
+        check(repro_mismatches(d, "repro.json"), "the expm1 repro still mismatches its expected.safetensors")
         check(run([AOTC, "reduce", os.path.join(WORK, "ok.json"), "--inputs", os.path.join(WORK, "inputs.safetensors"),
                    "--expected", os.path.join(WORK, "expected.safetensors"), "--forward-only", "-o", d]).returncode == 1,
               "an existing repro directory is not replaced")

@@ -103,34 +103,28 @@ struct ExternCalls {
     b.steps.push_back(st);
   }
 
-  /// An NHWC-packed copy of the 4-D `v` (a filter for a channels-last
-  /// convolution), made once per value; its buffer's name.
-  std::string nhwcCopy(ValueId v, const Node& n) {
-    if (auto it = b.nhwc.find(v); it != b.nhwc.end()) return it->second;
+  /// A packed copy of `v` into a new buffer `<v>.<suffix>` (strides
+  /// `strides`), made once per value and layout: values are immutable, so a
+  /// second reader of the same operand reads the first copy, whose buffer
+  /// lives until its last use.  Its buffer's name.
+  std::string packedCopy(ValueId v, const Node& n, std::map<ValueId, std::string>& made, const char* suffix, bool channelsLast) {
+    if (auto it = made.find(v); it != made.end()) return it->second;
     Node c{OpKind::Clone, {v}, {}, {}, n.loc, n.phase, 0, {}};
     TensorType t = TensorType::contiguous(g.type(v).dtype, g.type(v).sizes);
-    t.strides = channelsLastStrides(t.sizes);
-    std::string name = g.values[v].name + ".nhwc";
+    if (channelsLast) t.strides = channelsLastStrides(t.sizes);
+    std::string name = g.values[v].name + suffix;
     b.buffers.push_back(plan::Buffer{name, plan::BufferKind::Alloc, ProgramBuilder::layout(t), "", "", t.numel() * dtypeSize(t.dtype), -1});
     KernelEmitter::Kernel copy = k.pointwise(c, t);
     b.launchPointwise(copy.name, copy.leaves, kNoValue, copy.threads, copy.vector, copy.strided, name);
-    b.nhwc[v] = name;
+    made[v] = name;
     return name;
   }
-
-  /// A dense copy of `v` (for GEMM operands cuBLAS cannot address), made
-  /// once per value: values are immutable, so a second GEMM reading the same
-  /// broadcast operand (an expanded gradient feeding both mm's of a matmul's
-  /// backward) reads the first copy, whose buffer lives until its last use.
+  /// The NHWC-packed copy of a 4-D filter for a channels-last convolution.
+  std::string nhwcCopy(ValueId v, const Node& n) { return packedCopy(v, n, b.nhwc, ".nhwc", true); }
+  /// A dense (contiguous) copy of `v`, for GEMM operands cuBLAS cannot
+  /// address (an expanded gradient feeding both mm's of a matmul's backward).
   ValueId denseCopy(ValueId v, const Node& n) {
-    if (b.dense.count(v)) return v;
-    Node c{OpKind::Clone, {v}, {}, {}, n.loc, n.phase, 0, {}};
-    TensorType t = TensorType::contiguous(g.type(v).dtype, g.type(v).sizes);
-    std::string name = g.values[v].name + ".dense";
-    b.buffers.push_back(plan::Buffer{name, plan::BufferKind::Alloc, ProgramBuilder::layout(t), "", "", t.numel() * dtypeSize(t.dtype), -1});
-    KernelEmitter::Kernel copy = k.pointwise(c, t);
-    b.launchPointwise(copy.name, copy.leaves, kNoValue, copy.threads, copy.vector, copy.strided, name);
-    b.dense[v] = name;
+    packedCopy(v, n, b.dense, ".dense", false);
     return v;
   }
 
